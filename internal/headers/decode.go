@@ -1,0 +1,382 @@
+package headers
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// field is one piece of the envelope a convention may carry.
+type field uint8
+
+const (
+	fRetry field = iota
+	fTopic
+	fPartition
+	fOffset
+	fTimestamp
+	fFirstFailure
+	fLastFailure
+	fClass
+	fCause // fallback for the error class
+	fMessage
+	fRedrive
+	fActor
+	fJob
+	fReplayID
+	fNotBefore
+	numFields
+)
+
+// binMin is the shortest Java binary encoding accepted per numeric field, for
+// conventions that write binary: ints are exactly 4 bytes, longs exactly 8,
+// and Spring's backoff timestamp is a BigInteger.toByteArray of 1..8 bytes.
+var binMin = [numFields]int{fRetry: 4, fPartition: 4, fOffset: 8, fTimestamp: 8, fNotBefore: 1}
+
+type convention struct {
+	name   string
+	binary bool // numbers may be Java big-endian binary as well as decimal text
+	keys   [numFields]string
+}
+
+// conventions in precedence order; ours must stay first (Encode relies on it).
+var conventions = [...]convention{
+	{name: "dlq", keys: [numFields]string{
+		fRetry: KeyRetryCount, fTopic: KeyOriginalTopic, fPartition: KeyOriginalPartition,
+		fOffset: KeyOriginalOffset, fTimestamp: KeyOriginalTimestamp,
+		fFirstFailure: KeyFirstFailure, fLastFailure: KeyLastFailure,
+		fClass: KeyErrorClass, fMessage: KeyErrorMessage, fRedrive: KeyRedriveID,
+		fActor: KeyReplayActor, fJob: KeyReplayJob, fReplayID: KeyReplayID,
+	}},
+	{name: "plain", keys: [numFields]string{fRetry: "retryCount", fTopic: "originalTopic"}},
+	{name: "x-retry-count", keys: [numFields]string{fRetry: "x-retry-count"}},
+	{name: "spring", binary: true, keys: [numFields]string{
+		fTopic: "kafka_dlt-original-topic", fPartition: "kafka_dlt-original-partition",
+		fOffset: "kafka_dlt-original-offset", fTimestamp: "kafka_dlt-original-timestamp",
+		fClass: "kafka_dlt-exception-fqcn", fCause: "kafka_dlt-exception-cause-fqcn",
+		fMessage: "kafka_dlt-exception-message",
+		fRetry:   "retry_topic-attempts", fNotBefore: "retry_topic-backoff-timestamp",
+	}},
+	{name: "spring-original", binary: true, keys: [numFields]string{
+		fTopic: "kafka_original-topic", fPartition: "kafka_original-partition",
+		fOffset: "kafka_original-offset", fTimestamp: "kafka_original-timestamp",
+		fClass: "kafka_exception-fqcn", fCause: "kafka_exception-cause-fqcn",
+		fMessage: "kafka_exception-message",
+	}},
+	{name: "connect", keys: [numFields]string{
+		fTopic: "__connect.errors.topic", fPartition: "__connect.errors.partition",
+		fOffset: "__connect.errors.offset", fClass: "__connect.errors.exception.class.name",
+		fMessage: "__connect.errors.exception.message",
+	}},
+	{name: "karafka", keys: [numFields]string{
+		fTopic: "source_topic", fPartition: "source_partition",
+		fOffset: "source_offset", fRetry: "source_attempts",
+	}},
+}
+
+const ours = 0 // index of our convention in conventions
+
+type slot struct {
+	conv int
+	f    field
+}
+
+// index maps every key we read to its slot.
+var index = func() map[string]slot {
+	m := make(map[string]slot)
+	for c, conv := range conventions {
+		for f, k := range conv.keys {
+			if k != "" {
+				m[k] = slot{c, field(f)}
+			}
+		}
+	}
+	return m
+}()
+
+const maxRetryCount = math.MaxInt32
+
+// maxMillis is the end of year 9999: later times cannot be written as RFC 3339.
+var maxMillis = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC).UnixMilli()
+
+var (
+	errMalformed = errors.New("not a decimal integer")
+	errRange     = errors.New("out of range")
+	errNegative  = errors.New("negative")
+	errTime      = errors.New("not an RFC 3339 timestamp")
+)
+
+type decoder struct {
+	hs   []Header
+	last [len(conventions)][numFields]int // 1-based index of the last occurrence, 0 when absent
+	d    Decoded
+}
+
+// Decode reads the envelope from hs. It never fails: problems and warnings
+// are part of the result.
+func Decode(hs []Header) Decoded {
+	dec := decoder{hs: hs}
+	dec.d.Raw = hs
+	var dup [len(conventions)][numFields]bool
+	for i, h := range hs {
+		s, ok := index[h.Key]
+		if !ok {
+			continue
+		}
+		if dec.last[s.conv][s.f] != 0 && !dup[s.conv][s.f] {
+			dup[s.conv][s.f] = true
+			dec.warn(h.Key, "duplicate key, the last occurrence wins")
+		}
+		dec.last[s.conv][s.f] = i + 1
+	}
+	retryProblem := dec.retryCount()
+	dec.routing()
+	switch {
+	case dec.d.Problem != nil && retryProblem != nil:
+		dec.d.Warnings = append(dec.d.Warnings, retryProblem.Error())
+	case retryProblem != nil:
+		dec.d.Problem = retryProblem
+	}
+	e := &dec.d.Envelope
+	e.FirstFailure = dec.time(ours, fFirstFailure)
+	e.LastFailure = dec.time(ours, fLastFailure)
+	if e.ErrorClass = dec.firstText(fClass); e.ErrorClass == "" {
+		e.ErrorClass = dec.firstText(fCause)
+	}
+	e.ErrorMessage = dec.firstText(fMessage)
+	e.RedriveID = dec.redriveID()
+	r := Replay{Actor: dec.text(ours, fActor), JobID: dec.text(ours, fJob), ReplayID: dec.text(ours, fReplayID)}
+	if r != (Replay{}) {
+		e.Replay = &r
+	}
+	if c, ok := dec.first(fNotBefore); ok {
+		e.NotBefore = dec.time(c, fNotBefore)
+	}
+	return dec.d
+}
+
+func (dec *decoder) value(c int, f field) ([]byte, bool) {
+	i := dec.last[c][f]
+	if i == 0 {
+		return nil, false
+	}
+	return dec.hs[i-1].Value, true
+}
+
+func (dec *decoder) key(c int, f field) string { return conventions[c].keys[f] }
+
+func (dec *decoder) warn(key, msg string) {
+	dec.d.Warnings = append(dec.d.Warnings, key+": "+msg)
+}
+
+// first returns the first convention in precedence order that has f.
+func (dec *decoder) first(f field) (int, bool) {
+	for c := range conventions {
+		if dec.last[c][f] != 0 {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// firstNonEmpty is first for text fields, where an empty value counts as absent.
+func (dec *decoder) firstNonEmpty(f field) (int, bool) {
+	for c := range conventions {
+		if v, ok := dec.value(c, f); ok && len(v) > 0 {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+func (dec *decoder) firstText(f field) string {
+	if c, ok := dec.firstNonEmpty(f); ok {
+		return dec.text(c, f)
+	}
+	return ""
+}
+
+func (dec *decoder) text(c int, f field) string {
+	v, _ := dec.value(c, f)
+	return text(string(v))
+}
+
+func (dec *decoder) retryCount() *Problem {
+	c, ok := dec.first(fRetry)
+	if !ok {
+		return nil
+	}
+	v, _ := dec.value(c, fRetry)
+	n, err := dec.parseInt(c, fRetry, v, 32)
+	if err == nil && n < 0 {
+		err = errNegative
+	}
+	if err != nil {
+		return &Problem{Reason: ReasonInvalidRetryCount, Detail: fmt.Sprintf("%s: %v: %s", dec.key(c, fRetry), err, quote(v))}
+	}
+	dec.d.Envelope.RetryCount = int(n)
+	return nil
+}
+
+// routing takes topic, partition, offset and timestamp from one convention,
+// so a record is never routed with coordinates from two different writers.
+func (dec *decoder) routing() {
+	e := &dec.d.Envelope
+	e.OriginalPartition, e.OriginalOffset = -1, -1
+	c, ok := dec.firstNonEmpty(fTopic)
+	if !ok {
+		dec.d.Problem = &Problem{Reason: ReasonUnroutable, Detail: "no original topic header"}
+		return
+	}
+	e.Convention = conventions[c].name
+	e.OriginalTopic = dec.text(c, fTopic)
+	if !ValidTopicName(e.OriginalTopic) {
+		dec.d.Problem = &Problem{Reason: ReasonUnroutable, Detail: dec.key(c, fTopic) + ": illegal topic name " + quote([]byte(e.OriginalTopic))}
+	}
+	if p, ok := dec.nonNegative(c, fPartition, 32); ok {
+		e.OriginalPartition = int32(p)
+	}
+	if o, ok := dec.nonNegative(c, fOffset, 64); ok {
+		e.OriginalOffset = o
+	}
+	e.OriginalTimestamp = dec.time(c, fTimestamp)
+}
+
+// nonNegative parses an optional number; a malformed one is a warning.
+func (dec *decoder) nonNegative(c int, f field, bits int) (int64, bool) {
+	v, ok := dec.value(c, f)
+	if !ok {
+		return 0, false
+	}
+	n, err := dec.parseInt(c, f, v, bits)
+	if err == nil && n < 0 {
+		err = errNegative
+	}
+	if err != nil {
+		dec.warn(dec.key(c, f), err.Error()+": "+quote(v))
+		return 0, false
+	}
+	return n, true
+}
+
+// time reads an optional timestamp: RFC 3339 in our headers, unix
+// milliseconds in foreign ones. A malformed one is a warning.
+func (dec *decoder) time(c int, f field) time.Time {
+	v, ok := dec.value(c, f)
+	if !ok {
+		return time.Time{}
+	}
+	if c == ours {
+		t, err := time.Parse(time.RFC3339Nano, string(v))
+		if t = t.UTC().Truncate(time.Millisecond); err != nil || t.Year() < 0 || t.Year() > 9999 {
+			dec.warn(dec.key(c, f), errTime.Error()+": "+quote(v))
+			return time.Time{}
+		}
+		return t
+	}
+	ms, ok := dec.nonNegative(c, f, 64)
+	if !ok {
+		return time.Time{}
+	}
+	if ms > maxMillis {
+		dec.warn(dec.key(c, f), errRange.Error()+": "+quote(v))
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func (dec *decoder) redriveID() *Coordinates {
+	v, ok := dec.value(ours, fRedrive)
+	if !ok {
+		return nil
+	}
+	s := string(v)
+	i, j := strings.IndexByte(s, '/'), strings.LastIndexByte(s, '/')
+	if i >= 0 && i != j && ValidTopicName(s[:i]) {
+		p, perr := parseDecimal([]byte(s[i+1:j]), 32)
+		o, oerr := parseDecimal([]byte(s[j+1:]), 64)
+		if perr == nil && oerr == nil && p >= 0 && o >= 0 {
+			return &Coordinates{Topic: s[:i], Partition: int32(p), Offset: o}
+		}
+	}
+	dec.warn(KeyRedriveID, "not topic/partition/offset: "+quote(v))
+	return nil
+}
+
+func (dec *decoder) parseInt(c int, f field, v []byte, bits int) (int64, error) {
+	if conventions[c].binary && len(v) >= binMin[f] && len(v) <= bits/8 && !allDigits(v) {
+		n := int64(int8(v[0])) // sign-extend: Java numbers are two's complement
+		for _, b := range v[1:] {
+			n = n<<8 | int64(b)
+		}
+		return n, nil
+	}
+	return parseDecimal(v, bits)
+}
+
+// parseDecimal parses an optionally negative decimal integer of the given
+// size without allocating.
+func parseDecimal(v []byte, bits int) (int64, error) {
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	if len(v) == 0 || !allDigits(v) {
+		return 0, errMalformed
+	}
+	limit := uint64(1) << (bits - 1) // magnitude of the smallest value
+	var n uint64
+	for _, b := range v {
+		d := uint64(b - '0')
+		if n > (limit-d)/10 {
+			return 0, errRange
+		}
+		n = n*10 + d
+	}
+	if neg {
+		return -int64(n), nil
+	}
+	if n == limit {
+		return 0, errRange
+	}
+	return int64(n), nil
+}
+
+func allDigits(v []byte) bool {
+	for _, b := range v {
+		if b < '0' || b > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// text makes a header value safe to log and store in PostgreSQL: valid
+// UTF-8, no NUL, at most MaxTextBytes cut on a rune boundary.
+func text(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	if len(s) <= MaxTextBytes {
+		return s
+	}
+	n := MaxTextBytes
+	for !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// quote shows a bounded prefix of a hostile value in a detail or warning.
+func quote(v []byte) string {
+	const max = 64
+	if len(v) > max {
+		return strconv.Quote(string(v[:max])) + "..."
+	}
+	return strconv.Quote(string(v))
+}

@@ -1,0 +1,149 @@
+// Package headers is the DLQ record header contract: it decodes the retry
+// envelope from our canonical dlq-* headers and from the conventions other
+// systems already write (seed 002 plain style, x-retry-count, Spring Kafka,
+// Kafka Connect, Karafka), and it writes our canonical headers on redrive or
+// replay without disturbing any other header.
+//
+// Decoding rules (the README copies them):
+//   - Precedence is fixed: dlq, plain, x-retry-count, spring, spring-original,
+//     connect, karafka. Each field takes the first convention that has it,
+//     except routing: topic, partition, offset and timestamp all come from the
+//     first convention that names a topic, so coordinates are never mixed.
+//   - Keys match exactly (Kafka header keys are case-sensitive). A key that
+//     occurs more than once: the last occurrence wins, with a warning.
+//   - An empty text value counts as absent.
+//   - Our own values are ASCII: decimal integers, RFC 3339 UTC timestamps with
+//     milliseconds, a redrive id "topic/partition/offset".
+//   - Spring numeric headers are big-endian binary (4 bytes int, 8 bytes long);
+//     decimal text is accepted as well. A value of exactly 4 (or 8) bytes is
+//     binary unless every byte is an ASCII digit: such binary values would
+//     exceed 808464432 (an int) or 3.4e18 (a long), which no partition,
+//     attempt count, offset or millisecond timestamp reaches.
+//   - A missing or illegal original topic makes the record unroutable; a
+//     malformed, negative or overflowing retry count makes it
+//     invalid_retry_count (unroutable wins when both apply). Any other
+//     malformed field is left unknown and reported in Decoded.Warnings.
+package headers
+
+import (
+	"time"
+)
+
+// Header has the shape of confluent-kafka-go's kafka.Header, so callers
+// convert with a type conversion. A nil Value (null header) and an empty one
+// are distinct and both survive Encode.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Canonical header keys: everything we produce writes these.
+const (
+	KeyRetryCount        = "dlq-retry-count"
+	KeyOriginalTopic     = "dlq-original-topic"
+	KeyOriginalPartition = "dlq-original-partition"
+	KeyOriginalOffset    = "dlq-original-offset"
+	KeyOriginalTimestamp = "dlq-original-timestamp"
+	KeyFirstFailure      = "dlq-first-failure"
+	KeyLastFailure       = "dlq-last-failure"
+	KeyErrorClass        = "dlq-error-class"
+	KeyErrorMessage      = "dlq-error-message"
+	KeyRedriveID         = "dlq-redrive-id"
+	KeyReplayActor       = "dlq-replay-actor"
+	KeyReplayJob         = "dlq-replay-job"
+	KeyReplayID          = "dlq-replay-id"
+)
+
+// Reasons a record cannot be redriven; the parking store uses these strings.
+const (
+	ReasonUnroutable        = "unroutable"
+	ReasonInvalidRetryCount = "invalid_retry_count"
+)
+
+// MaxTextBytes bounds every decoded or encoded text field (error messages
+// above all), so that records do not grow on every hop.
+const MaxTextBytes = 1024
+
+// TimeLayout is how our timestamps are written: RFC 3339, milliseconds, UTC.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// Coordinates locate a record in Kafka.
+type Coordinates struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// Replay says who replayed a parked record and through which job.
+type Replay struct {
+	Actor    string
+	JobID    string
+	ReplayID string
+}
+
+// Envelope is the retry metadata of a DLQ record.
+type Envelope struct {
+	RetryCount        int       // 0 when absent
+	OriginalTopic     string    // "" when absent
+	OriginalPartition int32     // -1 when unknown
+	OriginalOffset    int64     // -1 when unknown
+	OriginalTimestamp time.Time // zero when unknown
+	FirstFailure      time.Time // zero when unknown
+	LastFailure       time.Time // zero when unknown
+	ErrorClass        string
+	ErrorMessage      string
+	RedriveID         *Coordinates // DLQ position the record was last read from; nil when absent
+	Replay            *Replay      // nil when the record was never replayed
+	// NotBefore is Spring's retry_topic-backoff-timestamp (zero when absent).
+	// It is read only: the redrive policy owns our own due time.
+	NotBefore time.Time
+	// Convention names who supplied the routing: "dlq", "plain", "spring",
+	// "spring-original", "connect" or "karafka"; "" when nobody did.
+	Convention string
+}
+
+// Redriven returns the envelope for the next hop of a record read from the
+// DLQ at from: one more retry, last failure now, redrive id from.
+func (e Envelope) Redriven(from Coordinates, now time.Time) Envelope {
+	if e.RetryCount < maxRetryCount {
+		e.RetryCount++
+	}
+	now = now.UTC().Truncate(time.Millisecond)
+	if e.FirstFailure.IsZero() {
+		e.FirstFailure = now
+	}
+	e.LastFailure = now
+	e.RedriveID = &from
+	return e
+}
+
+// Problem is why a record cannot be redriven. It is an error so callers can
+// wrap it; Reason is one of the Reason* constants.
+type Problem struct {
+	Reason string
+	Detail string
+}
+
+func (p *Problem) Error() string { return p.Reason + ": " + p.Detail }
+
+// Decoded is the result of Decode.
+type Decoded struct {
+	Envelope Envelope
+	Problem  *Problem // nil when the record can be redriven
+	Warnings []string // malformed optional fields and duplicate keys, for logging
+	Raw      []Header // the input, untouched (same backing array)
+}
+
+// ValidTopicName reports whether s is a legal Kafka topic name.
+func ValidTopicName(s string) bool {
+	if len(s) == 0 || len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
