@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// AuditEntry is one operator action: who, what, on which records (ids or a filter), how
+// many rows it affected and how it ended.
+type AuditEntry struct {
+	ID        int64
+	At        time.Time
+	Actor     string
+	Action    string
+	RecordIDs []int64
+	Filter    *Filter
+	JobID     int64
+	Route     string
+	Affected  int64
+	// Outcome is "ok", "conflict", "not_found" or "error".
+	Outcome   string
+	RequestID string
+}
+
+func writeAudit(ctx context.Context, tx pgx.Tx, e AuditEntry) error {
+	_, err := tx.Exec(ctx, sqlInsertAudit, e.At, e.Actor, e.Action, e.RecordIDs, e.Filter,
+		nullIfZeroID(e.JobID), nullIfEmpty(e.Route), e.Affected, e.Outcome, e.RequestID)
+	return err
+}
+
+// ListAudit returns up to limit audit entries with ids below beforeID (0 for the newest),
+// newest first.
+func (s *Store) ListAudit(ctx context.Context, beforeID int64, limit int) ([]AuditEntry, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	if beforeID <= 0 {
+		beforeID = 1<<63 - 1
+	}
+	rows, err := s.pool.Query(ctx, sqlListAudit, beforeID, limit)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return collect(rows, func(row scanner) (AuditEntry, error) {
+		var e AuditEntry
+		var jobID *int64
+		var route *string
+		err := row.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.RecordIDs, &e.Filter, &jobID, &route,
+			&e.Affected, &e.Outcome, &e.RequestID)
+		e.JobID, e.Route = deref(jobID), deref(route)
+		utc(&e.At)
+		return e, err
+	})
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Filter selects records; zero fields do not filter. It is also what bulk jobs store, hence
+// the JSON tags.
+type Filter struct {
+	Statuses      []Status `json:"statuses,omitempty"`
+	DLQTopic      string   `json:"dlq_topic,omitempty"`
+	OriginalTopic string   `json:"original_topic,omitempty"`
+	Reasons       []Reason `json:"reasons,omitempty"`
+	ErrorClass    string   `json:"error_class,omitempty"`
+	Route         string   `json:"route,omitempty"`
+	// Key matches the exact key bytes; nil does not filter.
+	Key []byte `json:"key,omitempty"`
+	// StoredFrom and StoredTo bound stored_at to [StoredFrom, StoredTo).
+	StoredFrom time.Time `json:"stored_from,omitzero"`
+	StoredTo   time.Time `json:"stored_to,omitzero"`
+	// ErrorContains matches error messages containing it, ignoring case. It is checked row
+	// by row on what the other filters and the id order select.
+	ErrorContains string `json:"error_contains,omitempty"`
+}
+
+// where renders the filter as SQL conditions joined by AND, with its values appended to
+// args as numbered parameters: filter values never become SQL text.
+func (f *Filter) where(args []any) (string, []any) {
+	var conds []string
+	add := func(cond string, v any) {
+		args = append(args, v)
+		conds = append(conds, fmt.Sprintf(cond, len(args)))
+	}
+	if len(f.Statuses) > 0 {
+		add("status = ANY($%d)", statusStrings(f.Statuses))
+	}
+	if f.DLQTopic != "" {
+		add("dlq_topic = $%d", f.DLQTopic)
+	}
+	if f.OriginalTopic != "" {
+		add("original_topic = $%d", f.OriginalTopic)
+	}
+	if len(f.Reasons) > 0 {
+		reasons := make([]string, len(f.Reasons))
+		for i, r := range f.Reasons {
+			reasons[i] = string(r)
+		}
+		add("reason = ANY($%d)", reasons)
+	}
+	if f.ErrorClass != "" {
+		add("error_class = $%d", f.ErrorClass)
+	}
+	if f.Route != "" {
+		add("route = $%d", f.Route)
+	}
+	if f.Key != nil {
+		add("key = $%d", f.Key)
+	}
+	if !f.StoredFrom.IsZero() {
+		add("stored_at >= $%d", f.StoredFrom)
+	}
+	if !f.StoredTo.IsZero() {
+		add("stored_at < $%d", f.StoredTo)
+	}
+	if f.ErrorContains != "" {
+		// strpos, not LIKE: % and _ in the value are plain characters.
+		add("strpos(lower(error_message), lower($%d)) > 0", cleanText(f.ErrorContains))
+	}
+	if len(conds) == 0 {
+		return "true", args
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+func statusStrings(statuses []Status) []string {
+	out := make([]string, len(statuses))
+	for i, s := range statuses {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// Page is one page of records, newest first.
+type Page struct {
+	Records []Record
+	// NextCursor fetches the following page; empty on the last page.
+	NextCursor string
+}
+
+// MaxPageSize bounds every listing's limit.
+const MaxPageSize = 1000
+
+// List returns up to limit records matching f, newest (highest id) first, starting after
+// cursor ("" for the first page). Pagination is by keyset on id, so a deep page costs what
+// the first does, and rows inserted meanwhile (which get higher ids) never shift the pages.
+func (s *Store) List(ctx context.Context, f Filter, cursor string, limit int) (Page, error) {
+	if err := checkLimit(limit); err != nil {
+		return Page{}, err
+	}
+	before, err := decodeCursor(cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	cond, args := f.where([]any{before, limit + 1})
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(sqlListRecords, cond), args...)
+	if err != nil {
+		return Page{}, interpretError(err)
+	}
+	recs, err := collect(rows, scanRecord)
+	if err != nil {
+		return Page{}, err
+	}
+	var page Page
+	if len(recs) > limit {
+		recs = recs[:limit]
+		page.NextCursor = encodeCursor(recs[limit-1].ID)
+	}
+	page.Records = recs
+	return page, nil
+}
+
+// ListAfter returns up to limit records matching f with ids above afterID, lowest id first:
+// how a bulk job walks its selection and resumes from its cursor after a crash.
+func (s *Store) ListAfter(ctx context.Context, f Filter, afterID int64, limit int) ([]Record, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	cond, args := f.where([]any{afterID, limit})
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(sqlListRecordsAfter, cond), args...)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return collect(rows, scanRecord)
+}
+
+// Count returns how many records match f: the dry run of a bulk job.
+func (s *Store) Count(ctx context.Context, f Filter) (int64, error) {
+	cond, args := f.where(nil)
+	var n int64
+	err := s.pool.QueryRow(ctx, fmt.Sprintf(sqlCountRecords, cond), args...).Scan(&n)
+	return n, interpretError(err)
+}
+
+func checkLimit(limit int) error {
+	if limit <= 0 || limit > MaxPageSize {
+		return &ValidationError{Field: "limit", Reason: fmt.Sprintf("must be 1..%d", MaxPageSize)}
+	}
+	return nil
+}
+
+// The cursor is the last id of a page, versioned so that its format can change.
+const cursorVersion = 1
+
+func encodeCursor(id int64) string {
+	var b [9]byte
+	b[0] = cursorVersion
+	binary.BigEndian.PutUint64(b[1:], uint64(id))
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// decodeCursor returns the id to list below; the first page lists below the largest id.
+func decodeCursor(c string) (int64, error) {
+	if c == "" {
+		return 1<<63 - 1, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) != 9 || b[0] != cursorVersion || int64(binary.BigEndian.Uint64(b[1:])) <= 0 {
+		return 0, &ValidationError{Field: "cursor", Reason: "not a cursor this server issued"}
+	}
+	return int64(binary.BigEndian.Uint64(b[1:])), nil
+}

@@ -1,0 +1,192 @@
+package store
+
+// Every SQL statement of the store. Statements that take a filter are fmt templates whose
+// %s is the WHERE condition Filter.where renders; values are always bind parameters.
+
+// recordColumns is what scanRecord reads.
+const recordColumns = `id, dlq_topic, dlq_partition, dlq_offset,
+	original_topic, original_partition, original_offset, original_timestamp, record_timestamp,
+	key, value, header_keys, header_values,
+	retry_count, error_class, error_message, reason, status, route, due_at,
+	lease_owner, lease_until, target_topic, produced_partition, produced_offset, replay_id, job_id,
+	stored_at, changed_at, changed_by`
+
+// stageColumns are the columns StoreBatch copies, in stageRow's order.
+var stageColumns = []string{
+	"dlq_topic", "dlq_partition", "dlq_offset",
+	"original_topic", "original_partition", "original_offset", "original_timestamp", "record_timestamp",
+	"key", "value", "header_keys", "header_values",
+	"retry_count", "error_class", "error_message", "reason", "status", "route", "due_at",
+}
+
+const stageColumnList = `dlq_topic, dlq_partition, dlq_offset,
+	original_topic, original_partition, original_offset, original_timestamp, record_timestamp,
+	key, value, header_keys, header_values,
+	retry_count, error_class, error_message, reason, status, route, due_at`
+
+// The stage lives as long as the connection and empties at every commit, so that a batch
+// costs no catalog change.
+const sqlCreateStage = `CREATE TEMP TABLE IF NOT EXISTS dead_letters_stage ON COMMIT DELETE ROWS AS
+	SELECT ` + stageColumnList + ` FROM dead_letters WITH NO DATA`
+
+const sqlInsertFromStage = `INSERT INTO dead_letters (` + stageColumnList + `, stored_at, changed_at, changed_by)
+	SELECT ` + stageColumnList + `, $1, $1, 'redrive' FROM dead_letters_stage
+	ORDER BY dlq_topic, dlq_partition, dlq_offset
+	ON CONFLICT (dlq_topic, dlq_partition, dlq_offset) DO NOTHING
+	RETURNING dlq_topic, dlq_partition, dlq_offset`
+
+const sqlGetRecord = `SELECT ` + recordColumns + ` FROM dead_letters WHERE id = $1`
+
+const sqlRecordExists = `SELECT EXISTS (SELECT 1 FROM dead_letters WHERE id = $1)`
+
+// $1 token, $2 lease until, $3 now, $4 limit. FOR UPDATE re-checks the condition on the
+// latest row version, so a row another claimer just leased is skipped, not taken twice.
+const sqlClaimDue = `WITH due AS (
+		SELECT id AS due_id FROM dead_letters
+		WHERE status = 'scheduled' AND due_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+		ORDER BY due_at, id
+		LIMIT $4
+		FOR UPDATE SKIP LOCKED)
+	UPDATE dead_letters SET lease_owner = $1, lease_until = $2
+	FROM due WHERE id = due_id
+	RETURNING ` + recordColumns
+
+// $1 token, $2 now, then parallel arrays of id, topic, partition, offset.
+const sqlMarkRedriven = `UPDATE dead_letters d SET status = 'redriven',
+		target_topic = u.topic, produced_partition = u.part, produced_offset = u.off,
+		lease_owner = NULL, lease_until = NULL, changed_at = $2, changed_by = $1
+	FROM unnest($3::bigint[], $4::text[], $5::integer[], $6::bigint[]) AS u(id, topic, part, off)
+	WHERE d.id = u.id AND d.status = 'scheduled' AND d.lease_owner = $1`
+
+// $1 token, $2 now, $3 ids, $4 due at.
+const sqlReleaseClaim = `UPDATE dead_letters SET due_at = $4, lease_owner = NULL, lease_until = NULL,
+		changed_at = $2, changed_by = $1
+	WHERE id = ANY($3) AND status = 'scheduled' AND lease_owner = $1`
+
+// Transitions: $1 id, $2 now, $3 actor, then their own parameters.
+const transitionSet = `changed_at = $2, changed_by = $3`
+
+const sqlDiscard = `UPDATE dead_letters SET status = 'discarded', lease_owner = NULL, lease_until = NULL, ` + transitionSet + `
+	WHERE id = $1 AND status IN ('parked', 'scheduled') RETURNING ` + recordColumns
+
+const sqlRetryNow = `UPDATE dead_letters SET due_at = $2, ` + transitionSet + `
+	WHERE id = $1 AND status = 'scheduled' RETURNING ` + recordColumns
+
+// $4 owner, $5 lease until, $6 job id, $7 replay id.
+const sqlBeginReplay = `UPDATE dead_letters SET status = 'replaying', lease_owner = $4, lease_until = $5,
+		job_id = $6, replay_id = $7, ` + transitionSet + `
+	WHERE id = $1 AND (status IN ('parked', 'scheduled') OR status = 'replaying' AND lease_until <= $2)
+	RETURNING ` + recordColumns
+
+// $4 owner, $5 topic, $6 partition, $7 offset.
+const sqlFinishReplay = `UPDATE dead_letters SET status = 'replayed', lease_owner = NULL, lease_until = NULL,
+		target_topic = $5, produced_partition = $6, produced_offset = $7, ` + transitionSet + `
+	WHERE id = $1 AND status = 'replaying' AND lease_owner = $4 RETURNING ` + recordColumns
+
+// $4 owner.
+const sqlAbortReplay = `UPDATE dead_letters SET status = 'parked', lease_owner = NULL, lease_until = NULL, ` + transitionSet + `
+	WHERE id = $1 AND status = 'replaying' AND lease_owner = $4 RETURNING ` + recordColumns
+
+// $1 below id, $2 limit, then the filter's parameters.
+const sqlListRecords = `SELECT ` + recordColumns + ` FROM dead_letters
+	WHERE id < $1 AND %s ORDER BY id DESC LIMIT $2`
+
+// $1 after id, $2 limit, then the filter's parameters.
+const sqlListRecordsAfter = `SELECT ` + recordColumns + ` FROM dead_letters
+	WHERE id > $1 AND %s ORDER BY id LIMIT $2`
+
+const sqlCountRecords = `SELECT count(*) FROM dead_letters WHERE %s`
+
+const sqlStats = `SELECT dlq_topic, coalesce(original_topic, ''), reason, status, count(*)
+	FROM dead_letters GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
+
+const sqlOldestParked = `SELECT min(stored_at) FROM dead_letters WHERE status = 'parked'`
+
+// $1 cutoff, $2 batch size.
+const sqlPurge = `DELETE FROM dead_letters WHERE id IN (
+	SELECT id FROM dead_letters
+	WHERE status IN ('redriven', 'replayed', 'discarded') AND changed_at < $1
+	LIMIT $2)`
+
+const sqlBeginRun = `INSERT INTO redrive_runs (route, worker_id, status, started_at)
+	VALUES ($1, $2, 'running', $3) RETURNING id`
+
+const sqlFinishRun = `UPDATE redrive_runs SET status = $2, error = $3, finished_at = $4
+	WHERE id = $1 AND status = 'running'`
+
+const sqlInsertLedger = `INSERT INTO run_ledger (run_id, dlq_topic, dlq_partition, from_offset, to_offset,
+		redriven, scheduled, parked, skipped, errors, recorded_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+
+const sqlListRuns = `SELECT id, route, worker_id, status, error, started_at, finished_at
+	FROM redrive_runs WHERE $1 = '' OR route = $1 ORDER BY id DESC LIMIT $2`
+
+const sqlListLedger = `SELECT run_id, dlq_topic, dlq_partition, from_offset, to_offset,
+		redriven, scheduled, parked, skipped, errors, recorded_at
+	FROM run_ledger WHERE run_id = ANY($1) ORDER BY run_id, dlq_topic, dlq_partition, from_offset`
+
+const jobColumns = `id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
+	error, created_by, request_id, created_at, started_at, updated_at, finished_at`
+
+const sqlCreateJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+		confirmed_count, status, created_by, request_id, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $10)
+	RETURNING ` + jobColumns
+
+const sqlGetJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
+
+const sqlJobExists = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`
+
+const sqlListJobs = `SELECT ` + jobColumns + ` FROM jobs WHERE id < $1 ORDER BY id DESC LIMIT $2`
+
+// $1 owner, $2 lease until, $3 now.
+const sqlClaimJob = `WITH next AS (
+		SELECT id AS next_id FROM jobs
+		WHERE status = 'pending' OR status = 'running' AND lease_until <= $3
+		ORDER BY id LIMIT 1
+		FOR UPDATE SKIP LOCKED)
+	UPDATE jobs SET status = 'running', lease_owner = $1, lease_until = $2,
+		started_at = coalesce(started_at, $3), updated_at = $3
+	FROM next WHERE id = next_id
+	RETURNING ` + jobColumns
+
+// $1 id, $2 owner, $3 total, $4 done, $5 failed, $6 cursor, $7 lease until, $8 now.
+const sqlUpdateJobProgress = `UPDATE jobs SET total = $3, done = $4, failed = $5, cursor_id = $6,
+		lease_until = $7, updated_at = $8
+	WHERE id = $1 AND status = 'running' AND lease_owner = $2`
+
+// Job transitions: $1 id, $2 now, then their own parameters.
+const sqlCancelJob = `UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL,
+		updated_at = $2, finished_at = $2
+	WHERE id = $1 AND status IN ('pending', 'running') RETURNING ` + jobColumns
+
+// $3 owner, $4 status, $5 error.
+const sqlFinishJob = `UPDATE jobs SET status = $4, error = $5, lease_owner = NULL, lease_until = NULL,
+		updated_at = $2, finished_at = $2
+	WHERE id = $1 AND status = 'running' AND lease_owner = $3 RETURNING ` + jobColumns
+
+const routeControlColumns = `route, paused, run_requested_at, updated_by, updated_at`
+
+const sqlRouteControls = `SELECT ` + routeControlColumns + ` FROM route_controls ORDER BY route`
+
+// Route actions: $1 route, $2 now, $3 actor, then their own parameters. $4 paused.
+const sqlPauseRoute = `INSERT INTO route_controls (route, paused, updated_by, updated_at)
+	VALUES ($1, $4, $3, $2)
+	ON CONFLICT (route) DO UPDATE SET paused = $4, updated_by = $3, updated_at = $2
+	RETURNING ` + routeControlColumns
+
+const sqlRequestRun = `INSERT INTO route_controls (route, run_requested_at, updated_by, updated_at)
+	VALUES ($1, $2, $3, $2)
+	ON CONFLICT (route) DO UPDATE SET run_requested_at = $2, updated_by = $3, updated_at = $2
+	RETURNING ` + routeControlColumns
+
+const sqlAckRunRequest = `UPDATE route_controls SET run_requested_at = NULL
+	WHERE route = $1 AND run_requested_at = $2`
+
+const sqlInsertAudit = `INSERT INTO audit_log (at, actor, action, record_ids, filter, job_id, route,
+		affected, outcome, request_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+
+const sqlListAudit = `SELECT id, at, actor, action, record_ids, filter, job_id, route, affected, outcome, request_id
+	FROM audit_log WHERE id < $1 ORDER BY id DESC LIMIT $2`

@@ -1,0 +1,341 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// BatchResult reports what StoreBatch did with each record.
+type BatchResult struct {
+	// Inserted[i] is true when records[i] was stored now, false when its DLQ coordinates
+	// were already stored (the stored row is left as it was).
+	Inserted []bool
+	// New counts the true entries of Inserted.
+	New int
+}
+
+// StoreBatch stores scheduled or parked records idempotently on their DLQ coordinates, and
+// records ledger, if not nil, in the same transaction: when it returns nil everything is
+// durable and the DLQ offsets may be committed.
+//
+// The rows are COPYed into a per-connection temporary table and moved with one
+// INSERT ... ON CONFLICT DO NOTHING, in coordinate order so that concurrent writers of
+// overlapping batches wait on each other instead of deadlocking.
+func (s *Store) StoreBatch(ctx context.Context, records []NewRecord, ledger *LedgerEntry) (BatchResult, error) {
+	res := BatchResult{Inserted: make([]bool, len(records))}
+	for i := range records {
+		if err := validateNewRecord(&records[i]); err != nil {
+			return BatchResult{}, err
+		}
+	}
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if len(records) > 0 {
+			if _, err := tx.Exec(ctx, sqlCreateStage); err != nil {
+				return fmt.Errorf("create stage: %w", err)
+			}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dead_letters_stage"}, stageColumns,
+				pgx.CopyFromSlice(len(records), func(i int) ([]any, error) { return stageRow(&records[i]), nil })); err != nil {
+				return fmt.Errorf("copy batch: %w", err)
+			}
+			rows, err := tx.Query(ctx, sqlInsertFromStage, now)
+			if err != nil {
+				return fmt.Errorf("insert batch: %w", err)
+			}
+			inserted := make(map[Coordinates]bool, len(records))
+			var c Coordinates
+			if _, err := pgx.ForEachRow(rows, []any{&c.Topic, &c.Partition, &c.Offset}, func() error {
+				inserted[c] = true
+				return nil
+			}); err != nil {
+				return fmt.Errorf("insert batch: %w", err)
+			}
+			// A coordinate repeated within the batch is inserted once, for its first occurrence.
+			for i := range records {
+				if inserted[records[i].DLQ] {
+					res.Inserted[i] = true
+					res.New++
+					delete(inserted, records[i].DLQ)
+				}
+			}
+		}
+		if ledger != nil {
+			return insertLedger(ctx, tx, ledger, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return BatchResult{}, err
+	}
+	return res, nil
+}
+
+func validateNewRecord(r *NewRecord) error {
+	switch {
+	case r.Status != StatusScheduled && r.Status != StatusParked:
+		return &ValidationError{Field: "status", Reason: fmt.Sprintf("records are stored as scheduled or parked, not %q", r.Status)}
+	case r.Status == StatusScheduled && r.DueAt.IsZero():
+		return &ValidationError{Field: "due_at", Reason: "a scheduled record needs a due time"}
+	case r.Reason == "":
+		return &ValidationError{Field: "reason", Reason: "empty"}
+	case r.DLQ.Topic == "":
+		return &ValidationError{Field: "dlq_topic", Reason: "empty"}
+	}
+	return nil
+}
+
+// stageRow orders a record's values as stageColumns.
+func stageRow(r *NewRecord) []any {
+	keys := make([][]byte, len(r.Headers))
+	values := make([][]byte, len(r.Headers))
+	for i, h := range r.Headers {
+		keys[i] = []byte(h.Key)
+		values[i] = h.Value
+	}
+	return []any{
+		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset,
+		nullIfEmpty(cleanText(r.Origin.Topic)), nullIfNegative(r.Origin.Partition), nullIfNegative(r.Origin.Offset),
+		nullIfZero(r.Origin.Timestamp), r.Timestamp,
+		r.Key, r.Value, keys, values,
+		r.RetryCount, cleanText(r.ErrorClass), cleanText(r.ErrorMessage),
+		string(r.Reason), string(r.Status), r.Route, nullIfZero(r.DueAt),
+	}
+}
+
+// cleanText makes bytes from headers storable as PostgreSQL text, which refuses invalid
+// UTF-8 and NUL. Only descriptive fields pass through here; the exact bytes stay in the
+// headers.
+func cleanText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullIfNegative[T int32 | int64](v T) any {
+	if v < 0 {
+		return nil
+	}
+	return v
+}
+
+func nullIfZero(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// Get returns one record.
+func (s *Store) Get(ctx context.Context, id int64) (Record, error) {
+	r, err := scanRecord(s.pool.QueryRow(ctx, sqlGetRecord, id))
+	return r, interpretError(err)
+}
+
+// Claim is a batch of due scheduled records leased to one worker. Token identifies this
+// claim in MarkRedriven and ReleaseClaim.
+type Claim struct {
+	Token   string
+	Records []Record
+}
+
+// ClaimDue leases up to limit scheduled records that are due now, oldest due first.
+//
+// Claiming is a short transaction that sets a lease (owner token and expiry) on rows locked
+// with FOR UPDATE SKIP LOCKED: concurrent claimers never get the same row. The worker then
+// produces the records and calls MarkRedriven, which succeeds only for rows still leased to
+// its token. If the worker dies in between, the lease expires and another worker claims the
+// rows again, so nothing is lost; a record produced just before such a crash is produced
+// again (at-least-once; downstream consumers de-duplicate on the redrive id header).
+func (s *Store) ClaimDue(ctx context.Context, owner string, limit int, lease time.Duration) (Claim, error) {
+	if limit <= 0 || lease <= 0 {
+		return Claim{}, &ValidationError{Field: "claim", Reason: "limit and lease must be positive"}
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
+	claim := Claim{Token: owner + "/" + hex.EncodeToString(b[:])}
+	now := s.now()
+	rows, err := s.pool.Query(ctx, sqlClaimDue, claim.Token, now.Add(lease), now, limit)
+	if err != nil {
+		return Claim{}, interpretError(err)
+	}
+	if claim.Records, err = collect(rows, scanRecord); err != nil {
+		return Claim{}, err
+	}
+	sort.Slice(claim.Records, func(i, j int) bool {
+		a, b := claim.Records[i], claim.Records[j]
+		return a.DueAt.Before(b.DueAt) || a.DueAt.Equal(b.DueAt) && a.ID < b.ID
+	})
+	return claim, nil
+}
+
+// Redriven says where a claimed record was produced.
+type Redriven struct {
+	ID       int64
+	Produced Coordinates
+}
+
+// MarkRedriven records produced claimed rows as redriven and returns how many it marked.
+// Rows no longer leased to token (the lease expired and another worker claimed them) are
+// left alone and not counted.
+func (s *Store) MarkRedriven(ctx context.Context, token string, done []Redriven) (int, error) {
+	ids := make([]int64, len(done))
+	topics := make([]string, len(done))
+	partitions := make([]int32, len(done))
+	offsets := make([]int64, len(done))
+	for i, d := range done {
+		ids[i], topics[i], partitions[i], offsets[i] = d.ID, d.Produced.Topic, d.Produced.Partition, d.Produced.Offset
+	}
+	tag, err := s.pool.Exec(ctx, sqlMarkRedriven, token, s.now(), ids, topics, partitions, offsets)
+	return int(tag.RowsAffected()), interpretError(err)
+}
+
+// ReleaseClaim gives claimed rows back, due again at dueAt (for a produce that failed
+// transiently), and returns how many it released.
+func (s *Store) ReleaseClaim(ctx context.Context, token string, ids []int64, dueAt time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, sqlReleaseClaim, token, s.now(), ids, dueAt)
+	return int(tag.RowsAffected()), interpretError(err)
+}
+
+// Stats summarizes the store for dashboards.
+type Stats struct {
+	Counts []StatCount
+	// OldestParked is when the oldest parked record was stored; zero when none is parked.
+	OldestParked time.Time
+}
+
+// StatCount is the number of records with one DLQ topic, original topic, reason and status.
+type StatCount struct {
+	DLQTopic      string
+	OriginalTopic string
+	Reason        Reason
+	Status        Status
+	Count         int64
+}
+
+// Stats counts records by topic, reason and status. It scans the table: meant for a
+// dashboard refreshed every few seconds, not for a hot path.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	rows, err := s.pool.Query(ctx, sqlStats)
+	if err != nil {
+		return st, interpretError(err)
+	}
+	var c StatCount
+	_, err = pgx.ForEachRow(rows, []any{&c.DLQTopic, &c.OriginalTopic, &c.Reason, &c.Status, &c.Count}, func() error {
+		st.Counts = append(st.Counts, c)
+		return nil
+	})
+	if err != nil {
+		return st, interpretError(err)
+	}
+	var oldest *time.Time
+	if err := s.pool.QueryRow(ctx, sqlOldestParked).Scan(&oldest); err != nil {
+		return st, interpretError(err)
+	}
+	if oldest != nil {
+		st.OldestParked = *oldest
+	}
+	return st, nil
+}
+
+// Purge deletes redriven, replayed and discarded records whose last change is older than
+// age, in batches so that no transaction grows large, and returns how many it deleted.
+func (s *Store) Purge(ctx context.Context, age time.Duration) (int64, error) {
+	const batch = 5000
+	cutoff := s.now().Add(-age)
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, sqlPurge, cutoff, batch)
+		if err != nil {
+			return total, interpretError(err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < batch {
+			return total, nil
+		}
+	}
+}
+
+// scanner is a pgx.Row or pgx.CollectableRow.
+type scanner interface{ Scan(dest ...any) error }
+
+// collect reads every row with scan.
+func collect[T any](rows pgx.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
+	return out, interpretError(err)
+}
+
+// scanRecord reads recordColumns.
+func scanRecord(row scanner) (Record, error) {
+	var (
+		r                                       Record
+		origTopic, leaseOwner, target, replayID *string
+		origPartition, producedPartition        *int32
+		origOffset, producedOffset, jobID       *int64
+		origTS, dueAt, leaseUntil               *time.Time
+		headerKeys, headerValues                [][]byte
+	)
+	err := row.Scan(&r.ID, &r.DLQ.Topic, &r.DLQ.Partition, &r.DLQ.Offset,
+		&origTopic, &origPartition, &origOffset, &origTS, &r.Timestamp,
+		&r.Key, &r.Value, &headerKeys, &headerValues,
+		&r.RetryCount, &r.ErrorClass, &r.ErrorMessage, &r.Reason, &r.Status, &r.Route, &dueAt,
+		&leaseOwner, &leaseUntil, &target, &producedPartition, &producedOffset, &replayID, &jobID,
+		&r.StoredAt, &r.ChangedAt, &r.ChangedBy)
+	if err != nil {
+		return Record{}, err
+	}
+	r.Origin = Origin{Topic: deref(origTopic), Partition: -1, Offset: -1, Timestamp: deref(origTS)}
+	if origPartition != nil {
+		r.Origin.Partition = *origPartition
+	}
+	if origOffset != nil {
+		r.Origin.Offset = *origOffset
+	}
+	if len(headerKeys) > 0 {
+		r.Headers = make([]Header, len(headerKeys))
+		for i := range headerKeys {
+			r.Headers[i] = Header{Key: string(headerKeys[i]), Value: headerValues[i]}
+		}
+	}
+	r.DueAt, r.LeaseOwner, r.LeaseUntil = deref(dueAt), deref(leaseOwner), deref(leaseUntil)
+	r.ReplayID, r.JobID = deref(replayID), deref(jobID)
+	if target != nil && producedPartition != nil && producedOffset != nil {
+		r.Produced = &Coordinates{Topic: *target, Partition: *producedPartition, Offset: *producedOffset}
+	}
+	utc(&r.Timestamp, &r.Origin.Timestamp, &r.DueAt, &r.LeaseUntil, &r.StoredAt, &r.ChangedAt)
+	return r, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// utc puts times read from PostgreSQL (in the session time zone) in UTC, leaving zero
+// times zero.
+func utc(ts ...*time.Time) {
+	for _, t := range ts {
+		if !t.IsZero() {
+			*t = t.UTC()
+		}
+	}
+}

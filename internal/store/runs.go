@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RunStatus is the state of a redrive run.
+type RunStatus string
+
+const (
+	RunRunning   RunStatus = "running"
+	RunSucceeded RunStatus = "succeeded"
+	RunFailed    RunStatus = "failed"
+)
+
+// Run is one bounded redrive run of a route.
+type Run struct {
+	ID         int64
+	Route      string
+	WorkerID   string
+	Status     RunStatus
+	Error      string
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Ledger     []LedgerEntry
+}
+
+// LedgerEntry accounts for the DLQ offsets [From, To) of one partition that a run
+// committed: every offset in the range is redriven, scheduled, parked or skipped (absent
+// from the log). Errors counts failed attempts and is not part of the sum.
+type LedgerEntry struct {
+	RunID      int64
+	Topic      string
+	Partition  int32
+	From, To   int64
+	Redriven   int64
+	Scheduled  int64
+	Parked     int64
+	Skipped    int64
+	Errors     int64
+	RecordedAt time.Time
+}
+
+// BeginRun records the start of a run.
+func (s *Store) BeginRun(ctx context.Context, route, workerID string) (Run, error) {
+	r := Run{Route: route, WorkerID: workerID, Status: RunRunning, StartedAt: s.now()}
+	err := s.pool.QueryRow(ctx, sqlBeginRun, route, workerID, r.StartedAt).Scan(&r.ID)
+	return r, interpretError(err)
+}
+
+// RecordLedger stores a ledger entry on its own, for ranges that stored no records (all
+// redriven or skipped); StoreBatch takes one to store with its records.
+func (s *Store) RecordLedger(ctx context.Context, e LedgerEntry) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error { return insertLedger(ctx, tx, &e, s.now()) })
+}
+
+func insertLedger(ctx context.Context, tx pgx.Tx, e *LedgerEntry, now time.Time) error {
+	if e.From > e.To {
+		return &ValidationError{Field: "ledger", Reason: "from is above to"}
+	}
+	_, err := tx.Exec(ctx, sqlInsertLedger, e.RunID, e.Topic, e.Partition, e.From, e.To,
+		e.Redriven, e.Scheduled, e.Parked, e.Skipped, e.Errors, now)
+	return err
+}
+
+// FinishRun records the end of a running run; errMsg is empty on success.
+func (s *Store) FinishRun(ctx context.Context, id int64, status RunStatus, errMsg string) error {
+	tag, err := s.pool.Exec(ctx, sqlFinishRun, id, string(status), cleanText(errMsg), s.now())
+	if err != nil {
+		return interpretError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrConflict
+	}
+	return nil
+}
+
+// ListRuns returns the last limit runs of route ("" for all routes), newest first, each
+// with its ledger.
+func (s *Store) ListRuns(ctx context.Context, route string, limit int) ([]Run, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, sqlListRuns, route, limit)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	runs, err := collect(rows, func(row scanner) (Run, error) {
+		var r Run
+		var finished *time.Time
+		err := row.Scan(&r.ID, &r.Route, &r.WorkerID, &r.Status, &r.Error, &r.StartedAt, &finished)
+		r.FinishedAt = deref(finished)
+		utc(&r.StartedAt, &r.FinishedAt)
+		return r, err
+	})
+	if err != nil || len(runs) == 0 {
+		return runs, err
+	}
+	ids := make([]int64, len(runs))
+	byID := make(map[int64]*Run, len(runs))
+	for i := range runs {
+		ids[i] = runs[i].ID
+		byID[runs[i].ID] = &runs[i]
+	}
+	rows, err = s.pool.Query(ctx, sqlListLedger, ids)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	var e LedgerEntry
+	_, err = pgx.ForEachRow(rows, []any{&e.RunID, &e.Topic, &e.Partition, &e.From, &e.To,
+		&e.Redriven, &e.Scheduled, &e.Parked, &e.Skipped, &e.Errors, &e.RecordedAt}, func() error {
+		utc(&e.RecordedAt)
+		r := byID[e.RunID]
+		r.Ledger = append(r.Ledger, e)
+		return nil
+	})
+	return runs, interpretError(err)
+}

@@ -1,0 +1,90 @@
+// Package store is the PostgreSQL parking store: dead-letter records that wait on time
+// (scheduled) or on a human (parked), redrive runs and their ledger, operator jobs, route
+// controls and the audit log.
+//
+// Every method returns the package's own types and errors: ErrNotFound, ErrConflict,
+// *ValidationError, or *Error whose Retriable field (see IsRetriable) tells a transient
+// failure (PostgreSQL restarting, connection reset, deadlock) from a permanent one. A pgxpool
+// replaces broken connections by itself, so after a retriable error the same Store recovers
+// once the server is back.
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+)
+
+// Store is safe for concurrent use.
+type Store struct {
+	pool  *pgxpool.Pool
+	owned bool
+	log   zerolog.Logger
+	clock func() time.Time
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithLogger sets the logger; the default discards.
+func WithLogger(l zerolog.Logger) Option {
+	return func(s *Store) { s.log = l.With().Str("component", "store").Logger() }
+}
+
+// WithClock sets the clock used for every timestamp the store writes and for "now" in
+// claims and leases; the default is time.Now.
+func WithClock(clock func() time.Time) Option {
+	return func(s *Store) { s.clock = clock }
+}
+
+// Open connects a pool to connString (a postgres:// URL or DSN; pool_max_conns and the like
+// apply) and checks that the server answers.
+func Open(ctx context.Context, connString string, opts ...Option) (*Store, error) {
+	pool, err := pgxpool.New(ctx, connString)
+	if err != nil {
+		return nil, interpretError(fmt.Errorf("open pool: %w", err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, interpretError(fmt.Errorf("ping: %w", err))
+	}
+	s := New(pool, opts...)
+	s.owned = true
+	return s, nil
+}
+
+// New wraps a pool the caller owns; Close leaves it open.
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
+	s := &Store{pool: pool, log: zerolog.Nop(), clock: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Close closes the pool if Open created it.
+func (s *Store) Close() {
+	if s.owned {
+		s.pool.Close()
+	}
+}
+
+// Ping checks that the database answers, for readiness probes.
+func (s *Store) Ping(ctx context.Context) error {
+	return interpretError(s.pool.Ping(ctx))
+}
+
+// now is the clock at PostgreSQL's microsecond precision, so that what we write is what
+// we read back.
+func (s *Store) now() time.Time {
+	return s.clock().UTC().Truncate(time.Microsecond)
+}
+
+// inTx runs fn in a transaction, committed when fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return interpretError(pgx.BeginFunc(ctx, s.pool, fn))
+}

@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Each transition is one conditional UPDATE (it changes the row only from the states that
+// allow it) plus its audit row, in one transaction. When the condition fails the audit row
+// records the refusal and the caller gets ErrConflict (or ErrNotFound).
+
+// Discard drops a parked or scheduled record.
+func (s *Store) Discard(ctx context.Context, id int64, actor Actor) (Record, error) {
+	return s.transition(ctx, id, actor, "discard", 0, sqlDiscard)
+}
+
+// RetryNow makes a scheduled record due now.
+func (s *Store) RetryNow(ctx context.Context, id int64, actor Actor) (Record, error) {
+	return s.transition(ctx, id, actor, "retry_now", 0, sqlRetryNow)
+}
+
+// ReplayLease is what a job worker holds while it replays a record.
+type ReplayLease struct {
+	// Owner identifies the worker; FinishReplay and AbortReplay must present it.
+	Owner    string
+	Duration time.Duration
+	JobID    int64
+	ReplayID string
+}
+
+// BeginReplay leases a parked or scheduled record, or a replaying one whose lease expired
+// (its worker died), for replay. Only one worker can hold a record at a time, so a record
+// is never replayed twice concurrently.
+func (s *Store) BeginReplay(ctx context.Context, id int64, lease ReplayLease, actor Actor) (Record, error) {
+	if lease.Owner == "" || lease.Duration <= 0 {
+		return Record{}, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
+	}
+	return s.transition(ctx, id, actor, "begin_replay", lease.JobID, sqlBeginReplay,
+		lease.Owner, s.now().Add(lease.Duration), nullIfZeroID(lease.JobID), nullIfEmpty(lease.ReplayID))
+}
+
+// FinishReplay records where a replaying record was produced.
+func (s *Store) FinishReplay(ctx context.Context, id int64, owner string, produced Coordinates, actor Actor) (Record, error) {
+	return s.transition(ctx, id, actor, "finish_replay", 0, sqlFinishReplay,
+		owner, produced.Topic, produced.Partition, produced.Offset)
+}
+
+// AbortReplay returns a replaying record to parked, e.g. when its job was cancelled or the
+// produce failed for good.
+func (s *Store) AbortReplay(ctx context.Context, id int64, owner string, actor Actor) (Record, error) {
+	return s.transition(ctx, id, actor, "abort_replay", 0, sqlAbortReplay, owner)
+}
+
+// transition runs query with $1 id, $2 now, $3 actor name and then args.
+func (s *Store) transition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
+	var rec Record
+	var outcome error
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		rec, err = scanRecord(tx.QueryRow(ctx, query, append([]any{id, now, actor.Name}, args...)...))
+		affected := int64(1)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			affected, outcome = 0, ErrConflict
+			var exists bool
+			if err := tx.QueryRow(ctx, sqlRecordExists, id).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				outcome = ErrNotFound
+			}
+		case err != nil:
+			return err
+		}
+		if jobID == 0 {
+			jobID = rec.JobID
+		}
+		return writeAudit(ctx, tx, AuditEntry{
+			At: now, Actor: actor.Name, RequestID: actor.RequestID, Action: action,
+			RecordIDs: []int64{id}, JobID: jobID, Affected: affected, Outcome: outcomeOf(outcome),
+		})
+	})
+	if err != nil {
+		return Record{}, err
+	}
+	if outcome != nil {
+		return Record{}, fmt.Errorf("%s record %d: %w", action, id, outcome)
+	}
+	return rec, nil
+}
+
+func outcomeOf(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, ErrNotFound):
+		return "not_found"
+	case errors.Is(err, ErrConflict):
+		return "conflict"
+	default:
+		return "error"
+	}
+}
+
+func nullIfZeroID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}

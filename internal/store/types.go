@@ -1,0 +1,98 @@
+package store
+
+import "time"
+
+// Status is where a dead-letter record is in its life.
+type Status string
+
+const (
+	// StatusScheduled: waiting in PostgreSQL until due_at, then redriven by a worker.
+	StatusScheduled Status = "scheduled"
+	// StatusRedriven: a scheduled record was produced to its original topic.
+	StatusRedriven Status = "redriven"
+	// StatusParked: waiting on a human.
+	StatusParked Status = "parked"
+	// StatusReplaying: a job worker holds a lease on it and is producing it.
+	StatusReplaying Status = "replaying"
+	// StatusReplayed: an operator replay produced it.
+	StatusReplayed Status = "replayed"
+	// StatusDiscarded: an operator dropped it.
+	StatusDiscarded Status = "discarded"
+)
+
+// Reason says why a record was scheduled or parked.
+type Reason string
+
+const (
+	ReasonBackoff           Reason = "backoff" // scheduled: not yet due
+	ReasonExhausted         Reason = "exhausted"
+	ReasonUnroutable        Reason = "unroutable"
+	ReasonInvalidRetryCount Reason = "invalid_retry_count"
+	ReasonTooLarge          Reason = "too_large"
+	ReasonUnknownTopic      Reason = "unknown_topic"
+	ReasonUnauthorized      Reason = "unauthorized"
+	ReasonManual            Reason = "manual"
+)
+
+// Coordinates name one record in a topic.
+type Coordinates struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// Header is one Kafka record header. Key may hold any bytes; a nil Value is a null header
+// value and differs from an empty one.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Origin is where a dead-letter record was first produced, as far as its headers say.
+// Unknown parts are "" for the topic, -1 for partition and offset, zero for the time.
+type Origin struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Timestamp time.Time
+}
+
+// NewRecord is a DLQ record to schedule or park.
+type NewRecord struct {
+	DLQ    Coordinates
+	Origin Origin
+	// Key and Value: nil is NULL, distinct from empty.
+	Key, Value   []byte
+	Headers      []Header
+	Timestamp    time.Time
+	RetryCount   int
+	ErrorClass   string
+	ErrorMessage string
+	Reason       Reason
+	// Status is StatusScheduled (DueAt required) or StatusParked.
+	Status Status
+	DueAt  time.Time
+	Route  string
+}
+
+// Record is a stored dead-letter record.
+type Record struct {
+	ID int64
+	NewRecord
+	StoredAt  time.Time
+	ChangedAt time.Time
+	ChangedBy string
+	// LeaseOwner and LeaseUntil are set while a worker holds the row.
+	LeaseOwner string
+	LeaseUntil time.Time
+	// Produced is where the record was finally written (redriven or replayed), else nil.
+	Produced *Coordinates
+	ReplayID string
+	JobID    int64
+}
+
+// Actor is who asks for an operator action, for the audit log.
+type Actor struct {
+	Name      string
+	RequestID string
+}

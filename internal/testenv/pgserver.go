@@ -1,0 +1,115 @@
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// PGBinDir is where the PostgreSQL server binaries are installed (Debian's postgresql-15).
+const PGBinDir = "/usr/lib/postgresql/15/bin"
+
+// PGServer is a throwaway PostgreSQL cluster of one test, for fault tests that stop and
+// start the server without touching the shared one.
+type PGServer struct {
+	t    testing.TB
+	dir  string
+	port int
+	// asPostgres runs the server as the postgres user: PostgreSQL refuses to run as root.
+	asPostgres bool
+}
+
+// StartPGServer creates a cluster in a temporary directory (trust authentication, loopback
+// only, a free port), starts it, and stops it when the test ends.
+func StartPGServer(t testing.TB) *PGServer {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(PGBinDir, "initdb")); err != nil {
+		t.Fatalf("PostgreSQL server binaries not found in %s (%v): `make test` installs them", PGBinDir, err)
+	}
+	s := &PGServer{t: t, asPostgres: os.Geteuid() == 0}
+	// Not t.TempDir: the postgres user must own the directory and every parent must be
+	// searchable by it, which /tmp is and a root-owned test temp dir may not be.
+	dir, err := os.MkdirTemp("", "dlq-pg-")
+	if err != nil {
+		t.Fatalf("pg server dir: %v", err)
+	}
+	s.dir = dir
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if s.asPostgres {
+		pg, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatalf("running as root needs a postgres user to own the cluster: %v", err)
+		}
+		uid, _ := strconv.Atoi(pg.Uid)
+		gid, _ := strconv.Atoi(pg.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatalf("chown %s: %v", dir, err)
+		}
+	}
+	s.port = freePort(t)
+	s.run("initdb", "-D", s.dataDir(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale")
+	t.Cleanup(func() {
+		if s.running() {
+			s.run("pg_ctl", "-D", s.dataDir(), "-m", "immediate", "-w", "stop")
+		}
+	})
+	s.Start()
+	return s
+}
+
+// URL is the connection string of the cluster's postgres database.
+func (s *PGServer) URL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
+}
+
+// Start starts the server and waits until it accepts connections.
+func (s *PGServer) Start() {
+	s.t.Helper()
+	s.run("pg_ctl", "-D", s.dataDir(), "-l", filepath.Join(s.dir, "server.log"), "-w", "-t", "60", "start",
+		"-o", fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off", s.port, s.dir))
+}
+
+// Stop shuts the server down the way an operator restart does: sessions are terminated
+// (fast mode), and clients see their connections closed.
+func (s *PGServer) Stop() {
+	s.t.Helper()
+	s.run("pg_ctl", "-D", s.dataDir(), "-m", "fast", "-w", "stop")
+}
+
+func (s *PGServer) dataDir() string { return filepath.Join(s.dir, "data") }
+
+func (s *PGServer) running() bool {
+	return s.command("pg_ctl", "-D", s.dataDir(), "status").Run() == nil
+}
+
+func (s *PGServer) run(bin string, args ...string) {
+	s.t.Helper()
+	if out, err := s.command(bin, args...).CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
+		s.t.Fatalf("%s %v: %v\n%s\nserver log:\n%s", bin, args, err, out, log)
+	}
+}
+
+func (s *PGServer) command(bin string, args ...string) *exec.Cmd {
+	path := filepath.Join(PGBinDir, bin)
+	if s.asPostgres {
+		return exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
+	}
+	return exec.Command(path, args...)
+}
+
+// freePort asks the kernel for a loopback port nobody listens on.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
