@@ -1,0 +1,66 @@
+// Command dlq-admin serves the authenticated REST API operators use to review parked
+// dead-letter records and to replay or discard them.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/daemon"
+	"github.com/dlqops/dlq/internal/ops"
+)
+
+const envPrefix = "DLQ_ADMIN_"
+
+func main() {
+	var cfgPath string
+	root := &cobra.Command{
+		Use:           "dlq-admin",
+		Short:         "Review, replay and discard parked dead-letter records",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", "", "YAML configuration file (environment: "+envPrefix+"<KEY>)")
+	load := func() (*config.Admin, error) {
+		var cfg config.Admin
+		return &cfg, daemon.LoadConfig(cfgPath, envPrefix, &cfg, &cfg.Database, nil)
+	}
+	root.AddCommand(&cobra.Command{
+		Use:   "serve",
+		Short: "Serve the admin API until SIGTERM",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := load()
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg)
+		},
+	})
+	root.AddCommand(daemon.MigrateCommand(func() (config.Database, error) {
+		cfg, err := load()
+		return cfg.Database, err
+	}))
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "dlq-admin:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(ctx context.Context, cfg *config.Admin) error {
+	log := daemon.Logger(cfg.Log, "dlq-admin")
+	srv := ops.New(log)
+	if err := daemon.MigrateOnStart(ctx, cfg.Database, log); err != nil {
+		return err
+	}
+	pool, err := daemon.OpenPool(ctx, cfg.Database, srv)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return daemon.Run(ctx, log, srv, cfg.HTTP.Listen, cfg.ShutdownGrace)
+}

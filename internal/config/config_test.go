@@ -1,0 +1,57 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+func TestLoadFileEnvDefaults(t *testing.T) {
+	p := writeFile(t, "log:\n  level: debug\ndatabase:\n  url: postgres://file\nkafka:\n  bootstrap_servers: 127.0.0.1:1\n")
+	t.Setenv("DLQ_WORKER_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:2")
+	var w Worker
+	require.NoError(t, Load(p, "DLQ_WORKER_", &w))
+	require.Equal(t, "debug", w.Log.Level)
+	require.Equal(t, "postgres://file", w.Database.URL)
+	require.Equal(t, "127.0.0.1:2", w.Kafka.BootstrapServers, "environment overrides the file")
+	require.Equal(t, "127.0.0.1:9464", w.HTTP.Listen)
+	require.Equal(t, 30*time.Second, w.ShutdownGrace)
+}
+
+func TestLoadRejects(t *testing.T) {
+	for name, tc := range map[string]struct {
+		file, env, want string
+	}{
+		"unknown key":        {file: "database:\n  url: x\n  ulr: y\n", want: "field ulr not found"},
+		"bad level":          {file: "log:\n  level: loud\n", want: "log.level"},
+		"missing database":   {file: "kafka:\n  bootstrap_servers: x\n", want: "database.url"},
+		"bad listen":         {file: "http:\n  listen: nowhere\n", want: "http.listen"},
+		"bad env duration":   {env: "soon", want: "SHUTDOWN_GRACE"},
+		"negative grace":     {file: "shutdown_grace: -1s\n", want: "shutdown_grace"},
+		"wrong type in file": {file: "database:\n  max_conns: many\n", want: "max_conns"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("DLQ_WORKER_SHUTDOWN_GRACE", tc.env)
+			}
+			var w Worker
+			err := Load(writeFile(t, tc.file), "DLQ_WORKER_", &w)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	var a Admin
+	require.ErrorContains(t, Load(filepath.Join(t.TempDir(), "nope.yaml"), "DLQ_ADMIN_", &a), "no such file")
+}

@@ -1,0 +1,141 @@
+package kafkatest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// Broker is a private single-node KRaft broker for one test, for tests that stop and
+// start the broker without disturbing the shared one. It uses the jars `make test`
+// downloaded into .cache/kafka/libs.
+type Broker struct {
+	t         testing.TB
+	dir, root string
+	port      int
+	cmd       *exec.Cmd
+}
+
+// StartBroker formats storage in a temporary folder and starts a broker on a free port.
+func StartBroker(t testing.TB) *Broker {
+	t.Helper()
+	root := repoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, ".cache/kafka/libs")); err != nil {
+		t.Fatalf("Kafka jars not found in %s/.cache/kafka/libs: run `make up` once", root)
+	}
+	b := &Broker{t: t, dir: t.TempDir(), root: root, port: freePort(t)}
+	controller := freePort(t)
+	tmpl, err := os.ReadFile(filepath.Join(root, "stack/kafka/server.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := strings.NewReplacer("@PORT@", fmt.Sprint(b.port), "@CONTROLLER_PORT@", fmt.Sprint(controller),
+		"@DATA@", filepath.Join(b.dir, "data")).Replace(string(tmpl))
+	if err := os.WriteFile(b.config(), []byte(props), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.java("kafka.tools.StorageTool", "format", "--standalone", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", b.config()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("format broker storage: %v\n%s", err, out)
+	}
+	b.Start()
+	t.Cleanup(b.Stop)
+	return b
+}
+
+// Bootstrap is the broker's address.
+func (b *Broker) Bootstrap() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
+
+// Start starts the (stopped) broker and waits until it answers metadata requests.
+func (b *Broker) Start() {
+	b.t.Helper()
+	cmd := b.java("kafka.Kafka", b.config())
+	log, err := os.OpenFile(filepath.Join(b.dir, "stdout.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		b.t.Fatalf("start broker: %v", err)
+	}
+	b.cmd = cmd
+	a, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": b.Bootstrap()})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer a.Close()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := a.DescribeCluster(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b.t.Fatalf("private broker did not answer in 90 s; log in %s", b.dir)
+}
+
+// Stop stops the broker gracefully (SIGTERM), as an operator would; safe twice.
+func (b *Broker) Stop() { b.signal(syscall.SIGTERM) }
+
+// Kill stops the broker with SIGKILL, as a crash would.
+func (b *Broker) Kill() { b.signal(syscall.SIGKILL) }
+
+func (b *Broker) signal(sig syscall.Signal) {
+	if b.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-b.cmd.Process.Pid, sig)
+	_ = b.cmd.Wait() // exit status of a signalled JVM is expected to be non-zero
+	b.cmd = nil
+}
+
+func (b *Broker) config() string { return filepath.Join(b.dir, "server.properties") }
+
+func (b *Broker) java(args ...string) *exec.Cmd {
+	base := []string{"-Xms128m", "-Xmx512m", "-Dlog4j2.configurationFile=" + filepath.Join(b.root, "stack/kafka/log4j2.yaml"),
+		"-Dkafka.logs.dir=" + b.dir, "-cp", filepath.Join(b.root, ".cache/kafka/libs") + "/*"}
+	return exec.Command("java", append(base, args...)...)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// repoRoot walks up from the test's working directory to the folder holding go.mod.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if raw, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(raw, []byte("module github.com/dlqops/dlq\n")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("repository root (go.mod) not found above the test's directory")
+		}
+		dir = parent
+	}
+}
