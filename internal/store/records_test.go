@@ -30,8 +30,8 @@ func TestRoundTripIsByteExact(t *testing.T) {
 	big := bytes.Repeat([]byte{0, 1, 0xfe, 0xff}, 1<<18) // 1 MiB
 
 	recs := parked("dlq.roundtrip", 0, 6)
-	recs[0].Key, recs[0].Value = nil, nil               // null key, tombstone
-	recs[1].Key, recs[1].Value = []byte{}, []byte{}     // empty, not null
+	recs[0].Key, recs[0].Value = nil, nil                // null key, tombstone
+	recs[1].Key, recs[1].Value = []byte{}, []byte{}      // empty, not null
 	recs[2].Key, recs[2].Value = []byte{0xc3, 0x28}, big // invalid UTF-8 key, 1 MiB value
 	recs[3].Headers = many
 	recs[4].Headers = []store.Header{{Key: "\xff\xfe bad utf8", Value: []byte("v")}, {Key: "nul\x00key", Value: nil}, {Key: "", Value: []byte{}}}
