@@ -1,0 +1,120 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
+)
+
+func TestJobLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newTestClock()
+	s := storetest.New(t, store.WithClock(clock.Now))
+	alice := store.Actor{Name: "alice", RequestID: "r1"}
+
+	_, err := s.CreateJob(ctx, store.JobSpec{Kind: store.JobReplay}, alice)
+	var ve *store.ValidationError
+	require.ErrorAs(t, err, &ve, "no selector")
+
+	filter := &store.Filter{OriginalTopic: "orders", Key: []byte{0xff, 0}, StoredFrom: clock.Now()}
+	job, err := s.CreateJob(ctx, store.JobSpec{Kind: store.JobReplay, Filter: filter, TargetTopic: "orders.retry",
+		ResetRetry: true, RatePerSecond: 50, ConfirmedCount: 12}, alice)
+	require.NoError(t, err)
+	require.Equal(t, store.JobPending, job.Status)
+	got, err := s.GetJob(ctx, job.ID)
+	require.NoError(t, err)
+	require.Equal(t, filter, got.Filter, "the filter survives its JSON round trip")
+	require.Equal(t, job, got)
+
+	// Two instances claim at once: one gets the job.
+	var wg sync.WaitGroup
+	claims := make([]store.Job, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() { claims[i], errs[i] = s.ClaimJob(ctx, []string{"w1", "w2"}[i], time.Minute) })
+	}
+	wg.Wait()
+	winner := 0
+	if errs[0] != nil {
+		winner = 1
+	}
+	require.ErrorIs(t, errs[1-winner], store.ErrNotFound)
+	require.NoError(t, errs[winner])
+	owner := claims[winner].LeaseOwner
+	require.Equal(t, store.JobRunning, claims[winner].Status)
+
+	require.NoError(t, s.UpdateJobProgress(ctx, job.ID, owner, store.JobProgress{Total: 12, Done: 5, Cursor: 77}, time.Minute))
+	require.ErrorIs(t, s.UpdateJobProgress(ctx, job.ID, "intruder", store.JobProgress{}, time.Minute), store.ErrConflict)
+
+	// The owner dies; after its lease another worker resumes from the cursor.
+	clock.Advance(2 * time.Minute)
+	resumed, err := s.ClaimJob(ctx, "w3", time.Minute)
+	require.NoError(t, err)
+	require.EqualValues(t, 77, resumed.Cursor)
+	require.EqualValues(t, 5, resumed.Done)
+	require.ErrorIs(t, s.UpdateJobProgress(ctx, job.ID, owner, store.JobProgress{}, time.Minute), store.ErrConflict)
+	require.NoError(t, s.UpdateJobProgress(ctx, job.ID, "w3", store.JobProgress{Total: 12, Done: 12, Cursor: 90}, time.Minute))
+	done, err := s.FinishJob(ctx, job.ID, "w3", store.JobSucceeded, "")
+	require.NoError(t, err)
+	require.Equal(t, store.JobSucceeded, done.Status)
+	_, err = s.CancelJob(ctx, job.ID, alice)
+	require.ErrorIs(t, err, store.ErrConflict, "finished jobs stay finished")
+
+	// Cancelling a running job stops its worker at the next heartbeat.
+	second, err := s.CreateJob(ctx, store.JobSpec{Kind: store.JobDiscard, RecordIDs: []int64{1, 2}}, alice)
+	require.NoError(t, err)
+	_, err = s.ClaimJob(ctx, "w1", time.Minute)
+	require.NoError(t, err)
+	_, err = s.CancelJob(ctx, second.ID, alice)
+	require.NoError(t, err)
+	require.ErrorIs(t, s.UpdateJobProgress(ctx, second.ID, "w1", store.JobProgress{}, time.Minute), store.ErrConflict)
+	_, err = s.ClaimJob(ctx, "w1", time.Minute)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = s.CancelJob(ctx, 1<<40, alice)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	jobs, err := s.ListJobs(ctx, 0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{second.ID, job.ID}, []int64{jobs[0].ID, jobs[1].ID})
+	require.Equal(t, []int64{1, 2}, jobs[0].RecordIDs)
+
+	audit, err := s.ListAudit(ctx, 0, 10)
+	require.NoError(t, err)
+	var actions []string
+	for _, e := range audit {
+		actions = append(actions, e.Action+":"+e.Outcome)
+	}
+	require.Equal(t, []string{"cancel_job:not_found", "cancel_job:ok", "create_discard_job:ok",
+		"cancel_job:conflict", "finish_job:succeeded", "create_replay_job:ok"}, actions)
+	require.Equal(t, filter, audit[5].Filter)
+}
+
+func TestJobWalksItsSelectionFromTheCursor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	_, err := s.StoreBatch(ctx, parked("dlq.walk", 0, 10), nil)
+	require.NoError(t, err)
+	f := store.Filter{DLQTopic: "dlq.walk"}
+	var ids []int64
+	for cursor := int64(0); ; {
+		recs, err := s.ListAfter(ctx, f, cursor, 3)
+		require.NoError(t, err)
+		if len(recs) == 0 {
+			break
+		}
+		for _, r := range recs {
+			ids = append(ids, r.ID)
+		}
+		cursor = recs[len(recs)-1].ID
+	}
+	require.Len(t, ids, 10)
+	require.IsIncreasing(t, ids)
+}

@@ -1,0 +1,94 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
+)
+
+func TestRunLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+
+	run, err := s.BeginRun(ctx, "orders", "worker-1")
+	require.NoError(t, err)
+	_, err = s.StoreBatch(ctx, parked("dlq.orders", 10, 3), &store.LedgerEntry{
+		RunID: run.ID, Topic: "dlq.orders", Partition: 0, From: 0, To: 20, Redriven: 15, Parked: 3, Skipped: 2,
+	})
+	require.NoError(t, err)
+	require.NoError(t, s.RecordLedger(ctx, store.LedgerEntry{RunID: run.ID, Topic: "dlq.orders", Partition: 1, From: 5, To: 9, Redriven: 4}))
+	require.NoError(t, s.FinishRun(ctx, run.ID, store.RunSucceeded, ""))
+	require.ErrorIs(t, s.FinishRun(ctx, run.ID, store.RunFailed, "again"), store.ErrConflict)
+
+	// A ledger that fails rolls its batch back: nothing is stored that is not accounted for.
+	_, err = s.StoreBatch(ctx, parked("dlq.orders", 100, 1), &store.LedgerEntry{RunID: run.ID, Topic: "dlq.orders", From: 0, To: 1})
+	require.ErrorIs(t, err, store.ErrConflict, "the same range twice")
+	n, err := s.Count(ctx, store.Filter{})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, n)
+
+	other, err := s.BeginRun(ctx, "payments", "worker-2")
+	require.NoError(t, err)
+	runs, err := s.ListRuns(ctx, "orders", 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, store.RunSucceeded, runs[0].Status)
+	require.False(t, runs[0].FinishedAt.IsZero())
+	require.Len(t, runs[0].Ledger, 2)
+	l := runs[0].Ledger[0]
+	require.Equal(t, [4]int64{0, 20, 15, 3}, [4]int64{l.From, l.To, l.Redriven, l.Parked})
+	require.Equal(t, l.To-l.From, l.Redriven+l.Scheduled+l.Parked+l.Skipped)
+
+	runs, err = s.ListRuns(ctx, "", 10)
+	require.NoError(t, err)
+	require.Equal(t, []int64{other.ID, run.ID}, []int64{runs[0].ID, runs[1].ID})
+	require.Empty(t, runs[0].Ledger)
+}
+
+func TestRouteControls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newTestClock()
+	s := storetest.New(t, store.WithClock(clock.Now))
+	ops := store.Actor{Name: "ops"}
+
+	rc, err := s.PauseRoute(ctx, "orders", true, ops)
+	require.NoError(t, err)
+	require.True(t, rc.Paused)
+	rc, err = s.RequestRun(ctx, "orders", ops)
+	require.NoError(t, err)
+	require.True(t, rc.Paused, "a run request keeps the pause")
+	requested := rc.RunRequestedAt
+
+	clock.Advance(time.Second)
+	_, err = s.RequestRun(ctx, "payments", ops)
+	require.NoError(t, err)
+	_, err = s.RequestRun(ctx, "orders", ops)
+	require.NoError(t, err)
+	// The worker acknowledges the request it saw; the newer one survives.
+	require.NoError(t, s.AckRunRequest(ctx, "orders", requested))
+	all, err := s.RouteControls(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	require.Equal(t, "orders", all[0].Route)
+	require.True(t, all[0].RunRequestedAt.Equal(clock.Now()))
+	require.NoError(t, s.AckRunRequest(ctx, "orders", all[0].RunRequestedAt))
+	_, err = s.PauseRoute(ctx, "orders", false, ops)
+	require.NoError(t, err)
+	all, err = s.RouteControls(ctx)
+	require.NoError(t, err)
+	require.False(t, all[0].Paused)
+	require.True(t, all[0].RunRequestedAt.IsZero())
+
+	audit, err := s.ListAudit(ctx, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, audit, 5)
+	require.Equal(t, "resume_route", audit[0].Action)
+	require.Equal(t, "orders", audit[0].Route)
+}
