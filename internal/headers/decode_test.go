@@ -1,0 +1,158 @@
+package headers
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// goldenHeader is a header in a golden file: text, hex, or neither for a null value.
+type goldenHeader struct {
+	Key  string  `json:"key"`
+	Text *string `json:"text"`
+	Hex  *string `json:"hex"`
+}
+
+type goldenCase struct {
+	Name     string          `json:"name"`
+	Headers  []goldenHeader  `json:"headers"`
+	Want     json.RawMessage `json:"want"`     // Envelope fields; unknown coordinates default to -1
+	Problem  string          `json:"problem"`  // expected Problem.Reason, "" for none
+	Warnings []string        `json:"warnings"` // one substring per expected warning, in order
+}
+
+func loadGolden(t *testing.T) map[string][]goldenCase {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "decode", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	all := make(map[string][]goldenCase)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var cases []goldenCase
+		require.NoError(t, json.Unmarshal(b, &cases), f)
+		all[strings.TrimSuffix(filepath.Base(f), ".json")] = cases
+	}
+	return all
+}
+
+func (g goldenCase) headers(t *testing.T) []Header {
+	t.Helper()
+	hs := make([]Header, 0, len(g.Headers))
+	for _, h := range g.Headers {
+		var v []byte
+		switch {
+		case h.Text != nil:
+			v = []byte(*h.Text)
+		case h.Hex != nil:
+			var err error
+			v, err = hex.DecodeString(*h.Hex)
+			require.NoError(t, err)
+		}
+		hs = append(hs, Header{Key: h.Key, Value: v})
+	}
+	return hs
+}
+
+func TestDecodeGolden(t *testing.T) {
+	for file, cases := range loadGolden(t) {
+		for _, g := range cases {
+			t.Run(file+"/"+g.Name, func(t *testing.T) {
+				want := Envelope{OriginalPartition: -1, OriginalOffset: -1}
+				require.NoError(t, json.Unmarshal(g.Want, &want))
+				hs := g.headers(t)
+
+				d := Decode(hs)
+
+				require.Equal(t, want, d.Envelope)
+				require.Equal(t, hs, d.Raw)
+				if g.Problem == "" {
+					require.Nil(t, d.Problem)
+				} else {
+					require.NotNil(t, d.Problem)
+					require.Equal(t, g.Problem, d.Problem.Reason)
+					require.NotEmpty(t, d.Problem.Detail)
+				}
+				require.Len(t, d.Warnings, len(g.Warnings), "warnings: %q", d.Warnings)
+				for i, w := range g.Warnings {
+					require.Contains(t, d.Warnings[i], w)
+				}
+				checkInvariants(t, d)
+			})
+		}
+	}
+}
+
+func TestDecodeTenThousandHeaders(t *testing.T) {
+	hs := make([]Header, 0, 10_000)
+	for i := range 9_998 {
+		hs = append(hs, Header{Key: "x-noise", Value: []byte{byte(i)}})
+	}
+	hs = append(hs, Header{Key: KeyRetryCount, Value: []byte("1")}, Header{Key: KeyOriginalTopic, Value: []byte("t")})
+
+	d := Decode(hs)
+
+	require.Nil(t, d.Problem)
+	require.Empty(t, d.Warnings)
+	require.Equal(t, 1, d.Envelope.RetryCount)
+	require.Len(t, d.Raw, 10_000)
+}
+
+func TestDecodeTenThousandDuplicatesWarnOnce(t *testing.T) {
+	hs := make([]Header, 10_000)
+	for i := range hs {
+		hs[i] = Header{Key: KeyOriginalTopic, Value: []byte("t")}
+	}
+
+	d := Decode(hs)
+
+	require.Nil(t, d.Problem)
+	require.Len(t, d.Warnings, 1)
+}
+
+func TestDecodeBoundsText(t *testing.T) {
+	// A 3-byte rune straddles the limit, so the cut must back off to its start.
+	msg := strings.Repeat("a", MaxTextBytes-1) + "€" + strings.Repeat("b", 1<<20)
+	hostileTopic := strings.Repeat("/", 1<<20)
+	hs := []Header{
+		{Key: "originalTopic", Value: []byte(hostileTopic)},
+		{Key: "__connect.errors.exception.message", Value: []byte(msg)},
+	}
+
+	d := Decode(hs)
+
+	require.Equal(t, strings.Repeat("a", MaxTextBytes-1), d.Envelope.ErrorMessage)
+	require.Len(t, d.Envelope.OriginalTopic, MaxTextBytes)
+	require.Equal(t, ReasonUnroutable, d.Problem.Reason)
+	require.Less(t, len(d.Problem.Detail), 200, "detail must not echo a hostile value in full")
+}
+
+func TestValidTopicName(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"orders":                 true,
+		"a.b_c-D9":               true,
+		strings.Repeat("x", 249): true,
+		strings.Repeat("x", 250): false,
+		"":                       false,
+		".":                      false,
+		"..":                     false,
+		"...":                    true,
+		"a/b":                    false,
+		"a b":                    false,
+		"caf\u00e9":              false,
+		"orders\x00":             false,
+	} {
+		require.Equal(t, ok, ValidTopicName(name), "%q", name)
+	}
+}
+
+func TestProblemIsAnError(t *testing.T) {
+	var err error = &Problem{Reason: ReasonUnroutable, Detail: "no original topic header"}
+	require.EqualError(t, err, "unroutable: no original topic header")
+}
