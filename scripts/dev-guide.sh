@@ -3,16 +3,21 @@
 set -u
 cd "$(dirname "$0")/.."
 eval "$(scripts/stack.sh env)"
-for u in http://127.0.0.1:9464/readyz http://127.0.0.1:8080/readyz; do
-  for _ in $(seq 1 20); do curl -fsS "$u" >/dev/null 2>&1 && break; sleep 0.5; done
-done
+# Wait for both binaries to report ready; say so plainly when one is not.
+state() {
+  local _
+  for _ in $(seq 1 30); do curl -fsS "http://$1/readyz" >/dev/null 2>&1 && { echo ready; return; }; sleep 0.5; done
+  echo "NOT READY: see the log below, and curl http://$1/readyz"
+}
+worker=$(state 127.0.0.1:9464)
+admin=$(state 127.0.0.1:8080)
 cat <<MSG
 
 The local stack is up.
   Kafka       $KAFKA_BOOTSTRAP_SERVERS   (topics: orders, orders.dlq)
   PostgreSQL  $(echo "$DATABASE_URL" | sed 's/:[^:@]*@/:***@/')
-  dlq-worker  http://127.0.0.1:9464   log: .cache/dev/dlq-worker.log
-  dlq-admin   http://127.0.0.1:8080   log: .cache/dev/dlq-admin.log
+  dlq-worker  http://127.0.0.1:9464   $worker   log: .cache/dev/dlq-worker.log
+  dlq-admin   http://127.0.0.1:8080   $admin   log: .cache/dev/dlq-admin.log
 
 Try:
   curl -s 127.0.0.1:9464/readyz; echo
