@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"sort"
@@ -17,11 +18,28 @@ import (
 // A result line: name, iterations, then value/unit pairs.
 var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 
+// pairs maps a parent benchmark to its variants ("raw", "ours"), each to its metrics by unit.
+type pairs map[string]map[string]map[string]float64
+
 func main() {
-	// parent → variant (raw|ours) → unit → value
-	results := map[string]map[string]map[string]float64{}
+	results, order := parse(os.Stdin)
+	if len(order) == 0 {
+		fmt.Println("benchratio: no raw/ours benchmark pairs in the input")
+		return
+	}
+	fmt.Printf("\n%-48s %-10s %14s %14s %8s\n", "benchmark", "metric", "ours", "raw", "ours/raw")
+	for _, parent := range order {
+		for _, r := range ratios(results[parent]) {
+			fmt.Printf("%-48s %-10s %14.4g %14.4g %8s\n", parent, r.unit, r.ours, r.raw, r.ratio)
+		}
+	}
+}
+
+// parse reads benchmark output and returns the raw/ours results in order of appearance.
+func parse(in io.Reader) (pairs, []string) {
+	results := pairs{}
 	var order []string
-	sc := bufio.NewScanner(os.Stdin)
+	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		m := line.FindStringSubmatch(sc.Text())
@@ -49,26 +67,30 @@ func main() {
 		}
 		results[parent][variant] = metrics
 	}
-	if len(order) == 0 {
-		fmt.Println("benchratio: no raw/ours benchmark pairs in the input")
-		return
-	}
-	fmt.Printf("\n%-48s %-10s %14s %14s %8s\n", "benchmark", "metric", "ours", "raw", "ours/raw")
-	for _, parent := range order {
-		ours, raw := results[parent]["ours"], results[parent]["raw"]
-		units := make([]string, 0, len(ours))
-		for u := range ours {
-			if _, ok := raw[u]; ok {
-				units = append(units, u)
-			}
+	return results, order
+}
+
+type ratio struct {
+	unit      string
+	ours, raw float64
+	ratio     string
+}
+
+// ratios lists the metrics both variants report, by unit, with ours/raw.
+func ratios(variants map[string]map[string]float64) []ratio {
+	ours, raw := variants["ours"], variants["raw"]
+	var out []ratio
+	for u, o := range ours {
+		r, ok := raw[u]
+		if !ok {
+			continue
 		}
-		sort.Strings(units)
-		for _, u := range units {
-			ratio := "-"
-			if raw[u] != 0 {
-				ratio = fmt.Sprintf("%.2f", ours[u]/raw[u])
-			}
-			fmt.Printf("%-48s %-10s %14.4g %14.4g %8s\n", parent, u, ours[u], raw[u], ratio)
+		x := ratio{unit: u, ours: o, raw: r, ratio: "-"}
+		if r != 0 {
+			x.ratio = fmt.Sprintf("%.2f", o/r)
 		}
+		out = append(out, x)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].unit < out[j].unit })
+	return out
 }

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseAndRatios(t *testing.T) {
+	out := `goos: linux
+BenchmarkPark/raw-2   	      10	 1000 ns/op	   50000 rec/s	      10 B/op
+BenchmarkPark/ours-2  	      10	 1500 ns/op	   40000 rec/s	      20 B/op
+BenchmarkCodec/ours   	  100000	  250 ns/op	       8 allocs/op
+BenchmarkAlone-2      	     100	  999 ns/op
+PASS`
+	results, order := parse(strings.NewReader(out))
+	require.Equal(t, []string{"BenchmarkPark", "BenchmarkCodec"}, order)
+	got := ratios(results["BenchmarkPark"])
+	require.Equal(t, []ratio{
+		{unit: "B/op", ours: 20, raw: 10, ratio: "2.00"},
+		{unit: "ns/op", ours: 1500, raw: 1000, ratio: "1.50"},
+		{unit: "rec/s", ours: 40000, raw: 50000, ratio: "0.80"},
+	}, got)
+	require.Empty(t, ratios(results["BenchmarkCodec"]), "no raw side, no ratio")
+}
