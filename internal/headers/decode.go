@@ -149,9 +149,8 @@ func Decode(hs []Header) Decoded {
 	}
 	e.ErrorMessage = dec.firstText(fMessage)
 	e.RedriveID = dec.redriveID()
-	r := Replay{Actor: dec.text(ours, fActor), JobID: dec.text(ours, fJob), ReplayID: dec.text(ours, fReplayID)}
-	if r != (Replay{}) {
-		e.Replay = &r
+	if r := (Replay{Actor: dec.text(ours, fActor), JobID: dec.text(ours, fJob), ReplayID: dec.text(ours, fReplayID)}); r != (Replay{}) {
+		e.Replay = new(r) // allocated only when present
 	}
 	if c, ok := dec.first(fNotBefore); ok {
 		e.NotBefore = dec.time(c, fNotBefore)

@@ -1,0 +1,230 @@
+package headers
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func h(key, value string) Header { return Header{Key: key, Value: []byte(value)} }
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 678e6, time.UTC)
+
+func TestEncodeReplacesOursAndKeepsForeignHeaders(t *testing.T) {
+	in := []Header{
+		h("traceparent", "00-abc-01"),
+		h(KeyRetryCount, "1"),
+		{Key: "null-value", Value: nil},
+		{Key: "empty-value", Value: []byte{}},
+		h("dup", "a"),
+		h(KeyRetryCount, "1"),
+		h(KeyOriginalTopic, "stale"),
+		h("dup", "b"),
+		h("dlq-future-field", "kept: only known keys are ours"),
+		h("binary", "\x00\xff"),
+	}
+	snapshot := append([]Header(nil), in...)
+
+	out := Encode(in, Envelope{RetryCount: 2, OriginalTopic: "orders", OriginalPartition: -1, OriginalOffset: -1}, EncodeOptions{})
+
+	require.Equal(t, []Header{
+		h("traceparent", "00-abc-01"),
+		{Key: "null-value", Value: nil},
+		{Key: "empty-value", Value: []byte{}},
+		h("dup", "a"),
+		h("dup", "b"),
+		h("dlq-future-field", "kept: only known keys are ours"),
+		h("binary", "\x00\xff"),
+		h(KeyRetryCount, "2"),
+		h(KeyOriginalTopic, "orders"),
+	}, out)
+	require.Nil(t, out[1].Value, "a null header must stay null")
+	require.Equal(t, snapshot, in, "Encode must not modify its input")
+}
+
+func TestEncodeWritesEveryCanonicalHeader(t *testing.T) {
+	e := Envelope{
+		RetryCount: 3, OriginalTopic: "orders", OriginalPartition: 0, OriginalOffset: 42,
+		OriginalTimestamp: t0, FirstFailure: t0.Add(time.Second), LastFailure: t0.In(time.FixedZone("CET", 3600)),
+		ErrorClass: "db.Timeout", ErrorMessage: "boom",
+		RedriveID: &Coordinates{Topic: "orders.dlq", Partition: 1, Offset: 7},
+		Replay:    &Replay{Actor: "alice", JobID: "j1", ReplayID: "r1"},
+		NotBefore: t0, Convention: "spring",
+	}
+
+	out := Encode(nil, e, EncodeOptions{})
+
+	require.Equal(t, []Header{
+		h(KeyRetryCount, "3"),
+		h(KeyOriginalTopic, "orders"),
+		h(KeyOriginalPartition, "0"),
+		h(KeyOriginalOffset, "42"),
+		h(KeyOriginalTimestamp, "2026-01-02T03:04:05.678Z"),
+		h(KeyFirstFailure, "2026-01-02T03:04:06.678Z"),
+		h(KeyLastFailure, "2026-01-02T03:04:05.678Z"),
+		h(KeyErrorClass, "db.Timeout"),
+		h(KeyErrorMessage, "boom"),
+		h(KeyRedriveID, "orders.dlq/1/7"),
+		h(KeyReplayActor, "alice"),
+		h(KeyReplayJob, "j1"),
+		h(KeyReplayID, "r1"),
+	}, out)
+}
+
+func TestEncodeValuesDoNotAlias(t *testing.T) {
+	out := Encode(nil, Envelope{RetryCount: 1, OriginalTopic: "t", OriginalPartition: -1, OriginalOffset: -1}, EncodeOptions{})
+
+	_ = append(out[0].Value, "999"...)
+
+	require.Equal(t, "t", string(out[1].Value))
+}
+
+func TestEncodeStrip(t *testing.T) {
+	in := []Header{
+		h("kafka_dlt-exception-stacktrace", "at a\nat b"),
+		h("keep", "1"),
+		h("__connect.errors.exception.stacktrace", "at c"),
+		h("kafka_dlt-exception-message", "kept"),
+		h("x-debug-trace", "big"),
+		h("x-debug", "prefix match is by prefix only"),
+	}
+	opts := DefaultEncodeOptions()
+	opts.StripPrefixes = []string{"x-debug-"}
+
+	out := Encode(in, Envelope{OriginalPartition: -1, OriginalOffset: -1}, opts)
+
+	require.Equal(t, []Header{
+		h("keep", "1"),
+		h("kafka_dlt-exception-message", "kept"),
+		h("x-debug", "prefix match is by prefix only"),
+		h(KeyRetryCount, "0"),
+	}, out)
+}
+
+func TestEncodeTruncatesOnRuneBoundary(t *testing.T) {
+	msg := strings.Repeat("é", MaxTextBytes) // 2 bytes each
+
+	out := Encode(nil, Envelope{ErrorMessage: msg, OriginalPartition: -1, OriginalOffset: -1}, EncodeOptions{})
+
+	require.Equal(t, strings.Repeat("é", MaxTextBytes/2), string(out[1].Value))
+}
+
+func TestRedriven(t *testing.T) {
+	from := Coordinates{Topic: "orders.dlq", Partition: 2, Offset: 9}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.FixedZone("CET", 3600))
+	want := t0.Add(time.Hour)
+
+	fresh := Envelope{RetryCount: 0, OriginalTopic: "orders"}.Redriven(from, now)
+	again := Envelope{RetryCount: 4, FirstFailure: t0, LastFailure: want}.Redriven(from, now)
+	saturated := Envelope{RetryCount: math.MaxInt32}.Redriven(from, now)
+
+	nowMillis := time.Date(2026, 3, 1, 11, 0, 0, 123e6, time.UTC)
+	require.Equal(t, Envelope{RetryCount: 1, OriginalTopic: "orders", FirstFailure: nowMillis, LastFailure: nowMillis, RedriveID: &from}, fresh)
+	require.Equal(t, Envelope{RetryCount: 5, FirstFailure: t0, LastFailure: nowMillis, RedriveID: &from}, again)
+	require.Equal(t, math.MaxInt32, saturated.RetryCount)
+}
+
+// A redrive hop, as the worker does it: decode, next hop, encode. The record
+// must not grow from hop to hop.
+func TestRedriveHopsDoNotGrow(t *testing.T) {
+	hs := []Header{
+		h("traceparent", "00-abc-01"),
+		h("kafka_dlt-original-topic", "orders"),
+		{Key: "kafka_dlt-original-partition", Value: []byte{0, 0, 0, 5}},
+		h("kafka_dlt-exception-stacktrace", strings.Repeat("at x\n", 1000)),
+		h("kafka_dlt-exception-message", strings.Repeat("m", 10_000)),
+	}
+	var sizes []int
+	for hop := range 5 {
+		d := Decode(hs)
+		require.Nil(t, d.Problem)
+		require.Equal(t, hop, d.Envelope.RetryCount)
+		hs = Encode(hs, d.Envelope.Redriven(Coordinates{Topic: "orders.dlq", Offset: int64(hop)}, t0), DefaultEncodeOptions())
+		sizes = append(sizes, len(hs))
+	}
+	require.Equal(t, []int{sizes[0], sizes[0], sizes[0], sizes[0], sizes[0]}, sizes)
+	d := Decode(hs)
+	require.Equal(t, int32(5), d.Envelope.OriginalPartition)
+	require.Len(t, d.Envelope.ErrorMessage, MaxTextBytes)
+	require.Equal(t, &Coordinates{Topic: "orders.dlq", Offset: 4}, d.Envelope.RedriveID)
+}
+
+// decode(encode(e)) == e for every envelope Encode can express.
+func TestRoundTripProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 5000 {
+		e := randomEnvelope(r)
+		d := Decode(Encode(nil, e, EncodeOptions{}))
+		require.Equal(t, e, d.Envelope, "iteration %d", i)
+		require.Empty(t, d.Warnings, "iteration %d", i)
+	}
+}
+
+func randomEnvelope(r *rand.Rand) Envelope {
+	e := Envelope{RetryCount: r.IntN(math.MaxInt32), OriginalPartition: -1, OriginalOffset: -1}
+	maybe := func() bool { return r.IntN(2) == 0 }
+	randomTime := func(t *time.Time) {
+		if maybe() {
+			*t = time.UnixMilli(r.Int64N(maxMillis)).UTC()
+		}
+	}
+	// Coordinates are only read together with the topic they belong to.
+	if maybe() {
+		e.OriginalTopic = randomTopic(r)
+		e.Convention = "dlq"
+		if maybe() {
+			e.OriginalPartition = r.Int32()
+		}
+		if maybe() {
+			e.OriginalOffset = r.Int64()
+		}
+		randomTime(&e.OriginalTimestamp)
+	}
+	randomTime(&e.FirstFailure)
+	randomTime(&e.LastFailure)
+	if maybe() {
+		e.ErrorClass = randomText(r)
+	}
+	if maybe() {
+		e.ErrorMessage = randomText(r)
+	}
+	if maybe() {
+		e.RedriveID = &Coordinates{Topic: randomTopic(r), Partition: r.Int32(), Offset: r.Int64()}
+	}
+	if maybe() {
+		e.Replay = &Replay{Actor: randomText(r)}
+		if maybe() {
+			e.Replay.JobID = randomText(r)
+		}
+		if maybe() {
+			e.Replay.ReplayID = randomText(r)
+		}
+	}
+	return e
+}
+
+func randomTopic(r *rand.Rand) string {
+	const legal = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+	b := make([]byte, 1+r.IntN(249))
+	for i := range b {
+		b[i] = legal[r.IntN(len(legal))]
+	}
+	if s := string(b); ValidTopicName(s) {
+		return s
+	}
+	return "t" // "." or ".."
+}
+
+// randomText is non-empty, valid UTF-8 without NUL, at most MaxTextBytes.
+func randomText(r *rand.Rand) string {
+	runes := []rune{'a', 'Z', ' ', '/', 'é', '€', '😀', '\n', '\uFFFD'}
+	var b strings.Builder
+	for range 1 + r.IntN(300) {
+		b.WriteRune(runes[r.IntN(len(runes))])
+	}
+	return text(b.String())
+}
