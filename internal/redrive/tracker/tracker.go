@@ -1,0 +1,76 @@
+// Package tracker computes, for one partition, the offset that is safe to commit: the
+// lowest offset read but not yet done, or one past the last offset read when all are
+// done. Records finish out of order (produce acknowledgements, batched PostgreSQL writes),
+// the commit watermark only ever moves over a contiguous done prefix. Pure logic, not safe
+// for concurrent use: the partition's owner serializes calls.
+package tracker
+
+import (
+	"fmt"
+	"sort"
+)
+
+type entry struct {
+	offset int64
+	done   bool
+}
+
+// Partition tracks the offsets of one partition.
+type Partition struct {
+	pending []entry // offsets read, ascending; pending[head:] are live
+	head    int
+	next    int64 // one past the last offset added, or the start offset
+	open    int   // live entries not done
+}
+
+// New starts tracking at start, the partition's committed (or starting) offset.
+func New(start int64) *Partition { return &Partition{next: start} }
+
+// Add records that offset was read. Offsets must increase; gaps (compacted or
+// transactional topics) are allowed and count as done.
+func (p *Partition) Add(offset int64) error {
+	if offset < p.next {
+		return fmt.Errorf("tracker: offset %d added after %d", offset, p.next)
+	}
+	p.pending = append(p.pending, entry{offset: offset})
+	p.next = offset + 1
+	p.open++
+	return nil
+}
+
+// Done marks offset finished and reports whether it was pending.
+func (p *Partition) Done(offset int64) bool {
+	live := p.pending[p.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
+	if i == len(live) || live[i].offset != offset || live[i].done {
+		return false
+	}
+	live[i].done = true
+	p.open--
+	for p.head < len(p.pending) && p.pending[p.head].done {
+		p.head++
+	}
+	// Reuse the array once the dead prefix dominates, so memory stays bounded by the
+	// number of offsets in flight.
+	if p.head == len(p.pending) {
+		p.pending, p.head = p.pending[:0], 0
+	} else if p.head > 1024 && p.head > len(p.pending)/2 {
+		n := copy(p.pending, p.pending[p.head:])
+		p.pending, p.head = p.pending[:n], 0
+	}
+	return true
+}
+
+// Watermark is the offset to commit: every offset below it is done.
+func (p *Partition) Watermark() int64 {
+	if p.head < len(p.pending) {
+		return p.pending[p.head].offset
+	}
+	return p.next
+}
+
+// Next is one past the last offset read (the start offset when nothing was read).
+func (p *Partition) Next() int64 { return p.next }
+
+// Open is the number of offsets read and not yet done.
+func (p *Partition) Open() int { return p.open }

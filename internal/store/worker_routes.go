@@ -1,0 +1,15 @@
+package store
+
+import "context"
+
+// $1 routes, $2 now, $3 by. Existing controls (a pause an operator set) are kept.
+const sqlRegisterRoutes = `INSERT INTO route_controls (route, updated_by, updated_at)
+	SELECT r, $3, $2 FROM unnest($1::text[]) AS r
+	ON CONFLICT (route) DO NOTHING`
+
+// RegisterRoutes makes the routes a worker serves visible in RouteControls (not paused,
+// no run requested) without touching the controls of routes already known.
+func (s *Store) RegisterRoutes(ctx context.Context, routes []string, by string) error {
+	_, err := s.pool.Exec(ctx, sqlRegisterRoutes, routes, s.now(), by)
+	return interpretError(err)
+}
