@@ -22,11 +22,13 @@ type AuditEntry struct {
 	// Outcome is "ok", "conflict", "not_found" or "error".
 	Outcome   string
 	RequestID string
+	// Reason is what the operator gave, e.g. for a discard.
+	Reason string
 }
 
 func writeAudit(ctx context.Context, tx pgx.Tx, e AuditEntry) error {
 	_, err := tx.Exec(ctx, sqlInsertAudit, e.At, e.Actor, e.Action, e.RecordIDs, e.Filter,
-		nullIfZeroID(e.JobID), nullIfEmpty(e.Route), e.Affected, e.Outcome, e.RequestID)
+		nullIfZeroID(e.JobID), nullIfEmpty(e.Route), e.Affected, e.Outcome, e.RequestID, cleanText(e.Reason))
 	return err
 }
 
@@ -48,7 +50,7 @@ func (s *Store) ListAudit(ctx context.Context, beforeID int64, limit int) ([]Aud
 		var jobID *int64
 		var route *string
 		err := row.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.RecordIDs, &e.Filter, &jobID, &route,
-			&e.Affected, &e.Outcome, &e.RequestID)
+			&e.Affected, &e.Outcome, &e.RequestID, &e.Reason)
 		e.JobID, e.Route = deref(jobID), deref(route)
 		utc(&e.At)
 		return e, err

@@ -15,9 +15,11 @@ type Filter struct {
 	Statuses      []Status `json:"statuses,omitempty"`
 	DLQTopic      string   `json:"dlq_topic,omitempty"`
 	OriginalTopic string   `json:"original_topic,omitempty"`
-	Reasons       []Reason `json:"reasons,omitempty"`
-	ErrorClass    string   `json:"error_class,omitempty"`
-	Route         string   `json:"route,omitempty"`
+	// OriginalTopics matches any of these original topics: the scope of an API token.
+	OriginalTopics []string `json:"original_topics,omitempty"`
+	Reasons        []Reason `json:"reasons,omitempty"`
+	ErrorClass     string   `json:"error_class,omitempty"`
+	Route          string   `json:"route,omitempty"`
 	// Key matches the exact key bytes; nil does not filter.
 	Key []byte `json:"key,omitempty"`
 	// StoredFrom and StoredTo bound stored_at to [StoredFrom, StoredTo).
@@ -44,6 +46,9 @@ func (f *Filter) where(args []any) (string, []any) {
 	}
 	if f.OriginalTopic != "" {
 		add("original_topic = $%d", f.OriginalTopic)
+	}
+	if len(f.OriginalTopics) > 0 {
+		add("original_topic = ANY($%d)", f.OriginalTopics)
 	}
 	if len(f.Reasons) > 0 {
 		reasons := make([]string, len(f.Reasons))

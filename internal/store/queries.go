@@ -185,8 +185,8 @@ const sqlAckRunRequest = `UPDATE route_controls SET run_requested_at = NULL
 	WHERE route = $1 AND run_requested_at = $2`
 
 const sqlInsertAudit = `INSERT INTO audit_log (at, actor, action, record_ids, filter, job_id, route,
-		affected, outcome, request_id)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+		affected, outcome, request_id, reason)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
-const sqlListAudit = `SELECT id, at, actor, action, record_ids, filter, job_id, route, affected, outcome, request_id
+const sqlListAudit = `SELECT id, at, actor, action, record_ids, filter, job_id, route, affected, outcome, request_id, reason
 	FROM audit_log WHERE id < $1 ORDER BY id DESC LIMIT $2`

@@ -1,0 +1,338 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// JobRequest is a job as the admin API submits it.
+type JobRequest struct {
+	JobSpec
+	// Reason is the operator's reason, kept in the audit row.
+	Reason string
+	// IdempotencyKey, when set, makes a retried request return the job the first one
+	// created (per actor).
+	IdempotencyKey string
+}
+
+// SubmitJob creates a pending job and its audit row in one transaction. A job that names
+// record ids reserves them: every record must exist (ErrNotFound) and be parked or
+// scheduled and not selected by another pending or running job (ErrConflict), so that two
+// replays or discards of one record are never both accepted. Either every record is
+// reserved or nothing is written.
+//
+// With an IdempotencyKey this actor used before, SubmitJob returns that job and replayed
+// true, or ErrConflict when the earlier request asked for something else.
+func (s *Store) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job Job, replayed bool, err error) {
+	if err := validateJobSpec(&req.JobSpec); err != nil {
+		return Job{}, false, err
+	}
+	ids := slices.Clone(req.RecordIDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if req.RecordIDs != nil {
+		req.RecordIDs = ids
+	}
+	now := s.now()
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if req.IdempotencyKey != "" {
+			prev, err := scanJob(tx.QueryRow(ctx, sqlJobByIdempotencyKey, actor.Name, req.IdempotencyKey))
+			switch {
+			case err == nil:
+				if !sameSpec(prev.JobSpec, req.JobSpec) {
+					return fmt.Errorf("%w: idempotency key %q was used for another request", ErrConflict, req.IdempotencyKey)
+				}
+				job, replayed = prev, true
+				return nil
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+		}
+		var err error
+		job, err = scanJob(tx.QueryRow(ctx, sqlSubmitJob, string(req.Kind), req.Filter, req.RecordIDs,
+			req.TargetTopic, req.ResetRetry, req.RatePerSecond, req.ConfirmedCount,
+			actor.Name, actor.RequestID, now, nullIfEmpty(req.IdempotencyKey)))
+		if err != nil {
+			return err
+		}
+		if len(ids) > 0 {
+			if err := lockReservable(ctx, tx, ids, now); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, sqlReserve, ids, job.ID); err != nil {
+				return err
+			}
+		}
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
+			Action: "create_" + string(req.Kind) + "_job", RecordIDs: req.RecordIDs, Filter: req.Filter,
+			JobID: job.ID, Affected: req.ConfirmedCount, Outcome: "ok", Reason: req.Reason})
+	})
+	if err != nil {
+		return Job{}, false, err
+	}
+	return job, replayed, nil
+}
+
+func validateJobSpec(spec *JobSpec) error {
+	switch {
+	case spec.Kind != JobReplay && spec.Kind != JobDiscard:
+		return &ValidationError{Field: "kind", Reason: fmt.Sprintf("unknown job kind %q", spec.Kind)}
+	case (spec.Filter == nil) == (spec.RecordIDs == nil):
+		return &ValidationError{Field: "selector", Reason: "give exactly one of a filter and record ids"}
+	case spec.RecordIDs != nil && len(spec.RecordIDs) == 0:
+		return &ValidationError{Field: "ids", Reason: "empty"}
+	case spec.RatePerSecond < 0:
+		return &ValidationError{Field: "rate_per_second", Reason: "negative"}
+	}
+	return nil
+}
+
+func sameSpec(a, b JobSpec) bool {
+	fa, _ := json.Marshal(a.Filter)
+	fb, _ := json.Marshal(b.Filter)
+	return a.Kind == b.Kind && string(fa) == string(fb) && slices.Equal(a.RecordIDs, b.RecordIDs) &&
+		a.TargetTopic == b.TargetTopic && a.ResetRetry == b.ResetRetry && a.RatePerSecond == b.RatePerSecond
+}
+
+// lockReservable locks the records and checks that each can be reserved. The rows are
+// locked first, in id order, and only then checked by a second statement: under READ
+// COMMITTED that statement sees a job a concurrent reservation committed while we waited
+// for the lock.
+func lockReservable(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) error {
+	locked, err := tx.Query(ctx, sqlLockRecords, ids)
+	if err != nil {
+		return err
+	}
+	n := 0
+	if _, err := pgx.ForEachRow(locked, []any{new(int64)}, func() error { n++; return nil }); err != nil {
+		return err
+	}
+	if n != len(ids) {
+		return fmt.Errorf("%d of %d records: %w", len(ids)-n, len(ids), ErrNotFound)
+	}
+	var blocked []int64
+	rows, err := tx.Query(ctx, sqlUnreservable, ids, now)
+	if err != nil {
+		return err
+	}
+	var id int64
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { blocked = append(blocked, id); return nil }); err != nil {
+		return err
+	}
+	if len(blocked) > 0 {
+		return fmt.Errorf("%w: records %v are not parked or scheduled, or another job holds them", ErrConflict, blocked)
+	}
+	return nil
+}
+
+// DiscardRecord discards a parked or scheduled record that no active job holds, writing
+// the operator's reason in the audit row. It returns ErrNotFound or ErrConflict (with the
+// audit row of the refusal).
+func (s *Store) DiscardRecord(ctx context.Context, id int64, reason string, actor Actor) (Record, error) {
+	var rec Record
+	var outcome error
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockReservable(ctx, tx, []int64{id}, now); err != nil {
+			if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrConflict) {
+				return err
+			}
+			outcome = err
+		} else {
+			var err error
+			if rec, err = scanRecord(tx.QueryRow(ctx, sqlDiscard, id, now, actor.Name)); err != nil {
+				return err
+			}
+		}
+		affected := int64(1)
+		if outcome != nil {
+			affected = 0
+		}
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
+			Action: "discard", RecordIDs: []int64{id}, Affected: affected, Outcome: outcomeOf(outcome), Reason: reason})
+	})
+	if err != nil {
+		return Record{}, err
+	}
+	if outcome != nil {
+		return Record{}, fmt.Errorf("discard record %d: %w", id, outcome)
+	}
+	return rec, nil
+}
+
+// JobRecords returns up to limit records of job with ids above afterID, lowest first: the
+// records it selects (by ids, or by filter) plus its own replaying rows, which a crashed
+// holder left behind and which no longer match the filter's statuses.
+func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit int) ([]Record, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	var rows pgx.Rows
+	var err error
+	if job.Filter != nil {
+		cond, args := job.Filter.where([]any{afterID, limit, job.ID})
+		rows, err = s.pool.Query(ctx, fmt.Sprintf(sqlJobRecordsByFilter, cond), args...)
+	} else {
+		rows, err = s.pool.Query(ctx, sqlJobRecordsByIDs, afterID, limit, job.RecordIDs)
+	}
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return collect(rows, scanRecord)
+}
+
+// BeginReplays leases the records of ids that can be replayed now for job: parked or
+// scheduled (and not claimed by a redrive), or replaying under an expired lease. Each
+// keeps the replay id it was first given, "<job>-<record>", so a record produced again
+// after a crash carries the same one. It returns the leased records, lowest id first.
+func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner string, lease time.Duration, actor Actor) ([]Record, error) {
+	if owner == "" || lease <= 0 {
+		return nil, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
+	}
+	var recs []Record
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sqlBeginReplays, ids, now, actor.Name, owner, now.Add(lease), jobID,
+			strconv.FormatInt(jobID, 10)+"-")
+		if err != nil {
+			return err
+		}
+		if recs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Record, error) { return scanRecord(r) }); err != nil {
+			return err
+		}
+		slices.SortFunc(recs, func(a, b Record) int { return cmp.Compare(a.ID, b.ID) })
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
+			Action: "begin_replay", RecordIDs: recordIDs(recs), JobID: jobID, Affected: int64(len(recs)), Outcome: "ok"})
+	})
+	return recs, err
+}
+
+// FinishReplays marks records owner replays as replayed where they were produced, and
+// returns how many it marked: rows whose lease another holder took are left alone.
+func (s *Store) FinishReplays(ctx context.Context, jobID int64, owner string, done []Redriven, actor Actor) (int, error) {
+	ids := make([]int64, len(done))
+	topics := make([]string, len(done))
+	partitions := make([]int32, len(done))
+	offsets := make([]int64, len(done))
+	for i, d := range done {
+		ids[i], topics[i], partitions[i], offsets[i] = d.ID, d.Produced.Topic, d.Produced.Partition, d.Produced.Offset
+	}
+	return s.batchTransition(ctx, jobID, actor, "finish_replay", ids, sqlFinishReplays, owner, topics, partitions, offsets)
+}
+
+// AbortReplays returns records owner replays to parked (their produce failed).
+func (s *Store) AbortReplays(ctx context.Context, jobID int64, owner string, ids []int64, actor Actor) (int, error) {
+	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, sqlAbortReplays, owner)
+}
+
+// DiscardRecords discards the records of ids that are parked or scheduled (and not claimed
+// by a redrive) for job, and returns how many it discarded.
+func (s *Store) DiscardRecords(ctx context.Context, jobID int64, ids []int64, actor Actor) (int, error) {
+	return s.batchTransition(ctx, jobID, actor, "discard", ids, sqlDiscardRecords, jobID)
+}
+
+// batchTransition runs query ($1 ids, $2 now, $3 actor, then args), which returns the ids
+// it changed, with one audit row for the batch.
+func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64, query string, args ...any) (int, error) {
+	var changed []int64
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, query, append([]any{ids, now, actor.Name}, args...)...)
+		if err != nil {
+			return err
+		}
+		var id int64
+		if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { changed = append(changed, id); return nil }); err != nil {
+			return err
+		}
+		slices.Sort(changed)
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
+			Action: action, RecordIDs: changed, JobID: jobID, Affected: int64(len(changed)), Outcome: "ok"})
+	})
+	return len(changed), err
+}
+
+// ReleaseJob ends owner's lease on a running job now, so that another worker resumes it
+// at once (a graceful shutdown in the middle of a job).
+func (s *Store) ReleaseJob(ctx context.Context, id int64, owner string) error {
+	_, err := s.pool.Exec(ctx, sqlReleaseJob, id, owner, s.now())
+	return interpretError(err)
+}
+
+func recordIDs(recs []Record) []int64 {
+	ids := make([]int64, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+const sqlSubmitJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $10, $11)
+	RETURNING ` + jobColumns
+
+const sqlJobByIdempotencyKey = `SELECT ` + jobColumns + ` FROM jobs WHERE created_by = $1 AND idempotency_key = $2`
+
+const sqlLockRecords = `SELECT id FROM dead_letters WHERE id = ANY($1) ORDER BY id FOR UPDATE`
+
+// A record can be reserved when parked, or scheduled and not claimed by a redrive, and no
+// pending or running job holds it. $1 ids, $2 now.
+const reservable = `(d.status = 'parked' OR d.status = 'scheduled' AND (d.lease_until IS NULL OR d.lease_until <= $2))`
+
+const sqlUnreservable = `SELECT d.id FROM dead_letters d LEFT JOIN jobs j ON j.id = d.job_id
+	WHERE d.id = ANY($1) AND (NOT ` + reservable + ` OR j.status IN ('pending', 'running'))
+	ORDER BY d.id`
+
+const sqlReserve = `UPDATE dead_letters SET job_id = $2 WHERE id = ANY($1)`
+
+// $4 owner, $5 lease until, $6 job, $7 replay id prefix. A row reserved by another active
+// job is left to it.
+const sqlBeginReplays = `UPDATE dead_letters d SET status = 'replaying', lease_owner = $4, lease_until = $5,
+		replay_id = CASE WHEN d.status = 'replaying' AND d.replay_id IS NOT NULL THEN d.replay_id ELSE $7 || d.id::text END,
+		job_id = $6, changed_at = $2, changed_by = $3
+	WHERE d.id = ANY($1)
+		AND (` + reservable + ` OR d.status = 'replaying' AND d.lease_until <= $2)
+		AND (d.job_id IS NULL OR d.job_id = $6
+			OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running')))
+	RETURNING ` + recordColumns
+
+// $4 owner, then parallel arrays of topic, partition, offset in the order of $1.
+const sqlFinishReplays = `UPDATE dead_letters d SET status = 'replayed', lease_owner = NULL, lease_until = NULL,
+		target_topic = u.topic, produced_partition = u.part, produced_offset = u.off,
+		changed_at = $2, changed_by = $3
+	FROM unnest($1::bigint[], $5::text[], $6::integer[], $7::bigint[]) AS u(id, topic, part, off)
+	WHERE d.id = u.id AND d.status = 'replaying' AND d.lease_owner = $4
+	RETURNING d.id`
+
+// $4 owner.
+const sqlAbortReplays = `UPDATE dead_letters SET status = 'parked', lease_owner = NULL, lease_until = NULL,
+		changed_at = $2, changed_by = $3
+	WHERE id = ANY($1) AND status = 'replaying' AND lease_owner = $4
+	RETURNING id`
+
+// $4 job.
+const sqlDiscardRecords = `UPDATE dead_letters d SET status = 'discarded', job_id = $4, changed_at = $2, changed_by = $3
+	WHERE d.id = ANY($1) AND ` + reservable + `
+		AND (d.job_id IS NULL OR d.job_id = $4
+			OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running')))
+	RETURNING d.id`
+
+// $1 after id, $2 limit, $3 job, then the filter's parameters.
+const sqlJobRecordsByFilter = `SELECT ` + recordColumns + ` FROM dead_letters
+	WHERE id > $1 AND (%s OR status = 'replaying' AND job_id = $3) ORDER BY id LIMIT $2`
+
+// $1 after id, $2 limit, $3 ids.
+const sqlJobRecordsByIDs = `SELECT ` + recordColumns + ` FROM dead_letters
+	WHERE id > $1 AND id = ANY($3) ORDER BY id LIMIT $2`
+
+const sqlReleaseJob = `UPDATE jobs SET lease_until = $3, updated_at = $3
+	WHERE id = $1 AND status = 'running' AND lease_owner = $2`
