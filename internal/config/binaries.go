@@ -2,7 +2,11 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/dlqops/dlq/internal/auth"
+	"github.com/dlqops/dlq/internal/headers"
 )
 
 // Worker is dlq-worker's configuration (environment prefix DLQ_WORKER_).
@@ -38,6 +42,12 @@ type Admin struct {
 	HTTP          HTTP          `yaml:"http"`
 	Database      Database      `yaml:"database"`
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// Tokens are the API's bearer tokens, stored as SHA-256 hashes with a role.
+	Tokens []auth.Token `yaml:"tokens"`
+	// ReplayTopics are the topics a replay may target besides a record's original topic.
+	ReplayTopics []string `yaml:"replay_topics"`
+	// MaxBodyBytes caps request bodies (413 above it).
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 }
 
 // WithDefaults implements Validatable.
@@ -50,9 +60,26 @@ func (a *Admin) WithDefaults() {
 	if a.ShutdownGrace == 0 {
 		a.ShutdownGrace = 15 * time.Second
 	}
+	if a.MaxBodyBytes == 0 {
+		a.MaxBodyBytes = 1 << 20
+	}
 }
 
 // Validate implements Validatable.
 func (a *Admin) Validate() error {
-	return errors.Join(a.Log.Validate(), a.HTTP.Validate(), a.Database.Validate(), ValidateGrace(a.ShutdownGrace))
+	errs := []error{a.Log.Validate(), a.HTTP.Validate(), a.Database.Validate(), ValidateGrace(a.ShutdownGrace)}
+	if len(a.Tokens) == 0 {
+		errs = append(errs, errors.New("tokens: at least one is required (generate one with `dlq-admin token new`)"))
+	} else if _, err := auth.New(a.Tokens); err != nil {
+		errs = append(errs, err)
+	}
+	for i, t := range a.ReplayTopics {
+		if !headers.ValidTopicName(t) {
+			errs = append(errs, fmt.Errorf("replay_topics[%d]: %q is not a valid topic name", i, t))
+		}
+	}
+	if a.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max_body_bytes: must be at least 1024, got %d", a.MaxBodyBytes))
+	}
+	return errors.Join(errs...)
 }

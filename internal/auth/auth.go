@@ -1,0 +1,128 @@
+// Package auth authenticates admin API callers by bearer token and says what each role may
+// do. Tokens are random and high-entropy, so the configuration keeps only their SHA-256:
+// a fast hash is enough, and a leaked configuration does not leak a usable token.
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Role is what a token may do; each role may do everything the ones below it may.
+type Role string
+
+const (
+	// Viewer reads records, jobs, routes, runs, stats and the audit log.
+	Viewer Role = "viewer"
+	// Operator also replays, discards and retries single records, cancels jobs and
+	// pauses, resumes and runs routes.
+	Operator Role = "operator"
+	// Admin also runs bulk jobs.
+	Admin Role = "admin"
+)
+
+var rank = map[Role]int{Viewer: 1, Operator: 2, Admin: 3}
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool { return rank[r] > 0 }
+
+// Allows reports whether r may do what needs role need.
+func (r Role) Allows(need Role) bool { return rank[r] >= rank[need] }
+
+// Token is one configured token.
+type Token struct {
+	// Name identifies the caller in logs and the audit log.
+	Name string `yaml:"name"`
+	// SHA256 is the hex SHA-256 of the token (see Hash).
+	SHA256 string `yaml:"sha256"`
+	Role   Role   `yaml:"role"`
+	// Topics, when not empty, are the only original topics whose records the token sees.
+	Topics []string `yaml:"topics"`
+}
+
+// Principal is an authenticated caller.
+type Principal struct {
+	Name   string
+	Role   Role
+	Topics []string
+}
+
+// Sees reports whether the principal may see records of original topic.
+func (p Principal) Sees(topic string) bool {
+	return len(p.Topics) == 0 || slices.Contains(p.Topics, topic)
+}
+
+// ErrUnauthenticated: no token, a malformed header or an unknown token.
+var ErrUnauthenticated = errors.New("missing or invalid bearer token")
+
+// Authenticator checks bearer tokens against the configured hashes.
+type Authenticator struct {
+	tokens []Token
+	hashes [][]byte
+}
+
+// New validates tokens and returns their authenticator.
+func New(tokens []Token) (*Authenticator, error) {
+	a := &Authenticator{tokens: tokens}
+	names := map[string]bool{}
+	seen := map[string]bool{}
+	for i, t := range tokens {
+		h, err := hex.DecodeString(t.SHA256)
+		switch {
+		case t.Name == "":
+			return nil, fmt.Errorf("tokens[%d].name: required", i)
+		case names[t.Name]:
+			return nil, fmt.Errorf("tokens[%d].name: %q is used twice", i, t.Name)
+		case err != nil || len(h) != sha256.Size:
+			return nil, fmt.Errorf("tokens[%d].sha256: not 64 hex digits (generate with `dlq-admin token new`)", i)
+		case seen[strings.ToLower(t.SHA256)]:
+			return nil, fmt.Errorf("tokens[%d].sha256: the same token is configured twice", i)
+		case !t.Role.Valid():
+			return nil, fmt.Errorf("tokens[%d].role: %q is not one of viewer, operator, admin", i, t.Role)
+		}
+		names[t.Name], seen[strings.ToLower(t.SHA256)] = true, true
+		a.hashes = append(a.hashes, h)
+	}
+	return a, nil
+}
+
+// Authenticate returns the caller an Authorization header value names. Every configured
+// hash is compared in constant time, so timing tells nothing about which one was close.
+func (a *Authenticator) Authenticate(header string) (Principal, error) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return Principal{}, ErrUnauthenticated
+	}
+	sum := sha256.Sum256([]byte(token))
+	found := -1
+	for i, h := range a.hashes {
+		if subtle.ConstantTimeCompare(sum[:], h) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return Principal{}, ErrUnauthenticated
+	}
+	t := a.tokens[found]
+	return Principal{Name: t.Name, Role: t.Role, Topics: t.Topics}, nil
+}
+
+// Hash is the configuration form of a token.
+func Hash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// NewToken returns a random token with 256 bits of entropy.
+func NewToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
+	return "dlq_" + base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,66 @@
+package auth
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestAuthenticate(t *testing.T) {
+	t.Parallel()
+	a, err := New([]Token{
+		{Name: "v", SHA256: Hash("view-token"), Role: Viewer, Topics: []string{"orders"}},
+		{Name: "o", SHA256: Hash("op-token"), Role: Operator},
+	})
+	require.NoError(t, err)
+	p, err := a.Authenticate("Bearer view-token")
+	require.NoError(t, err)
+	require.Equal(t, Principal{Name: "v", Role: Viewer, Topics: []string{"orders"}}, p)
+	require.True(t, p.Sees("orders"))
+	require.False(t, p.Sees("payments"))
+	p, err = a.Authenticate("bearer op-token")
+	require.NoError(t, err)
+	require.Equal(t, "o", p.Name)
+	require.True(t, p.Sees("anything"))
+	for _, h := range []string{"", "Bearer", "Bearer ", "Basic op-token", "Bearer op-token2", "op-token"} {
+		_, err := a.Authenticate(h)
+		require.ErrorIs(t, err, ErrUnauthenticated, h)
+	}
+}
+
+func TestRoles(t *testing.T) {
+	t.Parallel()
+	require.True(t, Admin.Allows(Operator))
+	require.True(t, Operator.Allows(Viewer))
+	require.False(t, Viewer.Allows(Operator))
+	require.False(t, Operator.Allows(Admin))
+	require.False(t, Role("root").Valid())
+}
+
+func TestNewRejects(t *testing.T) {
+	t.Parallel()
+	h := Hash("x")
+	for name, tc := range map[string]struct {
+		tokens []Token
+		want   string
+	}{
+		"no name":    {[]Token{{SHA256: h, Role: Admin}}, "name: required"},
+		"dup name":   {[]Token{{Name: "a", SHA256: h, Role: Admin}, {Name: "a", SHA256: Hash("y"), Role: Admin}}, "used twice"},
+		"bad hash":   {[]Token{{Name: "a", SHA256: "abc", Role: Admin}}, "64 hex"},
+		"plain text": {[]Token{{Name: "a", SHA256: "secret-token", Role: Admin}}, "64 hex"},
+		"dup token":  {[]Token{{Name: "a", SHA256: h, Role: Admin}, {Name: "b", SHA256: h, Role: Viewer}}, "twice"},
+		"bad role":   {[]Token{{Name: "a", SHA256: h, Role: "root"}}, "role"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(tc.tokens)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestNewTokenIsRandom(t *testing.T) {
+	t.Parallel()
+	a, b := NewToken(), NewToken()
+	require.NotEqual(t, a, b)
+	require.Len(t, Hash(a), 64)
+}
