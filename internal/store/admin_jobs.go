@@ -13,6 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// ErrIdempotencyKeyReused: the idempotency key was used for a different request.
+var ErrIdempotencyKeyReused = fmt.Errorf("%w: idempotency key used for another request", ErrConflict)
+
 // JobRequest is a job as the admin API submits it.
 type JobRequest struct {
 	JobSpec
@@ -48,7 +51,7 @@ func (s *Store) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job
 			switch {
 			case err == nil:
 				if !sameSpec(prev.JobSpec, req.JobSpec) {
-					return fmt.Errorf("%w: idempotency key %q was used for another request", ErrConflict, req.IdempotencyKey)
+					return ErrIdempotencyKeyReused
 				}
 				job, replayed = prev, true
 				return nil

@@ -11,26 +11,31 @@ const recordColumns = `id, dlq_topic, dlq_partition, dlq_offset,
 	lease_owner, lease_until, target_topic, produced_partition, produced_offset, replay_id, job_id,
 	stored_at, changed_at, changed_by`
 
-// stageColumns are the columns StoreBatch copies, in stageRow's order.
-var stageColumns = []string{
+// insertColumns are the columns StoreBatch writes, in insertRow's order.
+var insertColumns = []string{
 	"dlq_topic", "dlq_partition", "dlq_offset",
 	"original_topic", "original_partition", "original_offset", "original_timestamp", "record_timestamp",
 	"key", "value", "header_keys", "header_values",
 	"retry_count", "error_class", "error_message", "reason", "status", "route", "due_at",
+	"stored_at", "changed_at", "changed_by",
 }
 
-const stageColumnList = `dlq_topic, dlq_partition, dlq_offset,
+const insertColumnList = `dlq_topic, dlq_partition, dlq_offset,
 	original_topic, original_partition, original_offset, original_timestamp, record_timestamp,
 	key, value, header_keys, header_values,
-	retry_count, error_class, error_message, reason, status, route, due_at`
+	retry_count, error_class, error_message, reason, status, route, due_at,
+	stored_at, changed_at, changed_by`
+
+// changedByRedrive is changed_by of the rows StoreBatch writes.
+const changedByRedrive = "redrive"
 
 // The stage lives as long as the connection and empties at every commit, so that a batch
 // costs no catalog change.
 const sqlCreateStage = `CREATE TEMP TABLE IF NOT EXISTS dead_letters_stage ON COMMIT DELETE ROWS AS
-	SELECT ` + stageColumnList + ` FROM dead_letters WITH NO DATA`
+	SELECT ` + insertColumnList + ` FROM dead_letters WITH NO DATA`
 
-const sqlInsertFromStage = `INSERT INTO dead_letters (` + stageColumnList + `, stored_at, changed_at, changed_by)
-	SELECT ` + stageColumnList + `, $1, $1, 'redrive' FROM dead_letters_stage
+const sqlInsertFromStage = `INSERT INTO dead_letters (` + insertColumnList + `)
+	SELECT ` + insertColumnList + ` FROM dead_letters_stage
 	ORDER BY dlq_topic, dlq_partition, dlq_offset
 	ON CONFLICT (dlq_topic, dlq_partition, dlq_offset) DO NOTHING
 	RETURNING dlq_topic, dlq_partition, dlq_offset`
@@ -100,7 +105,9 @@ const sqlCountRecords = `SELECT count(*) FROM dead_letters WHERE %s`
 const sqlStats = `SELECT dlq_topic, coalesce(original_topic, ''), reason, status, count(*)
 	FROM dead_letters GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
 
-const sqlOldestParked = `SELECT min(stored_at) FROM dead_letters WHERE status = 'parked'`
+// The first parked id is the oldest parked row, up to clock skew between instances: one
+// index probe instead of a scan.
+const sqlOldestParked = `SELECT stored_at FROM dead_letters WHERE status = 'parked' ORDER BY id LIMIT 1`
 
 // $1 cutoff, $2 batch size.
 const sqlPurge = `DELETE FROM dead_letters WHERE id IN (

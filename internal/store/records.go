@@ -1,16 +1,20 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // BatchResult reports what StoreBatch did with each record.
@@ -25,47 +29,22 @@ type BatchResult struct {
 // StoreBatch stores scheduled or parked records idempotently on their DLQ coordinates, and
 // records ledger, if not nil, in the same transaction: when it returns nil everything is
 // durable and the DLQ offsets may be committed.
-//
-// The rows are COPYed into a per-connection temporary table and moved with one
-// INSERT ... ON CONFLICT DO NOTHING, in coordinate order so that concurrent writers of
-// overlapping batches wait on each other instead of deadlocking.
 func (s *Store) StoreBatch(ctx context.Context, records []NewRecord, ledger *LedgerEntry) (BatchResult, error) {
-	res := BatchResult{Inserted: make([]bool, len(records))}
 	for i := range records {
 		if err := validateNewRecord(&records[i]); err != nil {
 			return BatchResult{}, err
 		}
 	}
+	// Concurrent writers of overlapping batches insert in the same order, so they wait on
+	// each other instead of deadlocking.
+	sorted := slices.Clone(records)
+	slices.SortFunc(sorted, func(a, b NewRecord) int { return compareCoordinates(a.DLQ, b.DLQ) })
 	now := s.now()
+	var inserted map[Coordinates]bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if len(records) > 0 {
-			if _, err := tx.Exec(ctx, sqlCreateStage); err != nil {
-				return fmt.Errorf("create stage: %w", err)
-			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dead_letters_stage"}, stageColumns,
-				pgx.CopyFromSlice(len(records), func(i int) ([]any, error) { return stageRow(&records[i]), nil })); err != nil {
-				return fmt.Errorf("copy batch: %w", err)
-			}
-			rows, err := tx.Query(ctx, sqlInsertFromStage, now)
-			if err != nil {
-				return fmt.Errorf("insert batch: %w", err)
-			}
-			inserted := make(map[Coordinates]bool, len(records))
-			var c Coordinates
-			if _, err := pgx.ForEachRow(rows, []any{&c.Topic, &c.Partition, &c.Offset}, func() error {
-				inserted[c] = true
-				return nil
-			}); err != nil {
-				return fmt.Errorf("insert batch: %w", err)
-			}
-			// A coordinate repeated within the batch is inserted once, for its first occurrence.
-			for i := range records {
-				if inserted[records[i].DLQ] {
-					res.Inserted[i] = true
-					res.New++
-					delete(inserted, records[i].DLQ)
-				}
-			}
+		var err error
+		if inserted, err = insertRecords(ctx, tx, sorted, now); err != nil {
+			return err
 		}
 		if ledger != nil {
 			return insertLedger(ctx, tx, ledger, now)
@@ -75,7 +54,73 @@ func (s *Store) StoreBatch(ctx context.Context, records []NewRecord, ledger *Led
 	if err != nil {
 		return BatchResult{}, err
 	}
+	res := BatchResult{Inserted: make([]bool, len(records))}
+	for i := range records {
+		// A coordinate repeated within the batch is inserted once, for its first occurrence.
+		if inserted[records[i].DLQ] {
+			res.Inserted[i] = true
+			res.New++
+			delete(inserted, records[i].DLQ)
+		}
+	}
 	return res, nil
+}
+
+// insertRecords stores records and returns the coordinates it inserted.
+//
+// The common case, a batch read for the first time, is one COPY straight into the table
+// under a savepoint. If a coordinate is already stored, that COPY fails with a unique
+// violation; the savepoint is rolled back and the batch is COPYed into a per-connection
+// temporary table and moved with INSERT ... ON CONFLICT DO NOTHING, which reports what was new.
+func insertRecords(ctx context.Context, tx pgx.Tx, records []NewRecord, now time.Time) (map[Coordinates]bool, error) {
+	inserted := make(map[Coordinates]bool, len(records))
+	if len(records) == 0 {
+		return inserted, nil
+	}
+	savepoint, err := tx.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, err = savepoint.CopyFrom(ctx, pgx.Identifier{"dead_letters"}, insertColumns, copySource(records, now))
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		for _, r := range records {
+			inserted[r.DLQ] = true
+		}
+		return inserted, savepoint.Commit(ctx)
+	case !errors.As(err, &pgErr) || pgErr.Code != "23505": // unique_violation
+		return nil, fmt.Errorf("copy batch: %w", err)
+	}
+	if err := savepoint.Rollback(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, sqlCreateStage); err != nil {
+		return nil, fmt.Errorf("create stage: %w", err)
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dead_letters_stage"}, insertColumns, copySource(records, now)); err != nil {
+		return nil, fmt.Errorf("copy batch to stage: %w", err)
+	}
+	rows, err := tx.Query(ctx, sqlInsertFromStage)
+	if err != nil {
+		return nil, fmt.Errorf("insert batch: %w", err)
+	}
+	var c Coordinates
+	if _, err := pgx.ForEachRow(rows, []any{&c.Topic, &c.Partition, &c.Offset}, func() error {
+		inserted[c] = true
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("insert batch: %w", err)
+	}
+	return inserted, nil
+}
+
+func compareCoordinates(a, b Coordinates) int {
+	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+}
+
+func copySource(records []NewRecord, now time.Time) pgx.CopyFromSource {
+	return pgx.CopyFromSlice(len(records), func(i int) ([]any, error) { return insertRow(&records[i], now), nil })
 }
 
 func validateNewRecord(r *NewRecord) error {
@@ -92,8 +137,8 @@ func validateNewRecord(r *NewRecord) error {
 	return nil
 }
 
-// stageRow orders a record's values as stageColumns.
-func stageRow(r *NewRecord) []any {
+// insertRow orders a new record's values as insertColumns.
+func insertRow(r *NewRecord, now time.Time) []any {
 	keys := make([][]byte, len(r.Headers))
 	values := make([][]byte, len(r.Headers))
 	for i, h := range r.Headers {
@@ -107,6 +152,7 @@ func stageRow(r *NewRecord) []any {
 		r.Key, r.Value, keys, values,
 		r.RetryCount, cleanText(r.ErrorClass), cleanText(r.ErrorMessage),
 		string(r.Reason), string(r.Status), r.Route, nullIfZero(r.DueAt),
+		now, now, changedByRedrive,
 	}
 }
 
@@ -244,14 +290,12 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return st, interpretError(err)
 	}
-	var oldest *time.Time
-	if err := s.pool.QueryRow(ctx, sqlOldestParked).Scan(&oldest); err != nil {
-		return st, interpretError(err)
+	err = s.pool.QueryRow(ctx, sqlOldestParked).Scan(&st.OldestParked)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, nil
 	}
-	if oldest != nil {
-		st.OldestParked = *oldest
-	}
-	return st, nil
+	st.OldestParked = st.OldestParked.UTC()
+	return st, interpretError(err)
 }
 
 // Purge deletes redriven, replayed and discarded records whose last change is older than
