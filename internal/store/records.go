@@ -40,17 +40,10 @@ func (s *Store) StoreBatch(ctx context.Context, records []NewRecord, ledger *Led
 	sorted := slices.Clone(records)
 	slices.SortFunc(sorted, func(a, b NewRecord) int { return compareCoordinates(a.DLQ, b.DLQ) })
 	now := s.now()
-	var inserted map[Coordinates]bool
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if inserted, err = insertRecords(ctx, tx, sorted, now); err != nil {
-			return err
-		}
-		if ledger != nil {
-			return insertLedger(ctx, tx, ledger, now)
-		}
-		return nil
-	})
+	inserted, err := s.storeBatch(ctx, sorted, ledger, now, copyRecords)
+	if errors.Is(err, errStoredBefore) {
+		inserted, err = s.storeBatch(ctx, sorted, ledger, now, insertNewRecords)
+	}
 	if err != nil {
 		return BatchResult{}, err
 	}
@@ -66,35 +59,53 @@ func (s *Store) StoreBatch(ctx context.Context, records []NewRecord, ledger *Led
 	return res, nil
 }
 
-// insertRecords stores records and returns the coordinates it inserted.
-//
-// The common case, a batch read for the first time, is one COPY straight into the table
-// under a savepoint. If a coordinate is already stored, that COPY fails with a unique
-// violation; the savepoint is rolled back and the batch is COPYed into a per-connection
-// temporary table and moved with INSERT ... ON CONFLICT DO NOTHING, which reports what was new.
-func insertRecords(ctx context.Context, tx pgx.Tx, records []NewRecord, now time.Time) (map[Coordinates]bool, error) {
+// errStoredBefore: a batch holds coordinates that are already stored.
+var errStoredBefore = errors.New("batch holds stored coordinates")
+
+// An insertFunc stores records in tx and returns the coordinates it inserted.
+type insertFunc func(ctx context.Context, tx pgx.Tx, records []NewRecord, now time.Time) (map[Coordinates]bool, error)
+
+// storeBatch stores records with insert, and the ledger entry, in one transaction.
+func (s *Store) storeBatch(ctx context.Context, records []NewRecord, ledger *LedgerEntry, now time.Time, insert insertFunc) (map[Coordinates]bool, error) {
+	var inserted map[Coordinates]bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if inserted, err = insert(ctx, tx, records, now); err != nil {
+			return err
+		}
+		if ledger != nil {
+			return insertLedger(ctx, tx, ledger, now)
+		}
+		return nil
+	})
+	return inserted, err
+}
+
+// copyRecords is the common case, a batch read for the first time: one COPY straight into
+// the table. If a coordinate is already stored it fails with errStoredBefore, and the
+// batch goes again through insertNewRecords.
+func copyRecords(ctx context.Context, tx pgx.Tx, records []NewRecord, now time.Time) (map[Coordinates]bool, error) {
 	inserted := make(map[Coordinates]bool, len(records))
 	if len(records) == 0 {
 		return inserted, nil
 	}
-	savepoint, err := tx.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	_, err = savepoint.CopyFrom(ctx, pgx.Identifier{"dead_letters"}, insertColumns, copySource(records, now))
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"dead_letters"}, insertColumns, copySource(records, now))
 	var pgErr *pgconn.PgError
-	switch {
-	case err == nil:
-		for _, r := range records {
-			inserted[r.DLQ] = true
-		}
-		return inserted, savepoint.Commit(ctx)
-	case !errors.As(err, &pgErr) || pgErr.Code != "23505": // unique_violation
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
+		return nil, errStoredBefore
+	}
+	if err != nil {
 		return nil, fmt.Errorf("copy batch: %w", err)
 	}
-	if err := savepoint.Rollback(ctx); err != nil {
-		return nil, err
+	for _, r := range records {
+		inserted[r.DLQ] = true
 	}
+	return inserted, nil
+}
+
+// insertNewRecords COPYs the batch into a per-connection temporary table and moves it with
+// INSERT ... ON CONFLICT DO NOTHING, which reports what was new.
+func insertNewRecords(ctx context.Context, tx pgx.Tx, records []NewRecord, now time.Time) (map[Coordinates]bool, error) {
 	if _, err := tx.Exec(ctx, sqlCreateStage); err != nil {
 		return nil, fmt.Errorf("create stage: %w", err)
 	}
@@ -105,6 +116,7 @@ func insertRecords(ctx context.Context, tx pgx.Tx, records []NewRecord, now time
 	if err != nil {
 		return nil, fmt.Errorf("insert batch: %w", err)
 	}
+	inserted := make(map[Coordinates]bool, len(records))
 	var c Coordinates
 	if _, err := pgx.ForEachRow(rows, []any{&c.Topic, &c.Partition, &c.Offset}, func() error {
 		inserted[c] = true
