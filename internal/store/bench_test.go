@@ -102,7 +102,7 @@ func BenchmarkList(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			cond, args := "true", []any{c.before, limit}
 			if c.filter.OriginalTopic != "" {
-				cond, args = "status = ANY($3) AND original_topic = $4", append(args, []string{"parked"}, c.filter.OriginalTopic)
+				cond, args = "status = $3 AND original_topic = $4", append(args, "parked", c.filter.OriginalTopic)
 			}
 			query := fmt.Sprintf(store.SQLListRecords, cond)
 			b.Run("raw", func(b *testing.B) {

@@ -82,6 +82,8 @@ func TestExpiredClaimIsClaimedAgain(t *testing.T) {
 	b, err := s.ClaimDue(ctx, "b", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, b.Records, "leased rows are not claimable")
+	_, err = s.Discard(ctx, a.Records[0].ID, store.Actor{Name: "alice"})
+	require.ErrorIs(t, err, store.ErrConflict, "a row being redriven is not the operator's")
 
 	// a crashes; its lease runs out and b takes the rows over.
 	clock.Advance(2 * time.Minute)

@@ -71,8 +71,11 @@ const sqlReleaseClaim = `UPDATE dead_letters SET due_at = $4, lease_owner = NULL
 // Transitions: $1 id, $2 now, $3 actor, then their own parameters.
 const transitionSet = `changed_at = $2, changed_by = $3`
 
+// Operators act on parked rows and on scheduled rows no redrive worker is producing.
+const operable = `(status = 'parked' OR status = 'scheduled' AND (lease_until IS NULL OR lease_until <= $2))`
+
 const sqlDiscard = `UPDATE dead_letters SET status = 'discarded', lease_owner = NULL, lease_until = NULL, ` + transitionSet + `
-	WHERE id = $1 AND status IN ('parked', 'scheduled') RETURNING ` + recordColumns
+	WHERE id = $1 AND ` + operable + ` RETURNING ` + recordColumns
 
 const sqlRetryNow = `UPDATE dead_letters SET due_at = $2, ` + transitionSet + `
 	WHERE id = $1 AND status = 'scheduled' RETURNING ` + recordColumns
@@ -80,7 +83,7 @@ const sqlRetryNow = `UPDATE dead_letters SET due_at = $2, ` + transitionSet + `
 // $4 owner, $5 lease until, $6 job id, $7 replay id.
 const sqlBeginReplay = `UPDATE dead_letters SET status = 'replaying', lease_owner = $4, lease_until = $5,
 		job_id = $6, replay_id = $7, ` + transitionSet + `
-	WHERE id = $1 AND (status IN ('parked', 'scheduled') OR status = 'replaying' AND lease_until <= $2)
+	WHERE id = $1 AND (` + operable + ` OR status = 'replaying' AND lease_until <= $2)
 	RETURNING ` + recordColumns
 
 // $4 owner, $5 topic, $6 partition, $7 offset.

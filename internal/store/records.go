@@ -42,6 +42,7 @@ func (s *Store) StoreBatch(ctx context.Context, records []NewRecord, ledger *Led
 	now := s.now()
 	inserted, err := s.storeBatch(ctx, sorted, ledger, now, copyRecords)
 	if errors.Is(err, errStoredBefore) {
+		s.log.Debug().Int("records", len(records)).Msg("batch holds stored coordinates, inserting only new ones")
 		inserted, err = s.storeBatch(ctx, sorted, ledger, now, insertNewRecords)
 	}
 	if err != nil {
@@ -323,6 +324,7 @@ func (s *Store) Purge(ctx context.Context, age time.Duration) (int64, error) {
 		}
 		total += tag.RowsAffected()
 		if tag.RowsAffected() < batch {
+			s.log.Info().Int64("deleted", total).Time("cutoff", cutoff).Msg("purged finished records")
 			return total, nil
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // allow it) plus its audit row, in one transaction. When the condition fails the audit row
 // records the refusal and the caller gets ErrConflict (or ErrNotFound).
 
-// Discard drops a parked or scheduled record.
+// Discard drops a parked record, or a scheduled one that no worker is redriving.
 func (s *Store) Discard(ctx context.Context, id int64, actor Actor) (Record, error) {
 	return s.transition(ctx, id, actor, "discard", 0, sqlDiscard)
 }
@@ -32,8 +32,8 @@ type ReplayLease struct {
 	ReplayID string
 }
 
-// BeginReplay leases a parked or scheduled record, or a replaying one whose lease expired
-// (its worker died), for replay. Only one worker can hold a record at a time, so a record
+// BeginReplay leases a parked record, a scheduled one that no worker is redriving, or a
+// replaying one whose lease expired (its worker died), for replay. Only one worker can hold a record at a time, so a record
 // is never replayed twice concurrently.
 func (s *Store) BeginReplay(ctx context.Context, id int64, lease ReplayLease, actor Actor) (Record, error) {
 	if lease.Owner == "" || lease.Duration <= 0 {
