@@ -34,6 +34,12 @@ bench: up ## Run the benchmarks: our figures beside a raw baseline from the same
 	$(WITH_STACK) go test -run '^$$' -bench . -benchmem -timeout 60m ./... | tee .cache/bench.txt
 	go run ./internal/tools/benchratio < .cache/bench.txt
 
+FUZZTIME ?= 10m
+
+.PHONY: fuzz
+fuzz: ## Fuzz the header decoder (FUZZTIME=10m); a finding lands in internal/headers/testdata/fuzz
+	go test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 -timeout 0 ./internal/headers/
+
 .PHONY: lint
 lint: ## gofmt, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt would change:"; echo "$$out"; exit 1; }
