@@ -6,8 +6,8 @@ ALTER TABLE audit_log ADD COLUMN reason text NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN idempotency_key text;
 CREATE UNIQUE INDEX jobs_idempotency_idx ON jobs (created_by, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
--- A job walks its own replaying rows again after a crash.
-CREATE INDEX dead_letters_job_idx ON dead_letters (job_id, id) WHERE status = 'replaying';
+-- A job resumed after a crash finds the rows it already touched.
+CREATE INDEX dead_letters_job_idx ON dead_letters (job_id, id) WHERE job_id IS NOT NULL;
 
 -- +goose Down
 DROP INDEX dead_letters_job_idx;

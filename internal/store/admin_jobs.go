@@ -172,8 +172,9 @@ func (s *Store) DiscardRecord(ctx context.Context, id int64, reason string, acto
 }
 
 // JobRecords returns up to limit records of job with ids above afterID, lowest first: the
-// records it selects (by ids, or by filter) plus its own replaying rows, which a crashed
-// holder left behind and which no longer match the filter's statuses.
+// records it selects (by ids, or by filter) plus the rows it already changed, which a
+// crashed holder left behind (replaying, or finished before it saved its progress) and
+// which no longer match the filter's statuses.
 func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit int) ([]Record, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
@@ -331,7 +332,8 @@ const sqlDiscardRecords = `UPDATE dead_letters d SET status = 'discarded', job_i
 
 // $1 after id, $2 limit, $3 job, then the filter's parameters.
 const sqlJobRecordsByFilter = `SELECT ` + recordColumns + ` FROM dead_letters
-	WHERE id > $1 AND (%s OR status = 'replaying' AND job_id = $3) ORDER BY id LIMIT $2`
+	WHERE id > $1 AND (%s OR job_id = $3 AND status IN ('replaying', 'replayed', 'discarded'))
+	ORDER BY id LIMIT $2`
 
 // $1 after id, $2 limit, $3 ids.
 const sqlJobRecordsByIDs = `SELECT ` + recordColumns + ` FROM dead_letters

@@ -1,0 +1,451 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// maxReasonBytes bounds an operator's reason.
+const maxReasonBytes = 1000
+
+func (s *Server) listRecords(c *call) (int, any, error) {
+	q, err := query(c.r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
+		"route", "key", "stored_from", "stored_to", "cursor", "limit")
+	if err != nil {
+		return 0, nil, err
+	}
+	limit, err := limitParam(q)
+	if err != nil {
+		return 0, nil, err
+	}
+	f, err := filterFromQuery(q)
+	if err != nil {
+		return 0, nil, err
+	}
+	f.OriginalTopics = c.principal.Topics
+	page, err := s.cfg.Store.List(c.r.Context(), f, q.Get("cursor"), limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := RecordPage{Records: make([]Record, len(page.Records)), NextCursor: page.NextCursor}
+	for i := range page.Records {
+		out.Records[i] = toRecord(&page.Records[i])
+	}
+	return http.StatusOK, out, nil
+}
+
+// visibleRecord loads the record of the path, as not found when the token may not see it.
+func (s *Server) visibleRecord(c *call) (store.Record, error) {
+	id, err := pathID(c)
+	if err != nil {
+		return store.Record{}, err
+	}
+	rec, err := s.cfg.Store.Get(c.r.Context(), id)
+	if err != nil {
+		return store.Record{}, err
+	}
+	if !c.principal.Sees(rec.Origin.Topic) {
+		return store.Record{}, store.ErrNotFound
+	}
+	return rec, nil
+}
+
+func (s *Server) getRecord(c *call) (int, any, error) {
+	if _, err := query(c.r); err != nil {
+		return 0, nil, err
+	}
+	rec, err := s.visibleRecord(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toDetail(&rec), nil
+}
+
+// checkTarget allows a replay target: the record's original topic, or a configured replay
+// topic that the token may see.
+func (s *Server) checkTarget(c *call, field, target string) error {
+	if target == "" {
+		return nil
+	}
+	if !slices.Contains(s.cfg.ReplayTopics, target) || !c.principal.Sees(target) {
+		return badParam(field, "%q is not an allowed replay topic (replay_topics in the configuration)", target)
+	}
+	return nil
+}
+
+func (s *Server) replayRecord(c *call) (int, any, error) {
+	var req ReplayRequest
+	if err := decodeBody(c, &req, true); err != nil {
+		return 0, nil, err
+	}
+	rec, err := s.visibleRecord(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	if req.TargetTopic != rec.Origin.Topic {
+		if err := s.checkTarget(c, "target_topic", req.TargetTopic); err != nil {
+			return 0, nil, err
+		}
+	}
+	if req.TargetTopic == "" && rec.Origin.Topic == "" {
+		return 0, nil, badParam("target_topic", "the record has no original topic: give one of the replay topics")
+	}
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.submit(c, store.JobRequest{
+		JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{rec.ID}, TargetTopic: req.TargetTopic,
+			ResetRetry: req.ResetRetry, ConfirmedCount: 1},
+		IdempotencyKey: key,
+	})
+}
+
+func idempotencyKey(c *call) (string, error) {
+	k := c.r.Header.Get("Idempotency-Key")
+	if len(k) > 200 {
+		return "", badParam("Idempotency-Key", "at most 200 characters")
+	}
+	return k, nil
+}
+
+// submit stores a job; a retried request with the same idempotency key gets the same job.
+func (s *Server) submit(c *call, req store.JobRequest) (int, any, error) {
+	job, replayed, err := s.cfg.Store.SubmitJob(c.r.Context(), req, c.actor)
+	if err != nil {
+		return 0, nil, err
+	}
+	if replayed {
+		c.w.Header().Set("Idempotent-Replayed", "true")
+	}
+	return http.StatusAccepted, toJob(&job), nil
+}
+
+func reason(field, r string) (string, error) {
+	r = strings.TrimSpace(r)
+	if r == "" || len(r) > maxReasonBytes {
+		return "", badParam(field, "required, at most %d bytes", maxReasonBytes)
+	}
+	return r, nil
+}
+
+func (s *Server) discardRecord(c *call) (int, any, error) {
+	var req DiscardRequest
+	if err := decodeBody(c, &req, false); err != nil {
+		return 0, nil, err
+	}
+	why, err := reason("reason", req.Reason)
+	if err != nil {
+		return 0, nil, err
+	}
+	rec, err := s.visibleRecord(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	if rec, err = s.cfg.Store.DiscardRecord(c.r.Context(), rec.ID, why, c.actor); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toRecord(&rec), nil
+}
+
+func (s *Server) retryNow(c *call) (int, any, error) {
+	rec, err := s.visibleRecord(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	if rec, err = s.cfg.Store.RetryNow(c.r.Context(), rec.ID, c.actor); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toRecord(&rec), nil
+}
+
+// maxBulkIDs bounds a bulk request by ids; larger selections go by filter.
+const maxBulkIDs = 1000
+
+// bulkStatuses are the statuses a bulk job may select; a filter without statuses selects
+// parked records.
+var bulkStatuses = []store.Status{store.StatusParked, store.StatusScheduled}
+
+func (s *Server) bulk(kind store.JobKind) handler {
+	return func(c *call) (int, any, error) {
+		var req BulkRequest
+		if err := decodeBody(c, &req, false); err != nil {
+			return 0, nil, err
+		}
+		jr, err := s.bulkRequest(c, kind, &req)
+		if err != nil {
+			return 0, nil, err
+		}
+		count := int64(len(jr.RecordIDs))
+		if jr.Filter != nil {
+			if count, err = s.cfg.Store.Count(c.r.Context(), *jr.Filter); err != nil {
+				return 0, nil, err
+			}
+		}
+		if req.DryRun {
+			return http.StatusOK, DryRun{Count: count}, nil
+		}
+		if req.ConfirmCount == nil {
+			return 0, nil, badParam("confirm_count", "required: the count of a dry run")
+		}
+		if *req.ConfirmCount != count {
+			p := probCountMismatch.with("the selection changed since the dry run; confirm the new count")
+			p.Count = &count
+			return 0, nil, p
+		}
+		jr.ConfirmedCount = count
+		if jr.IdempotencyKey, err = idempotencyKey(c); err != nil {
+			return 0, nil, err
+		}
+		return s.submit(c, jr)
+	}
+}
+
+// bulkRequest validates a bulk request into a job request. A filter is bounded to the
+// records stored before now, so the job does what the confirmed count covered.
+func (s *Server) bulkRequest(c *call, kind store.JobKind, req *BulkRequest) (store.JobRequest, error) {
+	jr := store.JobRequest{JobSpec: store.JobSpec{Kind: kind}}
+	switch kind {
+	case store.JobReplay:
+		if req.Reason != "" {
+			return jr, badParam("reason", "only for discards")
+		}
+		if err := s.checkTarget(c, "target_topic", req.TargetTopic); err != nil {
+			return jr, err
+		}
+		if req.RatePerSecond < 0 {
+			return jr, badParam("rate_per_second", "must not be negative")
+		}
+		jr.TargetTopic, jr.ResetRetry, jr.RatePerSecond = req.TargetTopic, req.ResetRetry, req.RatePerSecond
+	case store.JobDiscard:
+		if req.TargetTopic != "" || req.ResetRetry || req.RatePerSecond != 0 {
+			return jr, badParam("target_topic", "target_topic, reset_retry and rate_per_second are for replays")
+		}
+		why, err := reason("reason", req.Reason)
+		if err != nil {
+			return jr, err
+		}
+		jr.Reason = why
+	}
+	switch {
+	case (req.Filter == nil) == (req.IDs == nil):
+		return jr, badParam("filter", "give exactly one of ids and filter")
+	case req.IDs != nil:
+		if len(req.IDs) == 0 || len(req.IDs) > maxBulkIDs {
+			return jr, badParam("ids", "from 1 to %d ids; select more by filter", maxBulkIDs)
+		}
+		ids := slices.Clone(req.IDs)
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		for _, id := range ids {
+			if id < 1 {
+				return jr, badParam("ids", "ids are positive")
+			}
+			if len(c.principal.Topics) > 0 {
+				if err := s.checkVisible(c, id); err != nil {
+					return jr, err
+				}
+			}
+		}
+		jr.RecordIDs = ids
+	default:
+		f, err := filterFromBody(req.Filter)
+		if err != nil {
+			return jr, err
+		}
+		if len(f.Statuses) == 0 {
+			f.Statuses = []store.Status{store.StatusParked}
+		}
+		for _, st := range f.Statuses {
+			if !slices.Contains(bulkStatuses, st) {
+				return jr, badParam("filter.statuses", "bulk jobs select parked or scheduled records, not %q", st)
+			}
+		}
+		f.OriginalTopics = c.principal.Topics
+		now := s.cfg.Clock().UTC()
+		if f.StoredTo.IsZero() || f.StoredTo.After(now) {
+			f.StoredTo = now
+		}
+		jr.Filter = &f
+	}
+	return jr, nil
+}
+
+func (s *Server) checkVisible(c *call, id int64) error {
+	rec, err := s.cfg.Store.Get(c.r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if !c.principal.Sees(rec.Origin.Topic) {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+func (s *Server) listJobs(c *call) (int, any, error) {
+	before, limit, err := pageParams(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	jobs, err := s.cfg.Store.ListJobs(c.r.Context(), before, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := JobList{Jobs: make([]Job, len(jobs))}
+	for i := range jobs {
+		out.Jobs[i] = toJob(&jobs[i])
+	}
+	if len(jobs) == limit {
+		out.NextBefore = jobs[len(jobs)-1].ID
+	}
+	return http.StatusOK, out, nil
+}
+
+// pageParams reads before and limit, the paging of jobs and the audit log.
+func pageParams(c *call) (before int64, limit int, err error) {
+	q, err := query(c.r, "before", "limit")
+	if err != nil {
+		return 0, 0, err
+	}
+	if limit, err = limitParam(q); err != nil {
+		return 0, 0, err
+	}
+	before, err = positiveID("before", q.Get("before"), true)
+	return before, limit, err
+}
+
+func (s *Server) getJob(c *call) (int, any, error) {
+	id, err := pathID(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	job, err := s.cfg.Store.GetJob(c.r.Context(), id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toJob(&job), nil
+}
+
+func (s *Server) cancelJob(c *call) (int, any, error) {
+	id, err := pathID(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	job, err := s.cfg.Store.CancelJob(c.r.Context(), id, c.actor)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toJob(&job), nil
+}
+
+func (s *Server) stats(c *call) (int, any, error) {
+	if _, err := query(c.r); err != nil {
+		return 0, nil, err
+	}
+	st, err := s.cfg.Store.Stats(c.r.Context())
+	if err != nil {
+		return 0, nil, err
+	}
+	out := Stats{Counts: []StatCount{}, OldestParked: optTime(st.OldestParked)}
+	for _, sc := range st.Counts {
+		if c.principal.Sees(sc.OriginalTopic) {
+			out.Counts = append(out.Counts, StatCount{DLQTopic: sc.DLQTopic, OriginalTopic: sc.OriginalTopic,
+				Reason: sc.Reason, Status: sc.Status, Count: sc.Count})
+		}
+	}
+	if len(c.principal.Topics) > 0 {
+		out.OldestParked = nil // it may belong to a topic the token does not see
+	}
+	return http.StatusOK, out, nil
+}
+
+func (s *Server) listRoutes(c *call) (int, any, error) {
+	if _, err := query(c.r); err != nil {
+		return 0, nil, err
+	}
+	rcs, err := s.cfg.Store.RouteControls(c.r.Context())
+	if err != nil {
+		return 0, nil, err
+	}
+	out := RouteList{Routes: make([]RouteControl, len(rcs))}
+	for i := range rcs {
+		out.Routes[i] = toRouteControl(&rcs[i])
+	}
+	return http.StatusOK, out, nil
+}
+
+func routeParam(c *call) (string, error) {
+	r := c.r.PathValue("route")
+	if r == "" || len(r) > 200 {
+		return "", badParam("route", "from 1 to 200 characters")
+	}
+	return r, nil
+}
+
+func (s *Server) pauseRoute(paused bool) handler {
+	return func(c *call) (int, any, error) {
+		route, err := routeParam(c)
+		if err != nil {
+			return 0, nil, err
+		}
+		rc, err := s.cfg.Store.PauseRoute(c.r.Context(), route, paused, c.actor)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, toRouteControl(&rc), nil
+	}
+}
+
+func (s *Server) runRoute(c *call) (int, any, error) {
+	route, err := routeParam(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	rc, err := s.cfg.Store.RequestRun(c.r.Context(), route, c.actor)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toRouteControl(&rc), nil
+}
+
+func (s *Server) listRuns(c *call) (int, any, error) {
+	q, err := query(c.r, "route", "limit")
+	if err != nil {
+		return 0, nil, err
+	}
+	limit, err := limitParam(q)
+	if err != nil {
+		return 0, nil, err
+	}
+	runs, err := s.cfg.Store.ListRuns(c.r.Context(), q.Get("route"), limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := RunList{Runs: make([]Run, len(runs))}
+	for i := range runs {
+		out.Runs[i] = toRun(&runs[i])
+	}
+	return http.StatusOK, out, nil
+}
+
+func (s *Server) listAudit(c *call) (int, any, error) {
+	before, limit, err := pageParams(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	entries, err := s.cfg.Store.ListAudit(c.r.Context(), before, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := AuditList{Entries: make([]AuditEntry, len(entries))}
+	for i := range entries {
+		out.Entries[i] = toAudit(&entries[i])
+	}
+	if len(entries) == limit {
+		out.NextBefore = entries[len(entries)-1].ID
+	}
+	return http.StatusOK, out, nil
+}

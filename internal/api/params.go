@@ -1,0 +1,188 @@
+package api
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// MaxLimit bounds every listing's page size.
+const MaxLimit = 500
+
+const defaultLimit = 50
+
+// query checks that r carries only the allowed query parameters, each at most once.
+func query(r *http.Request, allowed ...string) (url.Values, error) {
+	q := r.URL.Query()
+	for name, vs := range q {
+		if !slices.Contains(allowed, name) {
+			return nil, badParam(name, "unknown parameter; allowed: %s", strings.Join(allowed, ", "))
+		}
+		if len(vs) > 1 {
+			return nil, badParam(name, "given more than once")
+		}
+	}
+	return q, nil
+}
+
+func limitParam(q url.Values) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return defaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxLimit {
+		return 0, badParam("limit", "must be an integer from 1 to %d", MaxLimit)
+	}
+	return n, nil
+}
+
+// positiveID parses an id in the path or the query; "" is 0 when optional.
+func positiveID(name, v string, optional bool) (int64, error) {
+	if v == "" && optional {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, badParam(name, "must be a positive integer")
+	}
+	return n, nil
+}
+
+func pathID(c *call) (int64, error) { return positiveID("id", c.r.PathValue("id"), false) }
+
+var knownStatuses = []store.Status{store.StatusScheduled, store.StatusRedriven, store.StatusParked,
+	store.StatusReplaying, store.StatusReplayed, store.StatusDiscarded}
+
+func parseStatuses(field string, vs []store.Status) error {
+	for _, s := range vs {
+		if !slices.Contains(knownStatuses, s) {
+			return badParam(field, "unknown status %q", s)
+		}
+	}
+	return nil
+}
+
+func splitList[T ~string](v string) []T {
+	if v == "" {
+		return nil
+	}
+	parts := strings.Split(v, ",")
+	out := make([]T, len(parts))
+	for i, p := range parts {
+		out[i] = T(strings.TrimSpace(p))
+	}
+	return out
+}
+
+func parseTime(field, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, badParam(field, "must be an RFC 3339 time")
+	}
+	return t, nil
+}
+
+// filterFromQuery reads the listing filters of the query.
+func filterFromQuery(q url.Values) (store.Filter, error) {
+	f := store.Filter{
+		Statuses: splitList[store.Status](q.Get("status")), Reasons: splitList[store.Reason](q.Get("reason")),
+		DLQTopic: q.Get("dlq_topic"), OriginalTopic: q.Get("original_topic"), ErrorClass: q.Get("error_class"),
+		ErrorContains: q.Get("error_contains"), Route: q.Get("route"),
+	}
+	if err := parseStatuses("status", f.Statuses); err != nil {
+		return f, err
+	}
+	if k, ok := q["key"]; ok {
+		key, err := base64.StdEncoding.DecodeString(k[0])
+		if err != nil {
+			return f, badParam("key", "must be standard base64")
+		}
+		f.Key = key
+	}
+	var err1, err2 error
+	f.StoredFrom, err1 = parseTime("stored_from", q.Get("stored_from"))
+	f.StoredTo, err2 = parseTime("stored_to", q.Get("stored_to"))
+	return f, errors.Join(err1, err2)
+}
+
+// filterFromBody converts a bulk request's filter.
+func filterFromBody(in *Filter) (store.Filter, error) {
+	f := store.Filter{Statuses: in.Statuses, Reasons: in.Reasons, DLQTopic: in.DLQTopic,
+		OriginalTopic: in.OriginalTopic, ErrorClass: in.ErrorClass, ErrorContains: in.ErrorContains,
+		Route: in.Route, Key: in.Key}
+	if len(in.OriginalTopics) > 0 {
+		return f, badParam("filter.original_topics", "is set from the token's topics, not by the caller")
+	}
+	if in.StoredFrom != nil {
+		f.StoredFrom = *in.StoredFrom
+	}
+	if in.StoredTo != nil {
+		f.StoredTo = *in.StoredTo
+	}
+	return f, parseStatuses("filter.statuses", f.Statuses)
+}
+
+// decodeBody decodes a JSON body strictly: unknown fields and trailing data are errors.
+// An empty body is allowed when optional.
+func decodeBody(c *call, dst any, optional bool) error {
+	raw, err := io.ReadAll(c.r.Body)
+	if err != nil {
+		return err // *http.MaxBytesError → 413, or the client went away
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		if optional {
+			return nil
+		}
+		return probInvalidBody.with("a JSON body is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		p := probInvalidBody.with(fmt.Sprintf("not the expected JSON: %v", bodyError(err)))
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			p.Field = te.Field
+		}
+		return p
+	}
+	if dec.More() {
+		return probInvalidBody.with("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// bodyError keeps what a JSON error says about the body and nothing about our types.
+func bodyError(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %s must be %s", te.Field, te.Type.Kind())
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	return "malformed"
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to do
+}

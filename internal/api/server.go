@@ -1,0 +1,192 @@
+// Package api serves the admin REST API of api/openapi.yaml: authenticated review of
+// parked and scheduled records, single replays and discards, bulk jobs, routes, runs,
+// stats and the audit log. It talks only to PostgreSQL; dlq-worker executes the jobs.
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/dlqops/dlq/internal/auth"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// Config is what the server needs. Every field but Clock is required.
+type Config struct {
+	Store *store.Store
+	Auth  *auth.Authenticator
+	// ReplayTopics are the topics a replay may target besides a record's original topic.
+	ReplayTopics []string
+	// MaxBodyBytes caps request bodies.
+	MaxBodyBytes int64
+	Log          zerolog.Logger
+	Registerer   prometheus.Registerer
+	// Clock bounds bulk selections to the records stored before the request; time.Now
+	// when nil.
+	Clock func() time.Time
+}
+
+// Server is the API's http.Handler.
+type Server struct {
+	cfg      Config
+	log      zerolog.Logger
+	mux      *http.ServeMux
+	requests *prometheus.CounterVec
+}
+
+// Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
+// and the least role that may call it.
+type Route struct {
+	Method, Path string
+	Role         auth.Role
+	handle       handler
+}
+
+// handler returns the status and body of a success, or an error for problemFor.
+type handler func(c *call) (int, any, error)
+
+// New builds the server and registers its metrics.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Auth == nil || cfg.MaxBodyBytes <= 0 || cfg.Registerer == nil {
+		return nil, errors.New("api: Store, Auth, MaxBodyBytes and Registerer are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	s := &Server{
+		cfg: cfg,
+		log: cfg.Log.With().Str("component", "api").Logger(),
+		mux: http.NewServeMux(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dlq_admin_requests_total",
+			Help: "Admin API requests by route and status code.",
+		}, []string{"method", "route", "code"}),
+	}
+	if err := cfg.Registerer.Register(s.requests); err != nil {
+		return nil, err
+	}
+	paths := map[string]bool{}
+	for _, rt := range s.Routes() {
+		s.mux.Handle(rt.Method+" "+rt.Path, s.endpoint(rt))
+		if !paths[rt.Path] {
+			paths[rt.Path] = true
+			s.mux.Handle(rt.Path, s.fallback(probMethod.with("see Allow"), rt.Path))
+		}
+	}
+	s.mux.Handle("/v1/", s.fallback(probNotFound.with("no such endpoint"), "unknown"))
+	return s, nil
+}
+
+// Routes is the route table; the tests check it against the spec.
+func (s *Server) Routes() []Route {
+	return []Route{
+		{"GET", "/v1/records", auth.Viewer, s.listRecords},
+		{"GET", "/v1/records/{id}", auth.Viewer, s.getRecord},
+		{"POST", "/v1/records/{id}/replay", auth.Operator, s.replayRecord},
+		{"POST", "/v1/records/{id}/discard", auth.Operator, s.discardRecord},
+		{"POST", "/v1/records/{id}/retry-now", auth.Operator, s.retryNow},
+		{"POST", "/v1/bulk/replay", auth.Admin, s.bulk(store.JobReplay)},
+		{"POST", "/v1/bulk/discard", auth.Admin, s.bulk(store.JobDiscard)},
+		{"GET", "/v1/jobs", auth.Viewer, s.listJobs},
+		{"GET", "/v1/jobs/{id}", auth.Viewer, s.getJob},
+		{"POST", "/v1/jobs/{id}/cancel", auth.Operator, s.cancelJob},
+		{"GET", "/v1/stats", auth.Viewer, s.stats},
+		{"GET", "/v1/routes", auth.Viewer, s.listRoutes},
+		{"POST", "/v1/routes/{route}/pause", auth.Operator, s.pauseRoute(true)},
+		{"POST", "/v1/routes/{route}/resume", auth.Operator, s.pauseRoute(false)},
+		{"POST", "/v1/routes/{route}/run", auth.Operator, s.runRoute},
+		{"GET", "/v1/runs", auth.Viewer, s.listRuns},
+		{"GET", "/v1/audit", auth.Viewer, s.listAudit},
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// call is one request on its way through an endpoint.
+type call struct {
+	w         http.ResponseWriter
+	r         *http.Request
+	principal auth.Principal
+	actor     store.Actor
+	log       zerolog.Logger
+}
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); validRequestID.MatchString(id) {
+		return id
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+// endpoint authenticates, authorizes, caps the body, runs the handler and writes its
+// answer, then counts and logs the outcome. Every mutating request is logged with its
+// actor, allowed or not; the token itself never is.
+func (s *Server) endpoint(rt Route) http.Handler {
+	mutating := rt.Method != http.MethodGet
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rid := requestID(r)
+		w.Header().Set("X-Request-Id", rid)
+		log := s.log.With().Str("request_id", rid).Str("method", r.Method).Str("route", rt.Path).Logger()
+		status, actor, err := s.serve(w, r, rt, rid, log)
+		s.requests.WithLabelValues(rt.Method, rt.Path, strconv.Itoa(status)).Inc()
+		ev := log.Debug()
+		switch {
+		case status >= 500:
+			ev = log.Error().Err(err)
+		case mutating || status == http.StatusUnauthorized || status == http.StatusForbidden:
+			ev = log.Info()
+		}
+		if err != nil && status < 500 {
+			ev = ev.Str("problem", err.Error())
+		}
+		ev.Str("actor", actor).Str("path", r.URL.Path).Int("status", status).Msg("request")
+	})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route, rid string, log zerolog.Logger) (int, string, error) {
+	fail := func(err error, actor string) (int, string, error) {
+		p, _ := problemFor(err)
+		writeProblem(w, p, rid)
+		return p.Status, actor, err
+	}
+	p, err := s.cfg.Auth.Authenticate(r.Header.Get("Authorization"))
+	if err != nil {
+		return fail(probUnauthorized.with("give a valid token: Authorization: Bearer <token>"), "anonymous")
+	}
+	if !p.Role.Allows(rt.Role) {
+		return fail(probForbidden.with("this needs the "+string(rt.Role)+" role"), p.Name)
+	}
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		return fail(&http.MaxBytesError{Limit: s.cfg.MaxBodyBytes}, p.Name)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	c := &call{w: w, r: r, principal: p, actor: store.Actor{Name: p.Name, RequestID: rid},
+		log: log.With().Str("actor", p.Name).Logger()}
+	status, body, err := rt.handle(c)
+	if err != nil {
+		return fail(err, p.Name)
+	}
+	writeJSON(w, status, body)
+	return status, p.Name, nil
+}
+
+// fallback answers paths and methods no route serves, as a problem.
+func (s *Server) fallback(p *Problem, label string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, p.with(p.Detail), requestID(r))
+		s.requests.WithLabelValues(r.Method, label, strconv.Itoa(p.Status)).Inc()
+	})
+}
