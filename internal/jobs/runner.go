@@ -1,0 +1,484 @@
+// Package jobs executes the replay and discard jobs operators create through dlq-admin.
+// The Runner is a dlq-worker component: it claims one job at a time (instances share the
+// work through FOR UPDATE SKIP LOCKED), walks its records in id order in batches, leases
+// each batch's records (parked → replaying), produces them with acks=all and records the
+// produced partition and offset (replaying → replayed), then saves its progress and cursor.
+//
+// A crash at any point loses nothing: the job's lease and its records' leases expire, and
+// the next holder resumes after the saved cursor, picking up the replaying rows the dead
+// holder left. A record produced just before such a crash is produced again, with the
+// same replay id header ("<job>-<record>"), so downstream consumers can de-duplicate.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+
+	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// Config configures a Runner. Store, Kafka and Owner are required.
+type Config struct {
+	Store *store.Store
+	Kafka config.Kafka
+	// Owner names this instance in leases (e.g. host/pid); unique per running process.
+	Owner string
+	// Lease is how long a job and its records stay held without a heartbeat: how long a
+	// crashed instance's work waits before another resumes it. Default 30s.
+	Lease time.Duration
+	// Poll is how often an idle runner looks for a job. Default 1s.
+	Poll time.Duration
+	// BatchSize is how many records one step leases, produces and marks. Default 500.
+	BatchSize  int
+	Log        zerolog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Runner executes jobs; it implements daemon.Component.
+type Runner struct {
+	cfg     Config
+	log     zerolog.Logger
+	records *prometheus.CounterVec
+	jobs    *prometheus.CounterVec
+
+	mu       sync.Mutex
+	producer *kafka.Producer
+	cancel   context.CancelFunc // ends the work at once (a Stop past its deadline)
+	stopping chan struct{}      // closed by Stop: finish the current batch, then exit
+	done     chan struct{}      // closed when the loop has exited
+}
+
+// New validates cfg and registers the runner's metrics.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Store == nil || cfg.Owner == "" || cfg.Kafka.BootstrapServers == "" {
+		return nil, errors.New("jobs: Store, Owner and Kafka.BootstrapServers are required")
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.BatchSize <= 0 || cfg.BatchSize > store.MaxPageSize {
+		cfg.BatchSize = 500
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	r := &Runner{
+		cfg: cfg,
+		log: cfg.Log.With().Str("component", "jobs").Str("owner", cfg.Owner).Logger(),
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dlq_job_records_total",
+			Help: "Records processed by operator jobs, by job kind and outcome (done, failed).",
+		}, []string{"kind", "outcome"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dlq_jobs_finished_total",
+			Help: "Operator jobs this instance finished, by kind and status.",
+		}, []string{"kind", "status"}),
+	}
+	for _, c := range []prometheus.Collector{r.records, r.jobs} {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Start opens the producer and starts claiming jobs. The work outlives ctx: Stop ends it.
+func (r *Runner) Start(ctx context.Context) error {
+	cm := kafkaclient.ProducerConfig(r.cfg.Kafka)
+	// Java-compatible key hashing when a record's original partition is unknown or the
+	// target is another topic, so keyed order survives the round trip.
+	cm["partitioner"] = "murmur2_random"
+	p, err := kafka.NewProducer(&cm)
+	if err != nil {
+		return fmt.Errorf("jobs: producer: %w", err)
+	}
+	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.mu.Lock()
+	r.producer, r.cancel = p, cancel
+	r.stopping, r.done = make(chan struct{}), make(chan struct{})
+	r.mu.Unlock()
+	go r.drainEvents(p)
+	go r.loop(work)
+	r.log.Info().Dur("lease", r.cfg.Lease).Msg("job runner started")
+	return nil
+}
+
+// Stop lets the current batch finish and hands the job back (its lease ends now, so
+// another instance resumes it at once), then closes the producer. If ctx ends first the
+// work is abandoned where it is, as in a crash, and its leases expire. Safe before Start
+// and twice.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	p, cancel, stopping, done := r.producer, r.cancel, r.stopping, r.done
+	r.producer = nil
+	r.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	close(stopping)
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("jobs: stop: %w (work abandoned; its leases will expire)", ctx.Err())
+	}
+	cancel()
+	<-done
+	if err == nil {
+		if dl, ok := ctx.Deadline(); ok {
+			p.Flush(int(time.Until(dl).Milliseconds()))
+		}
+	}
+	p.Close()
+	return err
+}
+
+// drainEvents logs producer-level events (errors not tied to one record) until Close.
+func (r *Runner) drainEvents(p *kafka.Producer) {
+	for ev := range p.Events() {
+		if e, ok := ev.(kafka.Error); ok {
+			r.log.Warn().Err(e).Msg("kafka producer")
+		}
+	}
+}
+
+// loop claims and runs jobs until Stop.
+func (r *Runner) loop(ctx context.Context) {
+	defer close(r.done)
+	for !r.stopRequested() {
+		job, err := r.cfg.Store.ClaimJob(ctx, r.cfg.Owner, r.cfg.Lease)
+		switch {
+		case err == nil:
+			r.run(ctx, job)
+			continue
+		case errors.Is(err, store.ErrNotFound), ctx.Err() != nil:
+		default:
+			r.log.Warn().Err(err).Msg("claim job")
+		}
+		select {
+		case <-r.stopping:
+		case <-ctx.Done():
+		case <-time.After(r.cfg.Poll):
+		}
+	}
+}
+
+func (r *Runner) stopRequested() bool {
+	select {
+	case <-r.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// errLost: the job was cancelled or another instance holds it now.
+var errLost = errors.New("job cancelled or taken over")
+
+// run executes job until it ends, is lost, or the runner stops.
+func (r *Runner) run(ctx context.Context, job store.Job) {
+	log := r.log.With().Int64("job_id", job.ID).Str("kind", string(job.Kind)).Logger()
+	log.Info().Int64("cursor", job.Cursor).Int64("done", job.Done).Msg("job claimed")
+	x := &execution{Runner: r, job: job, log: log, progress: job.JobProgress}
+	if x.progress.Total == 0 {
+		x.progress.Total = job.ConfirmedCount
+	}
+	batch := r.cfg.BatchSize
+	if job.RatePerSecond > 0 {
+		// One batch per second at most keeps the heartbeat frequent and the pace even.
+		batch = min(batch, job.RatePerSecond)
+		x.limiter = rate.NewLimiter(rate.Limit(job.RatePerSecond), batch)
+	}
+	for {
+		if r.stopRequested() {
+			if err := r.cfg.Store.ReleaseJob(context.WithoutCancel(ctx), job.ID, r.cfg.Owner); err != nil {
+				log.Warn().Err(err).Msg("release job")
+			}
+			log.Info().Msg("job handed back")
+			return
+		}
+		recs, err := r.cfg.Store.JobRecords(ctx, job, x.progress.Cursor, batch)
+		if err == nil && len(recs) == 0 {
+			r.finish(ctx, x)
+			return
+		}
+		if err == nil {
+			err = x.step(ctx, recs)
+		}
+		if err == nil {
+			err = x.heartbeat(ctx)
+		}
+		if err != nil {
+			// Whatever failed (the database, the broker, a lost lease), the leases keep
+			// the records safe; this job is resumed once they expire.
+			if !errors.Is(err, errLost) && ctx.Err() == nil {
+				log.Warn().Err(err).Msg("job interrupted; it resumes when its lease expires")
+			} else {
+				log.Info().Err(err).Msg("job left")
+			}
+			return
+		}
+	}
+}
+
+func (r *Runner) finish(ctx context.Context, x *execution) {
+	status, msg := store.JobSucceeded, ""
+	if x.progress.Failed > 0 {
+		msg = fmt.Sprintf("%d of %d records failed; first: %s", x.progress.Failed, x.progress.Done+x.progress.Failed, x.firstFailure)
+		if x.progress.Done == 0 {
+			status = store.JobFailed
+		}
+	}
+	// The final write survives a stop that arrives now.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.cfg.Store.UpdateJobProgress(fctx, x.job.ID, r.cfg.Owner, x.progress, r.cfg.Lease); err != nil {
+		x.log.Info().Err(err).Msg("job left before finishing")
+		return
+	}
+	if _, err := r.cfg.Store.FinishJob(fctx, x.job.ID, r.cfg.Owner, status, msg); err != nil {
+		x.log.Warn().Err(err).Msg("finish job")
+		return
+	}
+	r.jobs.WithLabelValues(string(x.job.Kind), string(status)).Inc()
+	x.log.Info().Str("status", string(status)).Int64("done", x.progress.Done).Int64("failed", x.progress.Failed).Msg("job finished")
+}
+
+// execution is one holder's run of one job.
+type execution struct {
+	*Runner
+	job          store.Job
+	log          zerolog.Logger
+	progress     store.JobProgress
+	limiter      *rate.Limiter
+	firstFailure string
+}
+
+func (x *execution) actor() store.Actor {
+	return store.Actor{Name: x.job.CreatedBy, RequestID: x.job.RequestID}
+}
+
+// heartbeat saves progress and extends the job's lease; errLost when the job is no
+// longer ours.
+func (x *execution) heartbeat(ctx context.Context) error {
+	err := x.cfg.Store.UpdateJobProgress(ctx, x.job.ID, x.cfg.Owner, x.progress, x.cfg.Lease)
+	if errors.Is(err, store.ErrConflict) {
+		return errLost
+	}
+	return err
+}
+
+func (x *execution) fail(id int64, why string, n int) {
+	if x.firstFailure == "" {
+		x.firstFailure = fmt.Sprintf("record %d: %s", id, why)
+	}
+	x.progress.Failed += int64(n)
+	x.records.WithLabelValues(string(x.job.Kind), "failed").Add(float64(n))
+}
+
+func (x *execution) succeed(n int) {
+	x.progress.Done += int64(n)
+	x.records.WithLabelValues(string(x.job.Kind), "done").Add(float64(n))
+}
+
+// step processes one batch and moves the cursor past it.
+func (x *execution) step(ctx context.Context, recs []store.Record) error {
+	if x.limiter != nil {
+		if err := x.limiter.WaitN(ctx, len(recs)); err != nil {
+			return err
+		}
+	}
+	var todo []int64
+	for _, rec := range recs {
+		finished := store.StatusReplayed
+		if x.job.Kind == store.JobDiscard {
+			finished = store.StatusDiscarded
+		}
+		if rec.JobID == x.job.ID && rec.Status == finished {
+			x.succeed(1) // done by an earlier holder that crashed before saving progress
+			continue
+		}
+		todo = append(todo, rec.ID)
+	}
+	var err error
+	if len(todo) > 0 {
+		if x.job.Kind == store.JobDiscard {
+			err = x.discard(ctx, todo)
+		} else {
+			err = x.replay(ctx, todo)
+		}
+	}
+	if err == nil {
+		x.progress.Cursor = recs[len(recs)-1].ID
+	}
+	return err
+}
+
+func (x *execution) discard(ctx context.Context, ids []int64) error {
+	n, err := x.cfg.Store.DiscardRecords(ctx, x.job.ID, ids, x.actor())
+	if err != nil {
+		return err
+	}
+	x.succeed(n)
+	if n < len(ids) {
+		x.fail(ids[0], "not parked or scheduled any more, or held by another job", len(ids)-n)
+	}
+	return nil
+}
+
+// replay leases the records, produces them and marks each replayed or, when its produce
+// failed, parked again.
+func (x *execution) replay(ctx context.Context, ids []int64) error {
+	begun, err := x.cfg.Store.BeginReplays(ctx, x.job.ID, ids, x.cfg.Owner, x.cfg.Lease, x.actor())
+	if err != nil {
+		return err
+	}
+	if n := len(ids) - len(begun); n > 0 {
+		x.fail(ids[0], "not parked or scheduled any more, or held by another job", n)
+	}
+	if len(begun) == 0 {
+		return nil
+	}
+	x.mu.Lock()
+	p := x.producer
+	x.mu.Unlock()
+	if p == nil {
+		return errLost // stopped
+	}
+	results, err := x.produce(ctx, p, begun)
+	if err != nil {
+		return err
+	}
+	var done []store.Redriven
+	var failed []int64
+	for i, res := range results {
+		if res.err != nil {
+			failed = append(failed, begun[i].ID)
+			x.fail(begun[i].ID, res.err.Error(), 1)
+			continue
+		}
+		done = append(done, store.Redriven{ID: begun[i].ID, Produced: res.at})
+	}
+	if len(done) > 0 {
+		n, err := x.cfg.Store.FinishReplays(ctx, x.job.ID, x.cfg.Owner, done, x.actor())
+		if err != nil {
+			return err
+		}
+		if n < len(done) {
+			return errLost
+		}
+		x.succeed(n)
+	}
+	if len(failed) > 0 {
+		if _, err := x.cfg.Store.AbortReplays(ctx, x.job.ID, x.cfg.Owner, failed, x.actor()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type produced struct {
+	at  store.Coordinates
+	err error
+}
+
+// produce sends recs and waits for every delivery report, extending the job's lease while
+// it waits (a broker outage can hold reports for the producer's whole delivery timeout).
+func (x *execution) produce(ctx context.Context, p *kafka.Producer, recs []store.Record) ([]produced, error) {
+	out := make([]produced, len(recs))
+	reports := make(chan kafka.Event, len(recs))
+	pending := 0
+	for i := range recs {
+		msg, err := x.message(&recs[i], i)
+		if err == nil {
+			err = p.Produce(msg, reports)
+		}
+		if err != nil {
+			out[i].err = err
+			continue
+		}
+		pending++
+	}
+	beat := time.NewTicker(x.cfg.Lease / 3)
+	defer beat.Stop()
+	for pending > 0 {
+		select {
+		case ev := <-reports:
+			m, ok := ev.(*kafka.Message)
+			if !ok {
+				continue
+			}
+			i := m.Opaque.(int)
+			pending--
+			if m.TopicPartition.Error != nil {
+				out[i].err = m.TopicPartition.Error
+				continue
+			}
+			out[i].at = store.Coordinates{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}
+		case <-beat.C:
+			if err := x.heartbeat(ctx); err != nil {
+				return nil, err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return out, nil
+}
+
+var errNoTarget = errors.New("no original topic and the job names no target topic")
+
+// message is the replayed record: key, value, timestamp and every foreign header exactly
+// as stored; our headers rewritten with the replay metadata (and the retry count reset if
+// the job asks).
+func (x *execution) message(rec *store.Record, i int) (*kafka.Message, error) {
+	target := x.job.TargetTopic
+	if target == "" {
+		target = rec.Origin.Topic
+	}
+	if target == "" {
+		return nil, errNoTarget
+	}
+	partition := kafka.PartitionAny
+	if target == rec.Origin.Topic && rec.Origin.Partition >= 0 {
+		partition = rec.Origin.Partition
+	}
+	hs := make([]headers.Header, len(rec.Headers))
+	for j, h := range rec.Headers {
+		hs[j] = headers.Header(h)
+	}
+	env := headers.Decode(hs).Envelope
+	if x.job.ResetRetry {
+		env.RetryCount = 0
+	}
+	env.Replay = &headers.Replay{Actor: x.job.CreatedBy, JobID: strconv.FormatInt(x.job.ID, 10), ReplayID: rec.ReplayID}
+	out := headers.Encode(hs, env, headers.EncodeOptions{})
+	khs := make([]kafka.Header, len(out))
+	for j, h := range out {
+		khs[j] = kafka.Header(h)
+	}
+	return &kafka.Message{
+		TopicPartition: kafka.TopicPartition{Topic: &target, Partition: partition},
+		Key:            rec.Key,
+		Value:          rec.Value,
+		Timestamp:      rec.Timestamp,
+		TimestampType:  kafka.TimestampCreateTime,
+		Headers:        khs,
+		Opaque:         i,
+	}, nil
+}

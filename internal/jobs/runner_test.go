@@ -1,0 +1,300 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/jobs"
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+)
+
+func TestMain(m *testing.M) {
+	// librdkafka's background threads are not goroutines; its Go-side helpers end at Close.
+	goleak.VerifyTestMain(m)
+}
+
+// startRunner starts a runner with a short lease, stopped gracefully at the end of the test
+// unless the test stopped it before.
+func startRunner(t testing.TB, st *store.Store, owner string, lease time.Duration) *jobs.Runner {
+	t.Helper()
+	r, err := jobs.New(jobs.Config{
+		Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)}, Owner: owner,
+		Lease: lease, Poll: 20 * time.Millisecond, Log: zerolog.Nop(),
+	})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, r.Stop(ctx))
+	})
+	return r
+}
+
+// waitJob polls until the job ends and returns it.
+func waitJob(t testing.TB, st *store.Store, id int64) store.Job {
+	t.Helper()
+	var job store.Job
+	require.Eventually(t, func() bool {
+		var err error
+		job, err = st.GetJob(context.Background(), id)
+		require.NoError(t, err)
+		return job.Status != store.JobPending && job.Status != store.JobRunning
+	}, 3*time.Minute, 20*time.Millisecond)
+	return job
+}
+
+// consume reads every record of topic, at least n, from the beginning.
+func consume(t testing.TB, topic string, partitions, n int) []*kafka.Message {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": testenv.KafkaBootstrap(t),
+		"group.id": testenv.UniqueName("g-"), "enable.auto.commit": false})
+	require.NoError(t, err)
+	defer c.Close()
+	var tps []kafka.TopicPartition
+	for p := range partitions {
+		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: int32(p), Offset: kafka.OffsetBeginning})
+	}
+	require.NoError(t, c.Assign(tps))
+	total := 0
+	for p := range partitions {
+		_, high, err := c.QueryWatermarkOffsets(topic, int32(p), 10000)
+		require.NoError(t, err)
+		total += int(high)
+	}
+	require.GreaterOrEqual(t, total, n)
+	n = total
+	var out []*kafka.Message
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(out) < n {
+		require.True(t, time.Now().Before(deadline), "read %d of %d records", len(out), n)
+		m, err := c.ReadMessage(time.Second)
+		if err != nil {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// park stores records of original topic topic: record i has key "k<i>" (null for i%5 == 1),
+// a value (null for i%5 == 2, empty for i%5 == 3), foreign headers including a duplicate
+// key and a null value, and a plain-style retry count.
+func park(t testing.TB, st *store.Store, topic string, n int) {
+	t.Helper()
+	const chunk = 5000
+	for start := 0; start < n; start += chunk {
+		recs := make([]store.NewRecord, 0, chunk)
+		for i := start; i < min(n, start+chunk); i++ {
+			r := store.NewRecord{
+				DLQ:    store.Coordinates{Topic: topic + ".dlq", Partition: 0, Offset: int64(i)},
+				Origin: store.Origin{Topic: topic, Partition: int32(i % 3), Offset: int64(i)},
+				Key:    []byte("k" + strconv.Itoa(i)), Value: []byte(fmt.Sprintf(`{"i":%d}`, i)),
+				Headers: []store.Header{
+					{Key: "trace", Value: []byte{0, 0xff, byte(i)}}, {Key: "dup", Value: []byte("a")},
+					{Key: "dup", Value: []byte("b")}, {Key: "nullh"}, {Key: "retryCount", Value: []byte("5")},
+					{Key: "originalTopic", Value: []byte(topic)},
+				},
+				Timestamp:  time.UnixMilli(1_700_000_000_000 + int64(i)).UTC(),
+				RetryCount: 5, ErrorClass: "Timeout", ErrorMessage: "timed out",
+				Reason: store.ReasonExhausted, Status: store.StatusParked, Route: topic,
+			}
+			switch i % 5 {
+			case 1:
+				r.Key = nil
+			case 2:
+				r.Value = nil
+			case 3:
+				r.Value = []byte{}
+			}
+			recs = append(recs, r)
+		}
+		_, err := st.StoreBatch(context.Background(), recs, nil)
+		require.NoError(t, err)
+	}
+}
+
+// checkReplayed verifies that every message is the stored record it claims to be, byte for
+// byte, with our replay headers, and that each record's row says where it went. It returns
+// the distinct record ids seen.
+func checkReplayed(t testing.TB, st *store.Store, msgs []*kafka.Message, jobID int64, actor string, resetRetry bool) map[int64]bool {
+	t.Helper()
+	ctx := context.Background()
+	seen := map[int64]bool{}
+	for _, m := range msgs {
+		hs := make([]headers.Header, len(m.Headers))
+		for i, h := range m.Headers {
+			hs[i] = headers.Header(h)
+		}
+		env := headers.Decode(hs).Envelope
+		require.NotNil(t, env.Replay)
+		require.Equal(t, actor, env.Replay.Actor)
+		require.Equal(t, strconv.FormatInt(jobID, 10), env.Replay.JobID)
+		var recID int64
+		_, err := fmt.Sscanf(env.Replay.ReplayID, fmt.Sprintf("%d-%%d", jobID), &recID)
+		require.NoError(t, err, env.Replay.ReplayID)
+		rec, err := st.Get(ctx, recID)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusReplayed, rec.Status)
+		require.Equal(t, env.Replay.ReplayID, rec.ReplayID)
+		require.Equal(t, rec.Key, m.Key)
+		require.Equal(t, rec.Value == nil, m.Value == nil, "null value stays null, empty stays empty")
+		require.Equal(t, string(rec.Value), string(m.Value))
+		require.Equal(t, rec.Timestamp.UnixMilli(), m.Timestamp.UnixMilli())
+		var foreign []store.Header
+		for _, h := range m.Headers {
+			if len(h.Key) < 4 || h.Key[:4] != "dlq-" {
+				foreign = append(foreign, store.Header{Key: h.Key, Value: h.Value})
+			}
+		}
+		require.Equal(t, rec.Headers, foreign, "foreign headers byte-identical, in order")
+		want := 5
+		if resetRetry {
+			want = 0
+		}
+		require.Equal(t, want, env.RetryCount)
+		if !seen[recID] {
+			// The row names the last copy produced; a duplicate from a crash window may
+			// be another.
+			require.NotNil(t, rec.Produced)
+		}
+		seen[recID] = true
+	}
+	return seen
+}
+
+func TestReplayJobKeepsRecordsExact(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	target := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
+	park(t, st, "orders", 20)
+	job, _, err := st.SubmitJob(context.Background(), store.JobRequest{JobSpec: store.JobSpec{
+		Kind: store.JobReplay, Filter: &store.Filter{Statuses: []store.Status{store.StatusParked}},
+		TargetTopic: target, ResetRetry: true, ConfirmedCount: 20}}, store.Actor{Name: "ada"})
+	require.NoError(t, err)
+	startRunner(t, st, "w1", 30*time.Second)
+	job = waitJob(t, st, job.ID)
+	require.Equal(t, store.JobSucceeded, job.Status, job.Error)
+	require.EqualValues(t, 20, job.Done)
+	require.EqualValues(t, 20, job.Total)
+	msgs := consume(t, target, 3, 20)
+	require.Len(t, checkReplayed(t, st, msgs, job.ID, "ada", true), 20)
+	for _, m := range msgs {
+		rec, err := st.Get(context.Background(), mustRecordID(t, m, job.ID))
+		require.NoError(t, err)
+		require.Equal(t, store.Coordinates{Topic: target, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}, *rec.Produced)
+	}
+}
+
+func mustRecordID(t testing.TB, m *kafka.Message, jobID int64) int64 {
+	t.Helper()
+	for _, h := range m.Headers {
+		if h.Key == headers.KeyReplayID {
+			var id int64
+			_, err := fmt.Sscanf(string(h.Value), fmt.Sprintf("%d-%%d", jobID), &id)
+			require.NoError(t, err)
+			return id
+		}
+	}
+	t.Fatalf("no %s header", headers.KeyReplayID)
+	return 0
+}
+
+// A job of one to the original topic and partition; a record discarded meanwhile fails the
+// job without producing anything; a cancelled job is never run.
+func TestSingleReplayDiscardAndCancel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	topic := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
+	park(t, st, topic, 3)
+	ada := store.Actor{Name: "ada"}
+	one, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{2}, ConfirmedCount: 1}}, ada)
+	require.NoError(t, err)
+	cancelled, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{3}, ConfirmedCount: 1}}, ada)
+	require.NoError(t, err)
+	_, err = st.CancelJob(ctx, cancelled.ID, ada)
+	require.NoError(t, err)
+	discard, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobDiscard, RecordIDs: []int64{1}, ConfirmedCount: 1}, Reason: "bad"}, ada)
+	require.NoError(t, err)
+
+	startRunner(t, st, "w1", 30*time.Second)
+	one = waitJob(t, st, one.ID)
+	require.Equal(t, store.JobSucceeded, one.Status, one.Error)
+	discard = waitJob(t, st, discard.ID)
+	require.Equal(t, store.JobSucceeded, discard.Status)
+	msgs := consume(t, topic, 3, 1)
+	rec, err := st.Get(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, rec.Origin.Partition, msgs[0].TopicPartition.Partition, "the original partition")
+	checkReplayed(t, st, msgs, one.ID, "ada", false)
+	rec, err = st.Get(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusDiscarded, rec.Status)
+	rec, err = st.Get(ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusParked, rec.Status, "the cancelled job never ran")
+
+	// A replay of a record discarded after the job was accepted fails without producing.
+	again, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay, Filter: &store.Filter{DLQTopic: topic + ".dlq", Statuses: []store.Status{store.StatusDiscarded}}}}, ada)
+	require.NoError(t, err)
+	again = waitJob(t, st, again.ID)
+	require.Equal(t, store.JobFailed, again.Status)
+	require.Contains(t, again.Error, "not parked or scheduled")
+}
+
+// The runner is killed mid-job (its Stop gets no time: the work is abandoned as in a
+// crash); another instance resumes after the lease expires and nothing is lost. Copies
+// produced twice in the crash window carry the same replay id.
+func TestKilledMidJobResumes(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	st := storetest.New(t)
+	target := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
+	park(t, st, "orders", n)
+	job, _, err := st.SubmitJob(context.Background(), store.JobRequest{JobSpec: store.JobSpec{
+		Kind: store.JobReplay, Filter: &store.Filter{OriginalTopic: "orders"}, TargetTopic: target,
+		RatePerSecond: 1000, ConfirmedCount: n}}, store.Actor{Name: "ada"})
+	require.NoError(t, err)
+
+	const lease = 2 * time.Second
+	first, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
+		Owner: "doomed", Lease: lease, Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
+	require.NoError(t, err)
+	require.NoError(t, first.Start(context.Background()))
+	require.Eventually(t, func() bool {
+		j, err := st.GetJob(context.Background(), job.ID)
+		require.NoError(t, err)
+		return j.Done > 0
+	}, time.Minute, 5*time.Millisecond)
+	dead, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.Error(t, first.Stop(dead), "no time to finish: abandoned")
+	mid, err := st.GetJob(context.Background(), job.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.JobRunning, mid.Status)
+	require.Less(t, mid.Done, int64(n))
+
+	startRunner(t, st, "rescuer", lease)
+	job = waitJob(t, st, job.ID)
+	require.Equal(t, store.JobSucceeded, job.Status, job.Error)
+	replayed, err := st.Count(context.Background(), store.Filter{Statuses: []store.Status{store.StatusReplayed}})
+	require.NoError(t, err)
+	require.EqualValues(t, n, replayed)
+	msgs := consume(t, target, 3, n)
+	seen := checkReplayed(t, st, msgs, job.ID, "ada", false)
+	require.Len(t, seen, n, "every record reached the topic")
+}
