@@ -23,40 +23,75 @@ import (
 
 const parkBatch = 500
 
-// BenchmarkPark: storing batches of 500 parked 1 KiB records through the store (COPY to a
-// stage, idempotent INSERT, indexes) against a raw COPY of the same rows into a bare table.
+// BenchmarkPark: storing batches of 500 parked 1 KiB records through the store (direct
+// COPY, constraints, indexes) against a raw COPY of the same rows into a bare table.
 func BenchmarkPark(b *testing.B) {
+	benchPark(b, false)
+}
+
+// BenchmarkParkWithLedger is BenchmarkPark with a ledger row in the same transaction, as the
+// redrive worker stores: ours is StoreBatch with a ledger entry, raw is BEGIN, COPY, INSERT,
+// COMMIT.
+func BenchmarkParkWithLedger(b *testing.B) {
+	benchPark(b, true)
+}
+
+func benchPark(b *testing.B, withLedger bool) {
 	ctx := context.Background()
 	recs := parked("dlq.bench", 0, parkBatch)
 	for i := range recs {
 		recs[i].Value = bytes.Repeat([]byte{byte(i)}, 1024)
 	}
-	next := func() []store.NewRecord {
+	// next moves the batch to the following offsets and returns its ledger entry.
+	next := func(runID int64) *store.LedgerEntry {
 		for i := range recs {
 			recs[i].DLQ.Offset += parkBatch
 		}
-		return recs
+		if !withLedger {
+			return nil
+		}
+		from := recs[0].DLQ.Offset
+		return &store.LedgerEntry{RunID: runID, Topic: "dlq.bench", From: from, To: from + parkBatch, Parked: parkBatch}
 	}
 
 	b.Run("raw", func(b *testing.B) {
-		_, url := storetest.NewWithURL(b)
-		pool := openPool(b, url)
-		_, err := pool.Exec(ctx, `CREATE TABLE bare AS SELECT `+insertColumnList()+` FROM dead_letters WITH NO DATA`)
+		s, url := storetest.NewWithURL(b)
+		run, err := s.BeginRun(ctx, "bench", "raw")
 		if err != nil {
 			b.Fatal(err)
 		}
+		pool := openPool(b, url)
+		if _, err := pool.Exec(ctx, `CREATE TABLE bare AS SELECT `+insertColumnList()+` FROM dead_letters WITH NO DATA`); err != nil {
+			b.Fatal(err)
+		}
 		benchRecords(b, parkBatch, func() {
-			batch, now := next(), time.Now()
-			if _, err := pool.CopyFrom(ctx, pgx.Identifier{"bare"}, store.InsertColumns,
-				pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) { return store.InsertRow(&batch[i], now), nil })); err != nil {
+			ledger, now := next(run.ID), time.Now()
+			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				if _, err := tx.CopyFrom(ctx, pgx.Identifier{"bare"}, store.InsertColumns,
+					pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) { return store.InsertRow(&recs[i], now), nil })); err != nil {
+					return err
+				}
+				if ledger == nil {
+					return nil
+				}
+				_, err := tx.Exec(ctx, `INSERT INTO run_ledger (run_id, dlq_topic, dlq_partition, from_offset, to_offset,
+					redriven, scheduled, parked, skipped, errors, recorded_at) VALUES ($1, $2, 0, $3, $4, 0, 0, $5, 0, 0, $6)`,
+					ledger.RunID, ledger.Topic, ledger.From, ledger.To, ledger.Parked, now)
+				return err
+			})
+			if err != nil {
 				b.Fatal(err)
 			}
 		})
 	})
 	b.Run("ours", func(b *testing.B) {
 		s := storetest.New(b)
+		run, err := s.BeginRun(ctx, "bench", "ours")
+		if err != nil {
+			b.Fatal(err)
+		}
 		benchRecords(b, parkBatch, func() {
-			res, err := s.StoreBatch(ctx, next(), nil)
+			res, err := s.StoreBatch(ctx, recs, next(run.ID))
 			if err != nil || res.New != parkBatch {
 				b.Fatal(err, res.New)
 			}

@@ -40,7 +40,15 @@ func (s *Store) StoreBatch(ctx context.Context, records []NewRecord, ledger *Led
 	sorted := slices.Clone(records)
 	slices.SortFunc(sorted, func(a, b NewRecord) int { return compareCoordinates(a.DLQ, b.DLQ) })
 	now := s.now()
-	inserted, err := s.storeBatch(ctx, sorted, ledger, now, copyRecords)
+	var inserted map[Coordinates]bool
+	var err error
+	if ledger == nil {
+		// One COPY is a transaction of its own: no BEGIN and COMMIT round trips.
+		inserted, err = copyRecords(ctx, s.pool, sorted, now)
+		err = interpretError(err)
+	} else {
+		inserted, err = s.storeBatch(ctx, sorted, ledger, now, copyRecords)
+	}
 	if errors.Is(err, errStoredBefore) {
 		s.log.Debug().Int("records", len(records)).Msg("batch holds stored coordinates, inserting only new ones")
 		inserted, err = s.storeBatch(ctx, sorted, ledger, now, insertNewRecords)
@@ -63,8 +71,15 @@ func (s *Store) StoreBatch(ctx context.Context, records []NewRecord, ledger *Led
 // errStoredBefore: a batch holds coordinates that are already stored.
 var errStoredBefore = errors.New("batch holds stored coordinates")
 
-// An insertFunc stores records in tx and returns the coordinates it inserted.
-type insertFunc func(ctx context.Context, tx pgx.Tx, records []NewRecord, now time.Time) (map[Coordinates]bool, error)
+// An insertFunc stores records and returns the coordinates it inserted.
+type insertFunc func(ctx context.Context, db querier, records []NewRecord, now time.Time) (map[Coordinates]bool, error)
+
+// querier is a pool or a transaction.
+type querier interface {
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
 
 // storeBatch stores records with insert, and the ledger entry, in one transaction.
 func (s *Store) storeBatch(ctx context.Context, records []NewRecord, ledger *LedgerEntry, now time.Time, insert insertFunc) (map[Coordinates]bool, error) {
@@ -85,12 +100,12 @@ func (s *Store) storeBatch(ctx context.Context, records []NewRecord, ledger *Led
 // copyRecords is the common case, a batch read for the first time: one COPY straight into
 // the table. If a coordinate is already stored it fails with errStoredBefore, and the
 // batch goes again through insertNewRecords.
-func copyRecords(ctx context.Context, tx pgx.Tx, records []NewRecord, now time.Time) (map[Coordinates]bool, error) {
+func copyRecords(ctx context.Context, db querier, records []NewRecord, now time.Time) (map[Coordinates]bool, error) {
 	inserted := make(map[Coordinates]bool, len(records))
 	if len(records) == 0 {
 		return inserted, nil
 	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"dead_letters"}, insertColumns, copySource(records, now))
+	_, err := db.CopyFrom(ctx, pgx.Identifier{"dead_letters"}, insertColumns, copySource(records, now))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
 		return nil, errStoredBefore
@@ -105,8 +120,9 @@ func copyRecords(ctx context.Context, tx pgx.Tx, records []NewRecord, now time.T
 }
 
 // insertNewRecords COPYs the batch into a per-connection temporary table and moves it with
-// INSERT ... ON CONFLICT DO NOTHING, which reports what was new.
-func insertNewRecords(ctx context.Context, tx pgx.Tx, records []NewRecord, now time.Time) (map[Coordinates]bool, error) {
+// INSERT ... ON CONFLICT DO NOTHING, which reports what was new. db must be a transaction:
+// the stage empties at every commit.
+func insertNewRecords(ctx context.Context, tx querier, records []NewRecord, now time.Time) (map[Coordinates]bool, error) {
 	if _, err := tx.Exec(ctx, sqlCreateStage); err != nil {
 		return nil, fmt.Errorf("create stage: %w", err)
 	}
