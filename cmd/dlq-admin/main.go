@@ -9,9 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlqops/dlq/internal/api"
+	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/daemon"
 	"github.com/dlqops/dlq/internal/ops"
+	"github.com/dlqops/dlq/internal/store"
 )
 
 const envPrefix = "DLQ_ADMIN_"
@@ -41,6 +44,7 @@ func main() {
 			return serve(cmd.Context(), cfg)
 		},
 	})
+	clientCommands(root)
 	root.AddCommand(daemon.MigrateCommand(func() (config.Database, error) {
 		cfg, err := load()
 		return cfg.Database, err
@@ -62,5 +66,17 @@ func serve(ctx context.Context, cfg *config.Admin) error {
 		return err
 	}
 	defer pool.Close()
+	authn, err := auth.New(cfg.Tokens)
+	if err != nil {
+		return err
+	}
+	handler, err := api.New(api.Config{
+		Store: store.New(pool, store.WithLogger(log)), Auth: authn, ReplayTopics: cfg.ReplayTopics,
+		MaxBodyBytes: cfg.MaxBodyBytes, Log: log, Registerer: srv.Registry,
+	})
+	if err != nil {
+		return err
+	}
+	srv.Mux.Handle("/v1/", handler)
 	return daemon.Run(ctx, log, srv, cfg.HTTP.Listen, cfg.ShutdownGrace)
 }

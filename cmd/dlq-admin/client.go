@@ -1,0 +1,475 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlqops/dlq/internal/adminclient"
+	"github.com/dlqops/dlq/internal/api"
+	"github.com/dlqops/dlq/internal/auth"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// clientFlags are the connection and output flags of every API subcommand.
+type clientFlags struct {
+	url, token, output string
+}
+
+func (f *clientFlags) client() (*adminclient.Client, error) {
+	if f.token == "" {
+		return nil, errors.New("no token: give --token or set DLQ_ADMIN_TOKEN")
+	}
+	if f.output != "table" && f.output != "json" {
+		return nil, fmt.Errorf("--output: %q is not table or json", f.output)
+	}
+	return adminclient.New(f.url, f.token), nil
+}
+
+// print writes v as JSON, or calls table.
+func (f *clientFlags) print(w io.Writer, v any, table func(*tabwriter.Writer)) error {
+	if f.output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
+// filterFlags select records, for list and bulk.
+type filterFlags struct {
+	statuses, reasons                                              []string
+	dlqTopic, originalTopic, errorClass, errorContains, route, key string
+}
+
+func (ff *filterFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringSliceVar(&ff.statuses, "status", nil, "statuses (parked, scheduled, replaying, replayed, discarded, redriven)")
+	fl.StringSliceVar(&ff.reasons, "park-reason", nil, "why records were parked or scheduled (exhausted, unroutable, backoff, ...)")
+	fl.StringVar(&ff.dlqTopic, "dlq-topic", "", "DLQ topic")
+	fl.StringVar(&ff.originalTopic, "original-topic", "", "original topic")
+	fl.StringVar(&ff.errorClass, "error-class", "", "error class")
+	fl.StringVar(&ff.errorContains, "error-contains", "", "error message contains (case-insensitive)")
+	fl.StringVar(&ff.route, "route", "", "route")
+	fl.StringVar(&ff.key, "key", "", "exact key (text)")
+}
+
+func (ff *filterFlags) query() url.Values {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("status", strings.Join(ff.statuses, ","))
+	set("reason", strings.Join(ff.reasons, ","))
+	set("dlq_topic", ff.dlqTopic)
+	set("original_topic", ff.originalTopic)
+	set("error_class", ff.errorClass)
+	set("error_contains", ff.errorContains)
+	set("route", ff.route)
+	if ff.key != "" {
+		q.Set("key", base64.StdEncoding.EncodeToString([]byte(ff.key)))
+	}
+	return q
+}
+
+func (ff *filterFlags) filter() *api.Filter {
+	f := &api.Filter{DLQTopic: ff.dlqTopic, OriginalTopic: ff.originalTopic, ErrorClass: ff.errorClass,
+		ErrorContains: ff.errorContains, Route: ff.route}
+	for _, s := range ff.statuses {
+		f.Statuses = append(f.Statuses, store.Status(s))
+	}
+	for _, r := range ff.reasons {
+		f.Reasons = append(f.Reasons, store.Reason(r))
+	}
+	if ff.key != "" {
+		f.Key = []byte(ff.key)
+	}
+	return f
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, fmt.Errorf("%q is not a record or job id", s)
+	}
+	return id, nil
+}
+
+func ts(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// clientCommands are the subcommands that call a dlq-admin server.
+func clientCommands(root *cobra.Command) {
+	f := &clientFlags{}
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.url, "url", envOr("DLQ_ADMIN_URL", "http://127.0.0.1:8080"), "API server (environment: DLQ_ADMIN_URL)")
+	pf.StringVar(&f.token, "token", os.Getenv("DLQ_ADMIN_TOKEN"), "bearer token (environment: DLQ_ADMIN_TOKEN)")
+	pf.StringVarP(&f.output, "output", "o", "table", "table or json")
+	root.AddCommand(listCommand(f), showCommand(f), replayCommand(f), discardCommand(f), bulkCommand(f),
+		jobsCommand(f), statsCommand(f), tokenCommand())
+}
+
+func listCommand(f *clientFlags) *cobra.Command {
+	var ff filterFlags
+	var cursor string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List records, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			q := ff.query()
+			q.Set("limit", strconv.Itoa(limit))
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			page, err := c.ListRecords(cmd.Context(), q)
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), page, func(w *tabwriter.Writer) {
+				fmt.Fprintln(w, "ID\tSTATUS\tREASON\tORIGINAL TOPIC\tRETRIES\tERROR\tSTORED")
+				for _, r := range page.Records {
+					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Status, r.Reason, r.Original.Topic,
+						r.RetryCount, truncate(r.ErrorClass+": "+r.ErrorMessage, 60), ts(&r.StoredAt))
+				}
+				if page.NextCursor != "" {
+					fmt.Fprintf(w, "next page: --cursor %s\n", page.NextCursor)
+				}
+			})
+		},
+	}
+	ff.add(cmd)
+	cmd.Flags().StringVar(&cursor, "cursor", "", "the next_cursor of the previous page")
+	cmd.Flags().IntVar(&limit, "limit", 50, "records per page (at most 500)")
+	return cmd
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func showCommand(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one record: key, value, headers and their reading",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			d, err := c.GetRecord(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), d, func(w *tabwriter.Writer) {
+				r := d.Record
+				fmt.Fprintf(w, "id\t%d\nstatus\t%s (%s)\ndlq\t%s/%d/%d\noriginal\t%s\nretries\t%d\nerror\t%s: %s\nstored\t%s\n",
+					r.ID, r.Status, r.Reason, r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, r.Original.Topic,
+					r.RetryCount, r.ErrorClass, r.ErrorMessage, ts(&r.StoredAt))
+				fmt.Fprintf(w, "key\t%s\nvalue\t%s\n", preview(d.Key), preview(d.Value))
+				for _, h := range d.Headers {
+					fmt.Fprintf(w, "header %s\t%s\n", h.Key, preview(h.Value))
+				}
+			})
+		},
+	}
+}
+
+func preview(b api.Bytes) string {
+	switch {
+	case b.Null:
+		return "(null)"
+	case b.UTF8 != nil:
+		return truncate(strconv.Quote(*b.UTF8), 200)
+	}
+	return "base64:" + truncate(b.Base64, 200)
+}
+
+func replayCommand(f *clientFlags) *cobra.Command {
+	var req api.ReplayRequest
+	var key string
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "replay ID",
+		Short: "Replay one record (dlq-worker produces it)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			job, err := c.Replay(cmd.Context(), id, req, key)
+			if err != nil {
+				return err
+			}
+			if wait {
+				if job, err = c.WaitJob(cmd.Context(), job.ID, 200*time.Millisecond, func(api.Job) {}); err != nil {
+					return err
+				}
+			}
+			return printJobs(f, cmd.OutOrStdout(), job)
+		},
+	}
+	cmd.Flags().StringVar(&req.TargetTopic, "to", "", "target topic (default: the original topic; else one of replay_topics)")
+	cmd.Flags().BoolVar(&req.ResetRetry, "reset-retry", false, "reset the retry count to 0")
+	cmd.Flags().StringVar(&key, "idempotency-key", "", "a retried command with the same key returns the same job")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the worker has replayed it")
+	return cmd
+}
+
+func discardCommand(f *clientFlags) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "discard ID",
+		Short: "Discard one parked or scheduled record",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			r, err := c.Discard(cmd.Context(), id, reason)
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), r, func(w *tabwriter.Writer) {
+				fmt.Fprintf(w, "record %d %s by %s\n", r.ID, r.Status, r.ChangedBy)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required; kept in the audit log)")
+	return cmd
+}
+
+func bulkCommand(f *clientFlags) *cobra.Command {
+	cmd := &cobra.Command{Use: "bulk", Short: "Replay or discard records by ids or by filter, as a job with progress"}
+	for _, kind := range []store.JobKind{store.JobReplay, store.JobDiscard} {
+		var ff filterFlags
+		var req api.BulkRequest
+		var yes, detach bool
+		sub := &cobra.Command{
+			Use:   string(kind),
+			Short: "Bulk " + string(kind) + ": a dry run prints the count; --yes confirms it and runs the job",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				c, err := f.client()
+				if err != nil {
+					return err
+				}
+				if req.IDs == nil {
+					req.Filter = ff.filter()
+				}
+				ctx, out := cmd.Context(), cmd.OutOrStdout()
+				n, err := c.BulkCount(ctx, kind, req)
+				if err != nil {
+					return err
+				}
+				if !yes {
+					fmt.Fprintf(out, "%d records selected (dry run); run again with --yes to %s them\n", n, kind)
+					return nil
+				}
+				req.ConfirmCount = &n
+				job, err := c.Bulk(ctx, kind, req, "")
+				if err != nil {
+					return err
+				}
+				if !detach {
+					job, err = c.WaitJob(ctx, job.ID, 500*time.Millisecond, func(j api.Job) {
+						fmt.Fprintf(cmd.ErrOrStderr(), "\rjob %d %-9s %d/%d done, %d failed", j.ID, j.Status, j.Done, j.Total, j.Failed)
+					})
+					fmt.Fprintln(cmd.ErrOrStderr())
+					if err != nil {
+						return err
+					}
+				}
+				return printJobs(f, out, job)
+			},
+		}
+		ff.add(sub)
+		fl := sub.Flags()
+		fl.Int64SliceVar(&req.IDs, "ids", nil, "record ids (instead of a filter)")
+		fl.BoolVar(&yes, "yes", false, "confirm the dry run's count and run the job")
+		fl.BoolVar(&detach, "detach", false, "do not wait for the job")
+		if kind == store.JobReplay {
+			fl.StringVar(&req.TargetTopic, "to", "", "target topic (default: each record's original topic)")
+			fl.BoolVar(&req.ResetRetry, "reset-retry", false, "reset retry counts to 0")
+			fl.IntVar(&req.RatePerSecond, "rate", 0, "records per second (0: unlimited)")
+		} else {
+			fl.StringVar(&req.Reason, "reason", "", "why (required)")
+		}
+		cmd.AddCommand(sub)
+	}
+	return cmd
+}
+
+func printJobs(f *clientFlags, w io.Writer, jobs ...api.Job) error {
+	var v any = jobs
+	if len(jobs) == 1 {
+		v = jobs[0]
+	}
+	return f.print(w, v, func(tw *tabwriter.Writer) {
+		fmt.Fprintln(tw, "JOB\tKIND\tSTATUS\tDONE\tFAILED\tTOTAL\tBY\tCREATED\tERROR")
+		for _, j := range jobs {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", j.ID, j.Kind, j.Status, j.Done, j.Failed, j.Total,
+				j.CreatedBy, ts(&j.CreatedAt), truncate(j.Error, 80))
+		}
+	})
+}
+
+func jobsCommand(f *clientFlags) *cobra.Command {
+	var limit int
+	var before int64
+	cmd := &cobra.Command{
+		Use:   "jobs [show ID | cancel ID]",
+		Short: "List jobs, show one, or cancel one",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			list, err := c.ListJobs(cmd.Context(), before, limit)
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				return f.print(cmd.OutOrStdout(), list, nil)
+			}
+			return printJobs(f, cmd.OutOrStdout(), list.Jobs...)
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 50, "jobs per page")
+	cmd.Flags().Int64Var(&before, "before", 0, "list jobs below this id")
+	for name, call := range map[string]func(*adminclient.Client, *cobra.Command, int64) (api.Job, error){
+		"show": func(c *adminclient.Client, cmd *cobra.Command, id int64) (api.Job, error) {
+			return c.GetJob(cmd.Context(), id)
+		},
+		"cancel": func(c *adminclient.Client, cmd *cobra.Command, id int64) (api.Job, error) {
+			return c.CancelJob(cmd.Context(), id)
+		},
+	} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   name + " ID",
+			Short: name + " one job",
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, err := f.client()
+				if err != nil {
+					return err
+				}
+				id, err := parseID(args[0])
+				if err != nil {
+					return err
+				}
+				job, err := call(c, cmd, id)
+				if err != nil {
+					return err
+				}
+				return printJobs(f, cmd.OutOrStdout(), job)
+			},
+		})
+	}
+	return cmd
+}
+
+func statsCommand(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stats",
+		Short: "Record counts by topic, reason and status",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			st, err := c.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), st, func(w *tabwriter.Writer) {
+				fmt.Fprintln(w, "DLQ TOPIC\tORIGINAL TOPIC\tREASON\tSTATUS\tCOUNT")
+				for _, s := range st.Counts {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\n", s.DLQTopic, s.OriginalTopic, s.Reason, s.Status, s.Count)
+				}
+				fmt.Fprintf(w, "oldest parked\t%s\n", ts(st.OldestParked))
+			})
+		},
+	}
+}
+
+func tokenCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "token", Short: "Make API tokens and the hashes the configuration keeps"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "new",
+		Short: "Print a new random token and its sha256 for the tokens list",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			t := auth.NewToken()
+			fmt.Fprintf(cmd.OutOrStdout(), "token:  %s\nsha256: %s\n", t, auth.Hash(t))
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "hash",
+		Short: "Print the sha256 of a token read from standard input",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			raw, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 4096))
+			if err != nil {
+				return err
+			}
+			t := strings.TrimSpace(string(raw))
+			if t == "" {
+				return errors.New("no token on standard input")
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), auth.Hash(t))
+			return nil
+		},
+	})
+	return cmd
+}
