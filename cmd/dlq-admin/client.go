@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 // clientFlags are the connection and output flags of every API subcommand.
 type clientFlags struct {
 	url, token, output string
+	http               *http.Client // nil: the default; tests validate responses
 }
 
 func (f *clientFlags) client() (*adminclient.Client, error) {
@@ -33,7 +35,7 @@ func (f *clientFlags) client() (*adminclient.Client, error) {
 	if f.output != "table" && f.output != "json" {
 		return nil, fmt.Errorf("--output: %q is not table or json", f.output)
 	}
-	return adminclient.New(f.url, f.token), nil
+	return adminclient.New(f.url, f.token, f.http), nil
 }
 
 // print writes v as JSON, or calls table.
@@ -124,8 +126,7 @@ func ts(t *time.Time) string {
 }
 
 // clientCommands are the subcommands that call a dlq-admin server.
-func clientCommands(root *cobra.Command) {
-	f := &clientFlags{}
+func clientCommands(root *cobra.Command, f *clientFlags) {
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.url, "url", envOr("DLQ_ADMIN_URL", "http://127.0.0.1:8080"), "API server (environment: DLQ_ADMIN_URL)")
 	pf.StringVar(&f.token, "token", os.Getenv("DLQ_ADMIN_TOKEN"), "bearer token (environment: DLQ_ADMIN_TOKEN)")

@@ -20,6 +20,14 @@ import (
 const envPrefix = "DLQ_ADMIN_"
 
 func main() {
+	if err := newRoot(&clientFlags{}).ExecuteContext(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "dlq-admin:", err)
+		os.Exit(1)
+	}
+}
+
+// newRoot is the command tree; cf holds the API client settings of the client commands.
+func newRoot(cf *clientFlags) *cobra.Command {
 	var cfgPath string
 	root := &cobra.Command{
 		Use:           "dlq-admin",
@@ -44,15 +52,12 @@ func main() {
 			return serve(cmd.Context(), cfg)
 		},
 	})
-	clientCommands(root)
+	clientCommands(root, cf)
 	root.AddCommand(daemon.MigrateCommand(func() (config.Database, error) {
 		cfg, err := load()
 		return cfg.Database, err
 	}))
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "dlq-admin:", err)
-		os.Exit(1)
-	}
+	return root
 }
 
 func serve(ctx context.Context, cfg *config.Admin) error {

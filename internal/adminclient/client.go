@@ -25,9 +25,13 @@ type Client struct {
 	http  *http.Client
 }
 
-// New returns a client of the server at baseURL (e.g. http://127.0.0.1:8080).
-func New(baseURL, token string) *Client {
-	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{Timeout: time.Minute}}
+// New returns a client of the server at baseURL (e.g. http://127.0.0.1:8080); hc may be
+// nil for a default client.
+func New(baseURL, token string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = &http.Client{Timeout: time.Minute}
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: hc}
 }
 
 // do sends body (JSON, or none when nil) and decodes a success into out.

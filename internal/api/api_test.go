@@ -13,12 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	specfile "github.com/dlqops/dlq/api"
 	"github.com/dlqops/dlq/internal/api"
+	"github.com/dlqops/dlq/internal/api/apitest"
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -26,8 +25,7 @@ import (
 // Every route the spec lists is served, and every served route is in the spec.
 func TestSpecAndRoutesAgree(t *testing.T) {
 	t.Parallel()
-	doc, err := openapi3.NewLoader().LoadFromData(specfile.OpenAPI)
-	require.NoError(t, err)
+	doc := apitest.Spec(t)
 	var inSpec []string
 	for p, item := range doc.Paths.Map() {
 		for m := range item.Operations() {

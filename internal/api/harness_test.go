@@ -13,17 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	specfile "github.com/dlqops/dlq/api"
 	"github.com/dlqops/dlq/internal/api"
+	"github.com/dlqops/dlq/internal/api/apitest"
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/ops"
 	"github.com/dlqops/dlq/internal/store"
@@ -46,18 +42,6 @@ var tokens = []auth.Token{
 	{Name: "ada", SHA256: auth.Hash(adminToken), Role: auth.Admin},
 	{Name: "sam", SHA256: auth.Hash(scopedToken), Role: auth.Admin, Topics: []string{"orders"}},
 }
-
-var spec = sync.OnceValues(func() (routers.Router, error) {
-	doc, err := openapi3.NewLoader().LoadFromData(specfile.OpenAPI)
-	if err != nil {
-		return nil, err
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		return nil, err
-	}
-	doc.Servers = nil // match any host: the test server listens on a random port
-	return legacy.NewRouter(doc)
-})
 
 // bundle is one test's server on its own schema.
 type bundle struct {
@@ -148,27 +132,9 @@ func doReq(t *testing.T, base, method, path, token string, body any, hdr ...stri
 	return response{status: resp.StatusCode, header: resp.Header, body: raw}
 }
 
-// validate checks a response against the spec; a path the spec does not have must answer
-// a problem.
 func validate(t *testing.T, req *http.Request, resp *http.Response, body []byte) {
 	t.Helper()
-	router, err := spec()
-	require.NoError(t, err)
-	route, params, err := router.FindRoute(req)
-	if err != nil {
-		require.Contains(t, []int{http.StatusNotFound, http.StatusMethodNotAllowed}, resp.StatusCode, "%s %s is not in the spec", req.Method, req.URL.Path)
-		require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
-		return
-	}
-	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
-		Status:                 resp.StatusCode,
-		Header:                 resp.Header,
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
-	}
-	in.SetBodyBytes(body)
-	require.NoError(t, openapi3filter.ValidateResponse(context.Background(), in),
-		"%s %s → %d %s", req.Method, req.URL, resp.StatusCode, body)
+	apitest.Validate(t, req, resp.StatusCode, resp.Header, body)
 }
 
 // park stores n parked records of original topic topic and returns their ids.

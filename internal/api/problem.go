@@ -24,7 +24,12 @@ type Problem struct {
 	Count *int64 `json:"count,omitempty"`
 }
 
-func (p *Problem) Error() string { return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail) }
+func (p *Problem) Error() string {
+	if p.Field != "" {
+		return fmt.Sprintf("%d %s: %s: %s", p.Status, p.Title, p.Field, p.Detail)
+	}
+	return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail)
+}
 
 // The stable problem types, each with its status and title.
 const typePrefix = "urn:dlq:problem:"

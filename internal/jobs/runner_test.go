@@ -3,7 +3,6 @@ package jobs_test
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/jobs"
+	"github.com/dlqops/dlq/internal/jobs/jobstest"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -57,130 +57,11 @@ func waitJob(t testing.TB, st *store.Store, id int64) store.Job {
 	return job
 }
 
-// consume reads every record of topic, at least n, from the beginning.
-func consume(t testing.TB, topic string, partitions, n int) []*kafka.Message {
-	t.Helper()
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": testenv.KafkaBootstrap(t),
-		"group.id": testenv.UniqueName("g-"), "enable.auto.commit": false})
-	require.NoError(t, err)
-	defer c.Close()
-	var tps []kafka.TopicPartition
-	for p := range partitions {
-		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: int32(p), Offset: kafka.OffsetBeginning})
-	}
-	require.NoError(t, c.Assign(tps))
-	total := 0
-	for p := range partitions {
-		_, high, err := c.QueryWatermarkOffsets(topic, int32(p), 10000)
-		require.NoError(t, err)
-		total += int(high)
-	}
-	require.GreaterOrEqual(t, total, n)
-	n = total
-	var out []*kafka.Message
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(out) < n {
-		require.True(t, time.Now().Before(deadline), "read %d of %d records", len(out), n)
-		m, err := c.ReadMessage(time.Second)
-		if err != nil {
-			continue
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// park stores records of original topic topic: record i has key "k<i>" (null for i%5 == 1),
-// a value (null for i%5 == 2, empty for i%5 == 3), foreign headers including a duplicate
-// key and a null value, and a plain-style retry count.
-func park(t testing.TB, st *store.Store, topic string, n int) {
-	t.Helper()
-	const chunk = 5000
-	for start := 0; start < n; start += chunk {
-		recs := make([]store.NewRecord, 0, chunk)
-		for i := start; i < min(n, start+chunk); i++ {
-			r := store.NewRecord{
-				DLQ:    store.Coordinates{Topic: topic + ".dlq", Partition: 0, Offset: int64(i)},
-				Origin: store.Origin{Topic: topic, Partition: int32(i % 3), Offset: int64(i)},
-				Key:    []byte("k" + strconv.Itoa(i)), Value: []byte(fmt.Sprintf(`{"i":%d}`, i)),
-				Headers: []store.Header{
-					{Key: "trace", Value: []byte{0, 0xff, byte(i)}}, {Key: "dup", Value: []byte("a")},
-					{Key: "dup", Value: []byte("b")}, {Key: "nullh"}, {Key: "retryCount", Value: []byte("5")},
-					{Key: "originalTopic", Value: []byte(topic)},
-				},
-				Timestamp:  time.UnixMilli(1_700_000_000_000 + int64(i)).UTC(),
-				RetryCount: 5, ErrorClass: "Timeout", ErrorMessage: "timed out",
-				Reason: store.ReasonExhausted, Status: store.StatusParked, Route: topic,
-			}
-			switch i % 5 {
-			case 1:
-				r.Key = nil
-			case 2:
-				r.Value = nil
-			case 3:
-				r.Value = []byte{}
-			}
-			recs = append(recs, r)
-		}
-		_, err := st.StoreBatch(context.Background(), recs, nil)
-		require.NoError(t, err)
-	}
-}
-
-// checkReplayed verifies that every message is the stored record it claims to be, byte for
-// byte, with our replay headers, and that each record's row says where it went. It returns
-// the distinct record ids seen.
-func checkReplayed(t testing.TB, st *store.Store, msgs []*kafka.Message, jobID int64, actor string, resetRetry bool) map[int64]bool {
-	t.Helper()
-	ctx := context.Background()
-	seen := map[int64]bool{}
-	for _, m := range msgs {
-		hs := make([]headers.Header, len(m.Headers))
-		for i, h := range m.Headers {
-			hs[i] = headers.Header(h)
-		}
-		env := headers.Decode(hs).Envelope
-		require.NotNil(t, env.Replay)
-		require.Equal(t, actor, env.Replay.Actor)
-		require.Equal(t, strconv.FormatInt(jobID, 10), env.Replay.JobID)
-		var recID int64
-		_, err := fmt.Sscanf(env.Replay.ReplayID, fmt.Sprintf("%d-%%d", jobID), &recID)
-		require.NoError(t, err, env.Replay.ReplayID)
-		rec, err := st.Get(ctx, recID)
-		require.NoError(t, err)
-		require.Equal(t, store.StatusReplayed, rec.Status)
-		require.Equal(t, env.Replay.ReplayID, rec.ReplayID)
-		require.Equal(t, rec.Key, m.Key)
-		require.Equal(t, rec.Value == nil, m.Value == nil, "null value stays null, empty stays empty")
-		require.Equal(t, string(rec.Value), string(m.Value))
-		require.Equal(t, rec.Timestamp.UnixMilli(), m.Timestamp.UnixMilli())
-		var foreign []store.Header
-		for _, h := range m.Headers {
-			if len(h.Key) < 4 || h.Key[:4] != "dlq-" {
-				foreign = append(foreign, store.Header{Key: h.Key, Value: h.Value})
-			}
-		}
-		require.Equal(t, rec.Headers, foreign, "foreign headers byte-identical, in order")
-		want := 5
-		if resetRetry {
-			want = 0
-		}
-		require.Equal(t, want, env.RetryCount)
-		if !seen[recID] {
-			// The row names the last copy produced; a duplicate from a crash window may
-			// be another.
-			require.NotNil(t, rec.Produced)
-		}
-		seen[recID] = true
-	}
-	return seen
-}
-
 func TestReplayJobKeepsRecordsExact(t *testing.T) {
 	t.Parallel()
 	st := storetest.New(t)
 	target := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
-	park(t, st, "orders", 20)
+	jobstest.Park(t, st, "orders", 20)
 	job, _, err := st.SubmitJob(context.Background(), store.JobRequest{JobSpec: store.JobSpec{
 		Kind: store.JobReplay, Filter: &store.Filter{Statuses: []store.Status{store.StatusParked}},
 		TargetTopic: target, ResetRetry: true, ConfirmedCount: 20}}, store.Actor{Name: "ada"})
@@ -190,8 +71,8 @@ func TestReplayJobKeepsRecordsExact(t *testing.T) {
 	require.Equal(t, store.JobSucceeded, job.Status, job.Error)
 	require.EqualValues(t, 20, job.Done)
 	require.EqualValues(t, 20, job.Total)
-	msgs := consume(t, target, 3, 20)
-	require.Len(t, checkReplayed(t, st, msgs, job.ID, "ada", true), 20)
+	msgs := jobstest.Consume(t, target, 3, 20)
+	require.Len(t, jobstest.CheckReplayed(t, st, msgs, job.ID, "ada", true), 20)
 	for _, m := range msgs {
 		rec, err := st.Get(context.Background(), mustRecordID(t, m, job.ID))
 		require.NoError(t, err)
@@ -220,7 +101,7 @@ func TestSingleReplayDiscardAndCancel(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.New(t)
 	topic := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
-	park(t, st, topic, 3)
+	jobstest.Park(t, st, topic, 3)
 	ada := store.Actor{Name: "ada"}
 	one, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{2}, ConfirmedCount: 1}}, ada)
 	require.NoError(t, err)
@@ -236,11 +117,11 @@ func TestSingleReplayDiscardAndCancel(t *testing.T) {
 	require.Equal(t, store.JobSucceeded, one.Status, one.Error)
 	discard = waitJob(t, st, discard.ID)
 	require.Equal(t, store.JobSucceeded, discard.Status)
-	msgs := consume(t, topic, 3, 1)
+	msgs := jobstest.Consume(t, topic, 3, 1)
 	rec, err := st.Get(ctx, 2)
 	require.NoError(t, err)
 	require.Equal(t, rec.Origin.Partition, msgs[0].TopicPartition.Partition, "the original partition")
-	checkReplayed(t, st, msgs, one.ID, "ada", false)
+	jobstest.CheckReplayed(t, st, msgs, one.ID, "ada", false)
 	rec, err = st.Get(ctx, 1)
 	require.NoError(t, err)
 	require.Equal(t, store.StatusDiscarded, rec.Status)
@@ -264,7 +145,7 @@ func TestKilledMidJobResumes(t *testing.T) {
 	const n = 3000
 	st := storetest.New(t)
 	target := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
-	park(t, st, "orders", n)
+	jobstest.Park(t, st, "orders", n)
 	job, _, err := st.SubmitJob(context.Background(), store.JobRequest{JobSpec: store.JobSpec{
 		Kind: store.JobReplay, Filter: &store.Filter{OriginalTopic: "orders"}, TargetTopic: target,
 		RatePerSecond: 1000, ConfirmedCount: n}}, store.Actor{Name: "ada"})
@@ -294,7 +175,7 @@ func TestKilledMidJobResumes(t *testing.T) {
 	replayed, err := st.Count(context.Background(), store.Filter{Statuses: []store.Status{store.StatusReplayed}})
 	require.NoError(t, err)
 	require.EqualValues(t, n, replayed)
-	msgs := consume(t, target, 3, n)
-	seen := checkReplayed(t, st, msgs, job.ID, "ada", false)
+	msgs := jobstest.Consume(t, target, 3, n)
+	seen := jobstest.CheckReplayed(t, st, msgs, job.ID, "ada", false)
 	require.Len(t, seen, n, "every record reached the topic")
 }

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/dlqops/dlq/internal/api"
+	"github.com/dlqops/dlq/internal/api/apitest"
+	"github.com/dlqops/dlq/internal/auth"
+	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/jobs"
+	"github.com/dlqops/dlq/internal/jobs/jobstest"
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const adminToken = "e2e-admin-token-0123456789"
+
+// stack is an API server on a fresh schema, with a job runner next to it.
+type stack struct {
+	store *store.Store
+	url   string
+}
+
+func newStack(t *testing.T, replayTopics ...string) stack {
+	t.Helper()
+	st := storetest.New(t)
+	a, err := auth.New([]auth.Token{{Name: "ada", SHA256: auth.Hash(adminToken), Role: auth.Admin}})
+	require.NoError(t, err)
+	srv, err := api.New(api.Config{Store: st, Auth: a, ReplayTopics: replayTopics, MaxBodyBytes: 1 << 20,
+		Log: zerolog.Nop(), Registerer: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	r, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
+		Owner: "e2e", Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, r.Stop(ctx))
+	})
+	return stack{store: st, url: ts.URL}
+}
+
+// cli runs dlq-admin with args against the stack, every response checked against the spec.
+func (s stack) cli(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot(&clientFlags{http: apitest.Client(t)})
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(append([]string{"--url", s.url, "--token", adminToken}, args...))
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+// 10,000 parked records → bulk replay by filter from the CLI → every one on the target
+// topic, exact, with our headers; every row replayed; the audit log has the job.
+func TestBulkReplayEndToEnd(t *testing.T) {
+	t.Parallel()
+	const n = 10_000
+	target := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
+	s := newStack(t, target)
+	jobstest.Park(t, s.store, "orders", n)
+	jobstest.Park(t, s.store, "payments", 10)
+
+	out, err := s.cli(t, "bulk", "replay", "--original-topic", "orders", "--to", target)
+	require.NoError(t, err)
+	require.Contains(t, out, strconv.Itoa(n)+" records selected (dry run)")
+
+	out, err = s.cli(t, "-o", "json", "bulk", "replay", "--original-topic", "orders", "--to", target, "--yes")
+	require.NoError(t, err)
+	var job api.Job
+	require.NoError(t, json.Unmarshal([]byte(out), &job), out)
+	require.Equal(t, store.JobSucceeded, job.Status, job.Error)
+	require.EqualValues(t, n, job.Done)
+	require.Zero(t, job.Failed)
+
+	msgs := jobstest.Consume(t, target, 3, n)
+	require.Len(t, jobstest.CheckReplayed(t, s.store, msgs, job.ID, "ada", false), n)
+	replayed, err := s.store.Count(context.Background(), store.Filter{Statuses: []store.Status{store.StatusReplayed}})
+	require.NoError(t, err)
+	require.EqualValues(t, n, replayed)
+	parked, err := s.store.Count(context.Background(), store.Filter{Statuses: []store.Status{store.StatusParked}})
+	require.NoError(t, err)
+	require.EqualValues(t, 10, parked, "payments untouched")
+
+	entries, err := s.store.ListAudit(context.Background(), 0, store.MaxPageSize)
+	require.NoError(t, err)
+	var finished int64
+	var created bool
+	for _, e := range entries {
+		if e.JobID != job.ID {
+			continue
+		}
+		switch e.Action {
+		case "create_replay_job":
+			created = true
+			require.Equal(t, "ada", e.Actor)
+			require.EqualValues(t, n, e.Affected)
+		case "finish_replay":
+			require.Equal(t, "ada", e.Actor, "the worker acts for the job's creator")
+			finished += e.Affected
+		}
+	}
+	require.True(t, created)
+	require.EqualValues(t, n, finished, "an audit row for every batch")
+
+	out, err = s.cli(t, "jobs")
+	require.NoError(t, err)
+	require.Contains(t, out, "succeeded")
+}
+
+// The other client commands against a live server.
+func TestCLICommands(t *testing.T) {
+	t.Parallel()
+	topic := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
+	s := newStack(t)
+	jobstest.Park(t, s.store, topic, 4)
+
+	out, err := s.cli(t, "list", "--original-topic", topic, "--limit", "2")
+	require.NoError(t, err)
+	require.Contains(t, out, "next page: --cursor")
+	require.Equal(t, 4, strings.Count(out, "\n"), out) // header, 2 records, next page
+
+	out, err = s.cli(t, "show", "1")
+	require.NoError(t, err)
+	require.Contains(t, out, `"k0"`)
+	require.Contains(t, out, "header trace")
+
+	out, err = s.cli(t, "replay", "1", "--reset-retry", "--wait")
+	require.NoError(t, err)
+	require.Contains(t, out, "succeeded")
+	msgs := jobstest.Consume(t, topic, 3, 1)
+	require.Len(t, jobstest.CheckReplayed(t, s.store, msgs, 1, "ada", true), 1)
+
+	_, err = s.cli(t, "discard", "2")
+	require.ErrorContains(t, err, "reason")
+	out, err = s.cli(t, "discard", "2", "--reason", "bad data")
+	require.NoError(t, err)
+	require.Contains(t, out, "discarded")
+	_, err = s.cli(t, "replay", "2")
+	require.ErrorContains(t, err, "409")
+
+	out, err = s.cli(t, "bulk", "discard", "--ids", "3,4", "--reason", "cleanup", "--yes")
+	require.NoError(t, err)
+	require.Contains(t, out, "succeeded")
+
+	out, err = s.cli(t, "stats")
+	require.NoError(t, err)
+	require.Contains(t, out, "discarded")
+
+	_, err = s.cli(t, "jobs", "cancel", "1")
+	require.ErrorContains(t, err, "409")
+	out, err = s.cli(t, "-o", "json", "jobs", "show", "1")
+	require.NoError(t, err)
+	require.Contains(t, out, `"status": "succeeded"`)
+
+	root := newRoot(&clientFlags{})
+	root.SetArgs([]string{"list", "--url", s.url, "--token", ""})
+	require.ErrorContains(t, root.Execute(), "no token")
+}
