@@ -135,4 +135,3 @@ func CheckReplayed(t testing.TB, st *store.Store, msgs []*kafka.Message, jobID i
 	}
 	return seen
 }
-
