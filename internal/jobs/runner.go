@@ -40,7 +40,7 @@ type Config struct {
 	Lease time.Duration
 	// Poll is how often an idle runner looks for a job. Default 1s.
 	Poll time.Duration
-	// BatchSize is how many records one step leases, produces and marks. Default 500.
+	// BatchSize is how many records one step leases, produces and marks. Default 1000.
 	BatchSize  int
 	Log        zerolog.Logger
 	Registerer prometheus.Registerer
@@ -72,7 +72,7 @@ func New(cfg Config) (*Runner, error) {
 		cfg.Poll = time.Second
 	}
 	if cfg.BatchSize <= 0 || cfg.BatchSize > store.MaxPageSize {
-		cfg.BatchSize = 500
+		cfg.BatchSize = store.MaxPageSize
 	}
 	if cfg.Registerer == nil {
 		cfg.Registerer = prometheus.NewRegistry()
@@ -190,7 +190,10 @@ func (r *Runner) stopRequested() bool {
 // errLost: the job was cancelled or another instance holds it now.
 var errLost = errors.New("job cancelled or taken over")
 
-// run executes job until it ends, is lost, or the runner stops.
+// run executes job until it ends, is lost, or the runner stops. Two stages overlap: one
+// selects, leases and sends batch after batch; the other waits for each batch's delivery
+// reports, marks its records and saves progress, in batch order, so that the saved cursor
+// never passes a record that is not finished.
 func (r *Runner) run(ctx context.Context, job store.Job) {
 	log := r.log.With().Int64("job_id", job.ID).Str("kind", string(job.Kind)).Logger()
 	log.Info().Int64("cursor", job.Cursor).Int64("done", job.Done).Msg("job claimed")
@@ -198,41 +201,31 @@ func (r *Runner) run(ctx context.Context, job store.Job) {
 	if x.progress.Total == 0 {
 		x.progress.Total = job.ConfirmedCount
 	}
-	batch := r.cfg.BatchSize
-	if job.RatePerSecond > 0 {
-		// One batch per second at most keeps the heartbeat frequent and the pace even.
-		batch = min(batch, job.RatePerSecond)
-		x.limiter = rate.NewLimiter(rate.Limit(job.RatePerSecond), batch)
+	jctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan *batch, 1)
+	settled := make(chan error, 1)
+	go func() { settled <- x.settleAll(jctx, batches, cancel) }()
+	stopped, err := x.sendAll(jctx, batches)
+	if serr := <-settled; serr != nil {
+		err = serr
 	}
-	for {
-		if r.stopRequested() {
-			if err := r.cfg.Store.ReleaseJob(context.WithoutCancel(ctx), job.ID, r.cfg.Owner); err != nil {
-				log.Warn().Err(err).Msg("release job")
-			}
-			log.Info().Msg("job handed back")
-			return
+	switch {
+	case err != nil:
+		// Whatever failed (the database, the broker, a lost lease), the leases keep the
+		// records safe; this job is resumed once they expire.
+		if !errors.Is(err, errLost) && ctx.Err() == nil {
+			log.Warn().Err(err).Msg("job interrupted; it resumes when its lease expires")
+		} else {
+			log.Info().Err(err).Msg("job left")
 		}
-		recs, err := r.cfg.Store.JobRecords(ctx, job, x.progress.Cursor, batch)
-		if err == nil && len(recs) == 0 {
-			r.finish(ctx, x)
-			return
+	case stopped:
+		if err := r.cfg.Store.ReleaseJob(context.WithoutCancel(ctx), job.ID, r.cfg.Owner); err != nil {
+			log.Warn().Err(err).Msg("release job")
 		}
-		if err == nil {
-			err = x.step(ctx, recs)
-		}
-		if err == nil {
-			err = x.heartbeat(ctx)
-		}
-		if err != nil {
-			// Whatever failed (the database, the broker, a lost lease), the leases keep
-			// the records safe; this job is resumed once they expire.
-			if !errors.Is(err, errLost) && ctx.Err() == nil {
-				log.Warn().Err(err).Msg("job interrupted; it resumes when its lease expires")
-			} else {
-				log.Info().Err(err).Msg("job left")
-			}
-			return
-		}
+		log.Info().Msg("job handed back")
+	default:
+		r.finish(ctx, x)
 	}
 }
 
@@ -259,18 +252,90 @@ func (r *Runner) finish(ctx context.Context, x *execution) {
 	x.log.Info().Str("status", string(status)).Int64("done", x.progress.Done).Int64("failed", x.progress.Failed).Msg("job finished")
 }
 
-// execution is one holder's run of one job.
+// execution is one holder's run of one job. progress and firstFailure belong to the
+// settling stage.
 type execution struct {
 	*Runner
 	job          store.Job
 	log          zerolog.Logger
 	progress     store.JobProgress
-	limiter      *rate.Limiter
 	firstFailure string
+}
+
+// batch is one step of a job between its two stages.
+type batch struct {
+	last     int64          // the cursor once the batch is settled
+	done     int            // finished without producing (discarded, or by an earlier holder)
+	failed   int            // refused before producing
+	why      string         // the first refusal
+	whyID    int64          // its record
+	sent     []store.Record // leased and produced, awaiting reports
+	results  []produced
+	reports  chan kafka.Event
+	inFlight int
+}
+
+type produced struct {
+	at  store.Coordinates
+	err error
 }
 
 func (x *execution) actor() store.Actor {
 	return store.Actor{Name: x.job.CreatedBy, RequestID: x.job.RequestID}
+}
+
+// sendAll selects, leases and sends batches until the selection is exhausted (false, nil),
+// the runner stops (true, nil) or something fails. It closes out.
+func (x *execution) sendAll(ctx context.Context, out chan<- *batch) (stopped bool, err error) {
+	defer close(out)
+	size := x.cfg.BatchSize
+	var limiter *rate.Limiter
+	if rps := x.job.RatePerSecond; rps > 0 {
+		// At most one second's worth per batch keeps the pace even.
+		size = min(size, rps)
+		limiter = rate.NewLimiter(rate.Limit(rps), size)
+	}
+	cursor := x.progress.Cursor
+	for !x.stopRequested() {
+		recs, err := x.cfg.Store.JobRecords(ctx, x.job, cursor, size)
+		if err != nil || len(recs) == 0 {
+			return false, err
+		}
+		if limiter != nil {
+			if err := limiter.WaitN(ctx, len(recs)); err != nil {
+				return false, err
+			}
+		}
+		b, err := x.send(ctx, recs)
+		if err != nil {
+			return false, err
+		}
+		cursor = b.last
+		select {
+		case out <- b:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	return true, nil
+}
+
+// settleAll settles batches in order, saving progress after each; on failure it cancels
+// the sending stage and drains what it still sends.
+func (x *execution) settleAll(ctx context.Context, in <-chan *batch, cancel context.CancelFunc) error {
+	for b := range in {
+		err := x.settle(ctx, b)
+		if err == nil {
+			err = x.heartbeat(ctx)
+		}
+		if err != nil {
+			cancel()
+			for range in {
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // heartbeat saves progress and extends the job's lease; errLost when the job is no
@@ -283,96 +348,122 @@ func (x *execution) heartbeat(ctx context.Context) error {
 	return err
 }
 
-func (x *execution) fail(id int64, why string, n int) {
-	if x.firstFailure == "" {
-		x.firstFailure = fmt.Sprintf("record %d: %s", id, why)
+func (x *execution) count(outcome string, n int) {
+	if n > 0 {
+		x.records.WithLabelValues(string(x.job.Kind), outcome).Add(float64(n))
 	}
-	x.progress.Failed += int64(n)
-	x.records.WithLabelValues(string(x.job.Kind), "failed").Add(float64(n))
 }
 
-func (x *execution) succeed(n int) {
-	x.progress.Done += int64(n)
-	x.records.WithLabelValues(string(x.job.Kind), "done").Add(float64(n))
+func (b *batch) refuse(id int64, why string, n int) {
+	if b.why == "" {
+		b.why, b.whyID = why, id
+	}
+	b.failed += n
 }
 
-// step processes one batch and moves the cursor past it.
-func (x *execution) step(ctx context.Context, recs []store.Record) error {
-	if x.limiter != nil {
-		if err := x.limiter.WaitN(ctx, len(recs)); err != nil {
-			return err
-		}
+// send handles one batch up to the point where only delivery reports are missing.
+func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, error) {
+	b := &batch{last: recs[len(recs)-1].ID}
+	finished := store.StatusReplayed
+	if x.job.Kind == store.JobDiscard {
+		finished = store.StatusDiscarded
 	}
-	var todo []int64
+	var todo []store.Record
 	for _, rec := range recs {
-		finished := store.StatusReplayed
-		if x.job.Kind == store.JobDiscard {
-			finished = store.StatusDiscarded
-		}
 		if rec.JobID == x.job.ID && rec.Status == finished {
-			x.succeed(1) // done by an earlier holder that crashed before saving progress
+			b.done++ // by an earlier holder that crashed before saving progress
 			continue
 		}
-		todo = append(todo, rec.ID)
+		todo = append(todo, rec)
 	}
-	var err error
-	if len(todo) > 0 {
-		if x.job.Kind == store.JobDiscard {
-			err = x.discard(ctx, todo)
-		} else {
-			err = x.replay(ctx, todo)
+	if len(todo) == 0 {
+		return b, nil
+	}
+	const refused = "not parked or scheduled any more, or held by another job"
+	if x.job.Kind == store.JobDiscard {
+		n, err := x.cfg.Store.DiscardRecords(ctx, x.job.ID, recordIDs(todo), x.actor())
+		if err != nil {
+			return nil, err
+		}
+		b.done += n
+		if n < len(todo) {
+			b.refuse(todo[0].ID, refused, len(todo)-n)
+		}
+		return b, nil
+	}
+	leased, err := x.cfg.Store.BeginReplays(ctx, x.job.ID, recordIDs(todo), x.cfg.Owner, x.cfg.Lease, x.actor())
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range todo {
+		if replayID, ok := leased[rec.ID]; ok {
+			rec.ReplayID = replayID
+			b.sent = append(b.sent, rec)
 		}
 	}
-	if err == nil {
-		x.progress.Cursor = recs[len(recs)-1].ID
-	}
-	return err
-}
-
-func (x *execution) discard(ctx context.Context, ids []int64) error {
-	n, err := x.cfg.Store.DiscardRecords(ctx, x.job.ID, ids, x.actor())
-	if err != nil {
-		return err
-	}
-	x.succeed(n)
-	if n < len(ids) {
-		x.fail(ids[0], "not parked or scheduled any more, or held by another job", len(ids)-n)
-	}
-	return nil
-}
-
-// replay leases the records, produces them and marks each replayed or, when its produce
-// failed, parked again.
-func (x *execution) replay(ctx context.Context, ids []int64) error {
-	begun, err := x.cfg.Store.BeginReplays(ctx, x.job.ID, ids, x.cfg.Owner, x.cfg.Lease, x.actor())
-	if err != nil {
-		return err
-	}
-	if n := len(ids) - len(begun); n > 0 {
-		x.fail(ids[0], "not parked or scheduled any more, or held by another job", n)
-	}
-	if len(begun) == 0 {
-		return nil
+	if n := len(todo) - len(b.sent); n > 0 {
+		b.refuse(todo[0].ID, refused, n)
 	}
 	x.mu.Lock()
 	p := x.producer
 	x.mu.Unlock()
 	if p == nil {
-		return errLost // stopped
+		return nil, errLost // stopped
 	}
-	results, err := x.produce(ctx, p, begun)
-	if err != nil {
-		return err
+	b.results = make([]produced, len(b.sent))
+	b.reports = make(chan kafka.Event, len(b.sent))
+	for i := range b.sent {
+		msg, err := x.message(&b.sent[i], i)
+		if err == nil {
+			err = p.Produce(msg, b.reports)
+		}
+		if err != nil {
+			b.results[i].err = err
+			continue
+		}
+		b.inFlight++
+	}
+	return b, nil
+}
+
+// settle waits for a batch's delivery reports, extending the job's lease while it waits
+// (a broker outage can hold them for the producer's whole delivery timeout), marks each
+// record replayed where it was produced or parked again when it failed, and moves the
+// cursor past the batch.
+func (x *execution) settle(ctx context.Context, b *batch) error {
+	beat := time.NewTicker(x.cfg.Lease / 3)
+	defer beat.Stop()
+	for b.inFlight > 0 {
+		select {
+		case ev := <-b.reports:
+			m, ok := ev.(*kafka.Message)
+			if !ok {
+				continue
+			}
+			b.inFlight--
+			i := m.Opaque.(int)
+			if m.TopicPartition.Error != nil {
+				b.results[i].err = m.TopicPartition.Error
+				continue
+			}
+			b.results[i].at = store.Coordinates{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}
+		case <-beat.C:
+			if err := x.heartbeat(ctx); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	var done []store.Redriven
 	var failed []int64
-	for i, res := range results {
+	for i, res := range b.results {
 		if res.err != nil {
-			failed = append(failed, begun[i].ID)
-			x.fail(begun[i].ID, res.err.Error(), 1)
+			failed = append(failed, b.sent[i].ID)
+			b.refuse(b.sent[i].ID, res.err.Error(), 1)
 			continue
 		}
-		done = append(done, store.Redriven{ID: begun[i].ID, Produced: res.at})
+		done = append(done, store.Redriven{ID: b.sent[i].ID, Produced: res.at})
 	}
 	if len(done) > 0 {
 		n, err := x.cfg.Store.FinishReplays(ctx, x.job.ID, x.cfg.Owner, done, x.actor())
@@ -382,63 +473,30 @@ func (x *execution) replay(ctx context.Context, ids []int64) error {
 		if n < len(done) {
 			return errLost
 		}
-		x.succeed(n)
+		b.done += n
 	}
 	if len(failed) > 0 {
 		if _, err := x.cfg.Store.AbortReplays(ctx, x.job.ID, x.cfg.Owner, failed, x.actor()); err != nil {
 			return err
 		}
 	}
+	if b.failed > 0 && x.firstFailure == "" {
+		x.firstFailure = fmt.Sprintf("record %d: %s", b.whyID, b.why)
+	}
+	x.progress.Done += int64(b.done)
+	x.progress.Failed += int64(b.failed)
+	x.progress.Cursor = b.last
+	x.count("done", b.done)
+	x.count("failed", b.failed)
 	return nil
 }
 
-type produced struct {
-	at  store.Coordinates
-	err error
-}
-
-// produce sends recs and waits for every delivery report, extending the job's lease while
-// it waits (a broker outage can hold reports for the producer's whole delivery timeout).
-func (x *execution) produce(ctx context.Context, p *kafka.Producer, recs []store.Record) ([]produced, error) {
-	out := make([]produced, len(recs))
-	reports := make(chan kafka.Event, len(recs))
-	pending := 0
-	for i := range recs {
-		msg, err := x.message(&recs[i], i)
-		if err == nil {
-			err = p.Produce(msg, reports)
-		}
-		if err != nil {
-			out[i].err = err
-			continue
-		}
-		pending++
+func recordIDs(recs []store.Record) []int64 {
+	out := make([]int64, len(recs))
+	for i, r := range recs {
+		out[i] = r.ID
 	}
-	beat := time.NewTicker(x.cfg.Lease / 3)
-	defer beat.Stop()
-	for pending > 0 {
-		select {
-		case ev := <-reports:
-			m, ok := ev.(*kafka.Message)
-			if !ok {
-				continue
-			}
-			i := m.Opaque.(int)
-			pending--
-			if m.TopicPartition.Error != nil {
-				out[i].err = m.TopicPartition.Error
-				continue
-			}
-			out[i].at = store.Coordinates{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}
-		case <-beat.C:
-			if err := x.heartbeat(ctx); err != nil {
-				return nil, err
-			}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return out, nil
+	return out
 }
 
 var errNoTarget = errors.New("no original topic and the job names no target topic")

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -196,27 +195,39 @@ func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit in
 // BeginReplays leases the records of ids that can be replayed now for job: parked or
 // scheduled (and not claimed by a redrive), or replaying under an expired lease. Each
 // keeps the replay id it was first given, "<job>-<record>", so a record produced again
-// after a crash carries the same one. It returns the leased records, lowest id first.
-func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner string, lease time.Duration, actor Actor) ([]Record, error) {
+// after a crash carries the same one. It returns the replay id of each leased record.
+func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner string, lease time.Duration, actor Actor) (map[int64]string, error) {
 	if owner == "" || lease <= 0 {
 		return nil, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
 	}
-	var recs []Record
+	begun := make(map[int64]string, len(ids))
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlAsyncCommit); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, sqlBeginReplays, ids, now, actor.Name, owner, now.Add(lease), jobID,
 			strconv.FormatInt(jobID, 10)+"-")
 		if err != nil {
 			return err
 		}
-		if recs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Record, error) { return scanRecord(r) }); err != nil {
+		var id int64
+		var replayID string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &replayID}, func() error { begun[id] = replayID; return nil }); err != nil {
 			return err
 		}
-		slices.SortFunc(recs, func(a, b Record) int { return cmp.Compare(a.ID, b.ID) })
+		leased := make([]int64, 0, len(begun))
+		for id := range begun {
+			leased = append(leased, id)
+		}
+		slices.Sort(leased)
 		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
-			Action: "begin_replay", RecordIDs: recordIDs(recs), JobID: jobID, Affected: int64(len(recs)), Outcome: "ok"})
+			Action: "begin_replay", RecordIDs: leased, JobID: jobID, Affected: int64(len(leased)), Outcome: "ok"})
 	})
-	return recs, err
+	if err != nil {
+		return nil, err
+	}
+	return begun, nil
 }
 
 // FinishReplays marks records owner replays as replayed where they were produced, and
@@ -249,6 +260,9 @@ func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, a
 	var changed []int64
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlAsyncCommit); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, query, append([]any{ids, now, actor.Name}, args...)...)
 		if err != nil {
 			return err
@@ -271,13 +285,11 @@ func (s *Store) ReleaseJob(ctx context.Context, id int64, owner string) error {
 	return interpretError(err)
 }
 
-func recordIDs(recs []Record) []int64 {
-	ids := make([]int64, len(recs))
-	for i, r := range recs {
-		ids[i] = r.ID
-	}
-	return ids
-}
+// A job's per-batch bookkeeping commits without waiting for the WAL flush: a PostgreSQL
+// crash can lose its last fraction of a second, which only makes those records go again
+// under the same replay id, the at-least-once window a worker crash opens anyway. The
+// operator's request (SubmitJob, DiscardRecord) stays synchronous.
+const sqlAsyncCommit = `SET LOCAL synchronous_commit = off`
 
 const sqlSubmitJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key)
@@ -307,7 +319,7 @@ const sqlBeginReplays = `UPDATE dead_letters d SET status = 'replaying', lease_o
 		AND (` + reservable + ` OR d.status = 'replaying' AND d.lease_until <= $2)
 		AND (d.job_id IS NULL OR d.job_id = $6
 			OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running')))
-	RETURNING ` + recordColumns
+	RETURNING d.id, d.replay_id`
 
 // $4 owner, then parallel arrays of topic, partition, offset in the order of $1.
 const sqlFinishReplays = `UPDATE dead_letters d SET status = 'replayed', lease_owner = NULL, lease_until = NULL,

@@ -1,0 +1,157 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+)
+
+// BenchmarkBulkReplay: a bulk replay job of DLQ_BENCH_RECORDS (default 100,000) parked
+// 1 KiB records, from submission to the job's end (leases, acks=all produce, replayed
+// rows with their offsets, audit rows, progress), against a raw loop that selects the same
+// rows page by page and produces them with the same producer settings, tracking nothing.
+func BenchmarkBulkReplay(b *testing.B) {
+	ctx := context.Background()
+	n := 100_000
+	if v := os.Getenv("DLQ_BENCH_RECORDS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("DLQ_BENCH_RECORDS=%q: want a positive number", v)
+		}
+	}
+	bootstrap := testenv.KafkaBootstrap(b)
+	st, url := storetest.NewWithURL(b)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	seed(b, pool, n)
+	kcfg := config.Kafka{BootstrapServers: bootstrap}
+
+	b.Run("raw", func(b *testing.B) {
+		target := kafkatest.CreateTopic(b, bootstrap, 3, nil)
+		cm := kafkaclient.ProducerConfig(kcfg)
+		p, err := kafka.NewProducer(&cm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		for b.Loop() {
+			rawReplay(b, pool, p, target, n)
+		}
+		b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rec/s")
+	})
+	b.Run("ours", func(b *testing.B) {
+		target := kafkatest.CreateTopic(b, bootstrap, 3, nil)
+		startRunner(b, st, "bench", 30*time.Second)
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			if _, err := pool.Exec(ctx, `UPDATE dead_letters SET status = 'parked', job_id = NULL, replay_id = NULL,
+				target_topic = NULL, produced_partition = NULL, produced_offset = NULL`); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			job, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
+				Filter: &store.Filter{Statuses: []store.Status{store.StatusParked}}, TargetTopic: target,
+				ConfirmedCount: int64(n)}}, store.Actor{Name: "bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for job.Status == store.JobPending || job.Status == store.JobRunning {
+				time.Sleep(10 * time.Millisecond)
+				if job, err = st.GetJob(ctx, job.ID); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if job.Status != store.JobSucceeded || job.Done != int64(n) {
+				b.Fatalf("job %s: %d of %d done: %s", job.Status, job.Done, n, job.Error)
+			}
+		}
+		b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rec/s")
+	})
+}
+
+// rawReplay selects the parked rows by keyset pages and produces each, then waits for
+// every delivery report.
+func rawReplay(b *testing.B, pool *pgxpool.Pool, p *kafka.Producer, target string, n int) {
+	ctx := context.Background()
+	reports := make(chan kafka.Event, 10_000)
+	sent, acked := 0, 0
+	wait := func(upTo int) {
+		for acked < upTo {
+			m := (<-reports).(*kafka.Message)
+			if m.TopicPartition.Error != nil {
+				b.Fatal(m.TopicPartition.Error)
+			}
+			acked++
+		}
+	}
+	var last int64
+	for {
+		rows, err := pool.Query(ctx, `SELECT id, key, value, header_keys, header_values, record_timestamp
+			FROM dead_letters WHERE id > $1 AND status = 'parked' ORDER BY id LIMIT 1000`, last)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var (
+			key, value []byte
+			hk, hv     [][]byte
+			ts         time.Time
+			page       int
+		)
+		_, err = pgx.ForEachRow(rows, []any{&last, &key, &value, &hk, &hv, &ts}, func() error {
+			hs := make([]kafka.Header, len(hk))
+			for i := range hk {
+				hs[i] = kafka.Header{Key: string(hk[i]), Value: hv[i]}
+			}
+			page++
+			sent++
+			// Keep no more reports outstanding than the channel holds.
+			wait(sent - cap(reports))
+			return p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &target, Partition: kafka.PartitionAny},
+				Key: key, Value: value, Headers: hs, Timestamp: ts}, reports)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if page == 0 {
+			break
+		}
+	}
+	wait(sent)
+	if sent != n {
+		b.Fatalf("raw replay sent %d of %d", sent, n)
+	}
+}
+
+// seed parks n records of 1 KiB values server-side.
+func seed(b *testing.B, pool *pgxpool.Pool, n int) {
+	start := time.Now()
+	_, err := pool.Exec(context.Background(), fmt.Sprintf(`INSERT INTO dead_letters (dlq_topic, dlq_partition, dlq_offset,
+		original_topic, original_partition, original_offset, original_timestamp, record_timestamp, key, value,
+		header_keys, header_values, retry_count, error_class, error_message, reason, status, route,
+		stored_at, changed_at, changed_by)
+		SELECT 'orders.dlq', g %% 3, g, 'orders', g %% 3, g, now(), now(), convert_to('key-' || g, 'UTF8'),
+			decode(repeat('ab', 1024), 'hex'), ARRAY['retryCount'::bytea, 'traceparent'::bytea], ARRAY['5'::bytea, NULL],
+			5, 'java.io.IOException', 'downstream unavailable', 'exhausted', 'parked', 'orders', now(), now(), 'bench'
+		FROM generate_series(1, %d) g`, n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded %d records in %s", n, time.Since(start).Round(time.Millisecond))
+}
