@@ -59,6 +59,18 @@ func setup(t *testing.T) *bundle {
 
 func setupWith(t *testing.T, st *store.Store) *bundle {
 	t.Helper()
+	srv, url := newServer(t, st)
+	return &bundle{t: t, store: st, api: srv, url: url}
+}
+
+// setupBench serves the API for a benchmark and returns its URL.
+func setupBench(b *testing.B, st *store.Store) string {
+	_, url := newServer(b, st)
+	return url
+}
+
+func newServer(t testing.TB, st *store.Store) (*api.Server, string) {
+	t.Helper()
 	a, err := auth.New(tokens)
 	require.NoError(t, err)
 	srv, err := api.New(api.Config{Store: st, Auth: a, ReplayTopics: []string{"orders.replay", "payments.replay"},
@@ -68,7 +80,7 @@ func setupWith(t *testing.T, st *store.Store) *bundle {
 	o.Mux.Handle("/v1/", srv)
 	ts := httptest.NewServer(o.Mux)
 	t.Cleanup(ts.Close)
-	return &bundle{t: t, store: st, api: srv, url: ts.URL}
+	return srv, ts.URL
 }
 
 // response is a validated answer.

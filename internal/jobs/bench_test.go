@@ -140,7 +140,7 @@ func rawReplay(b *testing.B, pool *pgxpool.Pool, p *kafka.Producer, target strin
 }
 
 // seed parks n records of 1 KiB values server-side.
-func seed(b *testing.B, pool *pgxpool.Pool, n int) {
+func seed(b testing.TB, pool *pgxpool.Pool, n int) {
 	start := time.Now()
 	_, err := pool.Exec(context.Background(), fmt.Sprintf(`INSERT INTO dead_letters (dlq_topic, dlq_partition, dlq_offset,
 		original_topic, original_partition, original_offset, original_timestamp, record_timestamp, key, value,
