@@ -15,6 +15,9 @@ import (
 	"github.com/dlqops/dlq/internal/daemon"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/ops"
+	"github.com/dlqops/dlq/internal/redrive"
+	"github.com/dlqops/dlq/internal/redrive/audit"
+	"github.com/dlqops/dlq/internal/store"
 )
 
 const envPrefix = "DLQ_WORKER_"
@@ -44,6 +47,7 @@ func main() {
 			return run(cmd.Context(), cfg)
 		},
 	})
+	root.AddCommand(auditCommand(load))
 	root.AddCommand(daemon.MigrateCommand(func() (config.Database, error) {
 		cfg, err := load()
 		return cfg.Database, err
@@ -71,7 +75,55 @@ func run(ctx context.Context, cfg *config.Worker) error {
 	}
 	defer admin.Close()
 	srv.AddCheck("kafka", kafkaclient.MetadataCheck(admin))
-	return daemon.Run(ctx, log, srv, cfg.HTTP.Listen, cfg.ShutdownGrace)
+	// A fatal route error ends the process like a signal would, then makes it exit non-zero.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	engine, err := redrive.New(cfg.Routes, redrive.Options{
+		Log: log, Store: store.New(pool, store.WithLogger(log)), Kafka: cfg.Kafka, Registry: srv.Registry,
+		OnFatal: func(error) { cancel() },
+	})
+	if err != nil {
+		return err
+	}
+	srv.AddCheck("redrive", engine.Ready)
+	if err := daemon.Run(ctx, log, srv, cfg.HTTP.Listen, cfg.ShutdownGrace, engine); err != nil {
+		return err
+	}
+	return engine.Err()
+}
+
+func auditCommand(load func() (*config.Worker, error)) *cobra.Command {
+	var topic, group string
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Check that every DLQ record below the group's committed offsets is on its target or in PostgreSQL",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := load()
+			if err != nil {
+				return err
+			}
+			st, err := store.Open(cmd.Context(), cfg.Database.URL)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			rep, err := audit.Run(cmd.Context(), cfg.Kafka, st, topic, group)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), rep)
+			if !rep.OK() {
+				return fmt.Errorf("%d DLQ records are missing", len(rep.Missing))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&topic, "topic", "", "DLQ topic")
+	cmd.Flags().StringVar(&group, "group", "", "the route's consumer group")
+	_ = cmd.MarkFlagRequired("topic")
+	_ = cmd.MarkFlagRequired("group")
+	return cmd
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/redrive/routes"
 )
 
 // Worker is dlq-worker's configuration (environment prefix DLQ_WORKER_).
@@ -16,10 +17,15 @@ type Worker struct {
 	Database      Database      `yaml:"database"`
 	Kafka         Kafka         `yaml:"kafka"`
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// Routes are the redrive routes (see the routes package for every key).
+	Routes []routes.Config `yaml:"routes"`
 }
 
 // WithDefaults implements Validatable.
 func (w *Worker) WithDefaults() {
+	for i := range w.Routes {
+		w.Routes[i].WithDefaults()
+	}
 	w.Log.WithDefaults()
 	w.Database.WithDefaults()
 	if w.HTTP.Listen == "" {
@@ -33,7 +39,7 @@ func (w *Worker) WithDefaults() {
 // Validate implements Validatable.
 func (w *Worker) Validate() error {
 	return errors.Join(w.Log.Validate(), w.HTTP.Validate(), w.Database.Validate(), w.Kafka.Validate(),
-		ValidateGrace(w.ShutdownGrace))
+		ValidateGrace(w.ShutdownGrace), routes.ValidateAll(w.Routes))
 }
 
 // Admin is dlq-admin's configuration (environment prefix DLQ_ADMIN_).

@@ -1,0 +1,235 @@
+// Package audit checks the conservation law of a DLQ topic and its redrive consumer group:
+// every DLQ record below the group's committed offsets is found on its original topic (by
+// the redrive id header) or has its row in PostgreSQL (scheduled, parked, or a later state).
+package audit
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// Report is the outcome of an audit.
+type Report struct {
+	Topic, Group string
+	// Checked counts the DLQ records below the committed offsets.
+	Checked int
+	// OnTarget counts checked records found on their target and not in PostgreSQL.
+	OnTarget int
+	// InStore counts checked records by their PostgreSQL status.
+	InStore map[store.Status]int
+	// Missing are checked records found nowhere: lost.
+	Missing []store.Coordinates
+	// Duplicated are records found more than once on their target, with the copy count
+	// (at-least-once: a crash between produce and commit redrives again).
+	Duplicated map[store.Coordinates]int
+}
+
+// OK reports whether nothing is missing.
+func (r Report) OK() bool { return len(r.Missing) == 0 }
+
+func (r Report) String() string {
+	s := fmt.Sprintf("topic %s group %s: %d records below the committed offsets: %d on their target, %d in PostgreSQL %v; %d missing, %d duplicated",
+		r.Topic, r.Group, r.Checked, r.OnTarget, sum(r.InStore), r.InStore, len(r.Missing), len(r.Duplicated))
+	for i, c := range r.Missing {
+		if i == 20 {
+			s += fmt.Sprintf("\n  ... and %d more", len(r.Missing)-20)
+			break
+		}
+		s += fmt.Sprintf("\n  missing %s/%d/%d", c.Topic, c.Partition, c.Offset)
+	}
+	return s
+}
+
+func sum(m map[store.Status]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// timeout bounds each Kafka call; reading a topic may take longer in total.
+const timeout = 30 * time.Second
+
+// Run audits dlqTopic for group.
+func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, group string) (Report, error) {
+	rep := Report{Topic: dlqTopic, Group: group, InStore: map[store.Status]int{}, Duplicated: map[store.Coordinates]int{}}
+	if dlqTopic == "" || group == "" {
+		return rep, fmt.Errorf("audit: a DLQ topic and a consumer group are required")
+	}
+	ends, err := committed(kcfg, dlqTopic, group)
+	if err != nil {
+		return rep, err
+	}
+	rows, err := st.DLQStatuses(ctx, dlqTopic)
+	if err != nil {
+		return rep, fmt.Errorf("audit: read PostgreSQL: %w", err)
+	}
+	targets := map[string]bool{}
+	var pending []store.Coordinates // checked, not in PostgreSQL: must be on a target
+	err = read(ctx, kcfg, dlqTopic, ends, func(m *kafka.Message) {
+		c := store.Coordinates{Topic: dlqTopic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}
+		rep.Checked++
+		if s, ok := rows[c]; ok {
+			rep.InStore[s]++
+			return
+		}
+		pending = append(pending, c)
+		hs := make([]headers.Header, len(m.Headers))
+		for i, h := range m.Headers {
+			hs[i] = headers.Header(h)
+		}
+		if t := headers.Decode(hs).Envelope.OriginalTopic; headers.ValidTopicName(t) {
+			targets[t] = true
+		}
+	})
+	if err != nil {
+		return rep, err
+	}
+	copies := map[store.Coordinates]int{}
+	for t := range targets {
+		if err := read(ctx, kcfg, t, nil, func(m *kafka.Message) {
+			for _, h := range m.Headers {
+				if h.Key != headers.KeyRedriveID {
+					continue
+				}
+				if c := headers.Decode([]headers.Header{{Key: h.Key, Value: h.Value}}).Envelope.RedriveID; c != nil && c.Topic == dlqTopic {
+					copies[store.Coordinates(*c)]++
+				}
+			}
+		}); err != nil {
+			return rep, err
+		}
+	}
+	for _, c := range pending {
+		switch n := copies[c]; {
+		case n == 0:
+			rep.Missing = append(rep.Missing, c)
+		case n > 1:
+			rep.Duplicated[c] = n
+			rep.OnTarget++
+		default:
+			rep.OnTarget++
+		}
+	}
+	sort.Slice(rep.Missing, func(i, j int) bool {
+		a, b := rep.Missing[i], rep.Missing[j]
+		return a.Partition < b.Partition || a.Partition == b.Partition && a.Offset < b.Offset
+	})
+	return rep, nil
+}
+
+// committed returns the group's committed offset of each partition of topic (0 when none).
+func committed(kcfg config.Kafka, topic, group string) (map[int32]int64, error) {
+	cc := kafkaclient.ConsumerConfig(kcfg, group)
+	cc["enable.auto.commit"] = false
+	c, err := kafka.NewConsumer(&cc)
+	if err != nil {
+		return nil, fmt.Errorf("audit: consumer: %w", err)
+	}
+	defer c.Close()
+	md, err := c.GetMetadata(&topic, false, int(timeout/time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("audit: metadata of %s: %w", topic, err)
+	}
+	tm := md.Topics[topic]
+	if tm.Error.Code() != kafka.ErrNoError {
+		return nil, fmt.Errorf("audit: topic %s: %w", topic, tm.Error)
+	}
+	tps := make([]kafka.TopicPartition, len(tm.Partitions))
+	for i, p := range tm.Partitions {
+		tps[i] = kafka.TopicPartition{Topic: &topic, Partition: p.ID}
+	}
+	got, err := c.Committed(tps, int(timeout/time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("audit: committed offsets of %s: %w", group, err)
+	}
+	out := map[int32]int64{}
+	for _, tp := range got {
+		out[tp.Partition] = max(0, int64(tp.Offset))
+	}
+	return out, nil
+}
+
+// read calls fn for every record of topic below ends[partition] (the high watermark of
+// every partition when ends is nil).
+func read(ctx context.Context, kcfg config.Kafka, topic string, ends map[int32]int64, fn func(*kafka.Message)) error {
+	cc := kafkaclient.ConsumerConfig(kcfg, "dlq-audit")
+	cc["enable.auto.commit"] = false
+	c, err := kafka.NewConsumer(&cc)
+	if err != nil {
+		return fmt.Errorf("audit: consumer: %w", err)
+	}
+	defer c.Close()
+	if ends == nil {
+		md, err := c.GetMetadata(&topic, false, int(timeout/time.Millisecond))
+		if err != nil {
+			return fmt.Errorf("audit: metadata of %s: %w", topic, err)
+		}
+		ends = map[int32]int64{}
+		for _, p := range md.Topics[topic].Partitions {
+			_, high, err := c.QueryWatermarkOffsets(topic, p.ID, int(timeout/time.Millisecond))
+			if err != nil {
+				return fmt.Errorf("audit: watermarks of %s/%d: %w", topic, p.ID, err)
+			}
+			ends[p.ID] = high
+		}
+	}
+	var tps []kafka.TopicPartition
+	left := map[int32]int64{}
+	for p, end := range ends {
+		low, high, err := c.QueryWatermarkOffsets(topic, p, int(timeout/time.Millisecond))
+		if err != nil {
+			return fmt.Errorf("audit: watermarks of %s/%d: %w", topic, p, err)
+		}
+		if end = min(end, high); end > low {
+			tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.Offset(low)})
+			left[p] = end
+		}
+	}
+	if len(tps) == 0 {
+		return nil
+	}
+	if err := c.Assign(tps); err != nil {
+		return fmt.Errorf("audit: assign %s: %w", topic, err)
+	}
+	idle := time.Now()
+	for len(left) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		switch ev := c.Poll(100).(type) {
+		case *kafka.Message:
+			idle = time.Now()
+			p := ev.TopicPartition.Partition
+			end, ok := left[p]
+			if !ok || int64(ev.TopicPartition.Offset) >= end {
+				continue
+			}
+			fn(ev)
+			if int64(ev.TopicPartition.Offset)+1 >= end {
+				delete(left, p)
+			}
+		case kafka.Error:
+			if ev.IsFatal() {
+				return fmt.Errorf("audit: read %s: %w", topic, ev)
+			}
+		default:
+			// Transaction markers can hide the last offsets below the end: a partition that
+			// stays silent for long enough is complete.
+			if time.Since(idle) > 5*time.Second {
+				return nil
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package redrive
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+func testRoute(t *testing.T, mutate func(*routes.Config)) route {
+	t.Helper()
+	rc := routes.Config{Name: "r", Topics: []string{"orders.dlq"}}
+	if mutate != nil {
+		mutate(&rc)
+	}
+	rc.WithDefaults()
+	require.NoError(t, rc.Validate())
+	return compileRoute(rc)
+}
+
+func TestClassify(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	from := headers.Coordinates{Topic: "orders.dlq", Partition: 1, Offset: 42}
+	hs := func(kv ...string) []headers.Header {
+		var out []headers.Header
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, headers.Header{Key: kv[i], Value: []byte(kv[i+1])})
+		}
+		return out
+	}
+	fixed := func(rc *routes.Config) { rc.Backoff = &routes.Backoff{Base: time.Minute, Factor: 2, Cap: time.Hour} }
+	for name, tc := range map[string]struct {
+		route   func(*routes.Config)
+		headers []headers.Header
+		written time.Time
+		want    decision
+	}{
+		"due":             {route: fixed, headers: hs("retryCount", "1", "originalTopic", "orders"), written: now.Add(-3 * time.Minute), want: decision{act: actRedrive}},
+		"not due":         {route: fixed, headers: hs("retryCount", "1", "originalTopic", "orders"), written: now.Add(-time.Minute), want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(time.Minute)}},
+		"last failure":    {route: fixed, headers: hs(headers.KeyRetryCount, "2", headers.KeyOriginalTopic, "orders", headers.KeyLastFailure, "2026-03-01T11:58:00.000Z"), written: now.Add(-time.Hour), want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(2 * time.Minute)}},
+		"no backoff":      {route: func(rc *routes.Config) { rc.Backoff = &routes.Backoff{None: true} }, headers: hs("originalTopic", "orders"), written: now, want: decision{act: actRedrive}},
+		"exhausted":       {headers: hs("retryCount", "5", "originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonExhausted}},
+		"exhausted early": {route: func(rc *routes.Config) { rc.MaxRetries = ptr(2) }, headers: hs("retryCount", "2", "originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonExhausted}},
+		"no topic":        {headers: hs("retryCount", "1"), want: decision{act: actPark, reason: store.ReasonUnroutable}},
+		"bad retry count": {headers: hs("retryCount", "x", "originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonInvalidRetryCount}},
+		"not allowed":     {route: func(rc *routes.Config) { rc.AllowedTargets = []string{"^payments\\..*"} }, headers: hs("originalTopic", "orders"), want: decision{act: actPark, reason: ReasonTargetNotAllowed}},
+		"allowed by name": {route: func(rc *routes.Config) {
+			rc.AllowedTargets = []string{"orders"}
+			rc.Backoff = &routes.Backoff{None: true}
+		}, headers: hs("originalTopic", "orders"), want: decision{act: actRedrive}},
+		"allowed, exactly": {route: func(rc *routes.Config) { rc.AllowedTargets = []string{"order"} }, headers: hs("originalTopic", "orders"), want: decision{act: actPark, reason: ReasonTargetNotAllowed}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := testRoute(t, tc.route)
+			got := r.classify(headers.Decode(tc.headers), from, tc.written, now)
+			got.detail = ""
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestJitterIsStablePerRecord(t *testing.T) {
+	c := headers.Coordinates{Topic: "t", Partition: 3, Offset: 9}
+	require.Equal(t, jitterDraw(c), jitterDraw(c))
+	u := jitterDraw(headers.Coordinates{Topic: "t", Partition: 3, Offset: 10})
+	require.NotEqual(t, jitterDraw(c), u)
+	require.GreaterOrEqual(t, u, 0.0)
+	require.Less(t, u, 1.0)
+}
+
+func ptr[T any](v T) *T { return &v }

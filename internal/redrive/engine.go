@@ -1,0 +1,338 @@
+// Package redrive is the redrive engine of dlq-worker: for each route it keeps a consumer
+// subscribed to the route's DLQ topics (paused between runs), and on each cron tick or
+// operator request runs a bounded pass that redrives due records to their original topic,
+// moves records not yet due to PostgreSQL as scheduled, parks the ones that need a human,
+// and redrives the scheduled records that came due. Offsets are committed only over
+// records that are acknowledged by the target (acks=all) or durably stored.
+package redrive
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/robfig/cron/v3"
+	"github.com/rs/zerolog"
+
+	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// Options are the engine's dependencies.
+type Options struct {
+	Log      zerolog.Logger
+	Clock    func() time.Time // default time.Now; decides what is due
+	Store    *store.Store
+	Kafka    config.Kafka
+	Registry prometheus.Registerer
+	// InstanceID names this worker in runs, claims and client ids; default host-pid-random.
+	InstanceID string
+	// ControlPoll is how often operator controls (pause, resume, run now) are read; default 2 s.
+	ControlPoll time.Duration
+	// OnFatal is called once when a route hits a fatal error (the binary then exits non-zero).
+	OnFatal func(error)
+}
+
+// Engine runs every route. It is a daemon.Component.
+type Engine struct {
+	log        zerolog.Logger
+	clock      func() time.Time
+	store      *store.Store
+	kafka      config.Kafka
+	metrics    *metrics
+	instanceID string
+	poll       time.Duration
+	onFatal    func(error)
+	configs    []routes.Config
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	workers  []*worker
+	live     atomic.Pointer[[]*worker] // workers, for Ready and RunNow without the lock
+	cron     *cron.Cron
+	cancel   context.CancelFunc
+	loops    []chan error
+	stops    []chan struct{}
+	bg       sync.WaitGroup
+	fatalErr error
+}
+
+// New validates the routes and builds an engine; nothing connects before Start.
+func New(rcs []routes.Config, o Options) (*Engine, error) {
+	if err := routes.ValidateAll(rcs); err != nil {
+		return nil, err
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.ControlPoll <= 0 {
+		o.ControlPoll = 2 * time.Second
+	}
+	if o.InstanceID == "" {
+		host, _ := os.Hostname()
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		o.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	m, err := newMetrics(o.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("redrive metrics: %w", err)
+	}
+	return &Engine{
+		log: o.Log.With().Str("component", "redrive").Logger(), clock: o.Clock, store: o.Store, kafka: o.Kafka,
+		metrics: m, instanceID: o.InstanceID, poll: o.ControlPoll, onFatal: o.OnFatal, configs: rcs,
+	}, nil
+}
+
+// Start registers the routes for operators, subscribes every route's consumer and starts
+// the schedules. The engine's work outlives ctx (a signal context) until Stop.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started {
+		return errors.New("redrive: started twice")
+	}
+	e.started = true
+	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.cancel = cancel
+	e.cron = cron.New(cron.WithParser(routes.Parser), cron.WithChain(cron.SkipIfStillRunning(cronLogger{e.log})))
+	for _, rc := range e.configs {
+		w, err := newWorker(e, rc)
+		if err != nil {
+			e.stopLocked(ctx)
+			return err
+		}
+		e.workers = append(e.workers, w)
+		if err := w.consumer.SubscribeTopics(rc.Topics, w.rebalance); err != nil {
+			e.stopLocked(ctx)
+			return fmt.Errorf("routes[%s].topics: subscribe: %w", rc.Name, err)
+		}
+		if _, err := e.cron.AddFunc(rc.Schedule, func() { w.trigger(base, "schedule") }); err != nil {
+			e.stopLocked(ctx)
+			return fmt.Errorf("routes[%s].schedule: %w", rc.Name, err)
+		}
+	}
+	for _, w := range e.workers {
+		stop, done := make(chan struct{}), make(chan error, 1)
+		e.stops, e.loops = append(e.stops, stop), append(e.loops, done)
+		e.bg.Add(1)
+		go func() {
+			defer e.bg.Done()
+			w.loop(base, stop, done)
+		}()
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		e.controls(base)
+	}()
+	ws := e.workers
+	e.live.Store(&ws)
+	e.cron.Start()
+	e.log.Info().Int("routes", len(e.workers)).Str("instance", e.instanceID).Msg("redrive engine started")
+	return nil
+}
+
+// Stop stops the schedules, lets in-flight work finish within ctx, commits and closes.
+// Safe before Start and twice.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopLocked(ctx)
+}
+
+func (e *Engine) stopLocked(ctx context.Context) error {
+	if !e.started || e.stopped {
+		return nil
+	}
+	e.stopped = true
+	select {
+	case <-e.cron.Stop().Done(): // waits for a running trigger, which waits for its run
+	case <-ctx.Done():
+	}
+	var errs []error
+	for _, s := range e.stops {
+		close(s)
+	}
+	for _, l := range e.loops {
+		errs = append(errs, <-l)
+	}
+	if len(e.loops) < len(e.workers) { // Start failed half-way: close what it opened
+		for _, w := range e.workers[len(e.loops):] {
+			w.consumer.Close()
+			w.producer.Close()
+		}
+	}
+	e.cancel()
+	e.bg.Wait()
+	return errors.Join(errs...)
+}
+
+// Err is the first fatal error a route hit, nil if none.
+func (e *Engine) Err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.fatalErr
+}
+
+func (e *Engine) fatal(err error) {
+	e.mu.Lock()
+	first := e.fatalErr == nil
+	if first {
+		e.fatalErr = err
+	}
+	e.mu.Unlock()
+	if first && e.onFatal != nil {
+		e.onFatal(err)
+	}
+}
+
+func (e *Engine) liveWorkers() []*worker {
+	if ws := e.live.Load(); ws != nil {
+		return *ws
+	}
+	return nil
+}
+
+// Ready is a readiness check: not ready while a route cannot progress.
+func (e *Engine) Ready(context.Context) error {
+	var bad []string
+	for _, w := range e.liveWorkers() {
+		if s := w.stalled.Load().(string); s != "" {
+			bad = append(bad, w.route.Name+": "+s)
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// RunNow runs route now and returns when the run ended; it fails when a run of the route
+// is already in progress or the route is paused.
+func (e *Engine) RunNow(ctx context.Context, route string) error {
+	for _, w := range e.liveWorkers() {
+		if w.route.Name == route {
+			return w.runOnce(ctx)
+		}
+	}
+	return fmt.Errorf("redrive: no route %q", route)
+}
+
+// trigger starts a run unless one is in progress, logging the outcome.
+func (w *worker) trigger(ctx context.Context, why string) {
+	err := w.runOnce(ctx)
+	switch {
+	case err == nil:
+	case errors.Is(err, errRunBusy), errors.Is(err, errRunPaused):
+		w.log.Info().Str("trigger", why).Msg("run skipped: " + err.Error())
+	case ctx.Err() != nil:
+	default:
+		w.log.Warn().Err(err).Str("trigger", why).Msg("run failed; the next trigger retries")
+	}
+}
+
+func (w *worker) runOnce(ctx context.Context) error {
+	if !w.runMu.TryLock() {
+		return errRunBusy
+	}
+	defer w.runMu.Unlock()
+	w.running.Store(true)
+	defer w.running.Store(false)
+	reply := make(chan error, 1)
+	select {
+	case w.runReq <- reply:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// controls polls the operator controls: pause, resume and run-now per route, and keeps
+// the routes registered for the admin API.
+func (e *Engine) controls(ctx context.Context) {
+	names := make([]string, len(e.workers))
+	for i, w := range e.workers {
+		names[i] = w.route.Name
+	}
+	registered := false
+	seen := map[string]time.Time{}
+	t := time.NewTicker(e.poll)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		if !registered {
+			if err := e.store.RegisterRoutes(cctx, names, "dlq-worker/"+e.instanceID); err == nil {
+				registered = true
+			} else if ctx.Err() == nil {
+				e.log.Warn().Err(err).Msg("cannot register routes in PostgreSQL; retrying")
+			}
+		}
+		rcs, err := e.store.RouteControls(cctx)
+		cancel()
+		if err == nil {
+			e.applyControls(ctx, rcs, seen)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (e *Engine) applyControls(ctx context.Context, rcs []store.RouteControl, seen map[string]time.Time) {
+	byName := map[string]store.RouteControl{}
+	for _, rc := range rcs {
+		byName[rc.Route] = rc
+	}
+	for _, w := range e.workers {
+		rc := byName[w.route.Name]
+		if w.paused.Swap(rc.Paused) != rc.Paused {
+			w.log.Info().Bool("paused", rc.Paused).Str("by", rc.UpdatedBy).Msg("operator control changed")
+		}
+		if rc.RunRequestedAt.IsZero() || rc.RunRequestedAt.Equal(seen[w.route.Name]) || rc.Paused {
+			continue
+		}
+		if w.running.Load() {
+			continue // picked up on a poll after the run in progress
+		}
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := e.store.AckRunRequest(cctx, w.route.Name, rc.RunRequestedAt)
+		cancel()
+		if err != nil {
+			continue // try again on the next poll
+		}
+		seen[w.route.Name] = rc.RunRequestedAt
+		e.bg.Add(1)
+		go func() {
+			defer e.bg.Done()
+			w.trigger(ctx, "operator")
+		}()
+	}
+}
+
+// cronLogger adapts zerolog to cron's logger.
+type cronLogger struct{ log zerolog.Logger }
+
+func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug().Fields(kv).Msg("cron: " + msg) }
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error().Err(err).Fields(kv).Msg("cron: " + msg)
+}

@@ -1,0 +1,200 @@
+// Package routes is the worker's route configuration (`routes:` in its YAML file): names,
+// DLQ topics, schedule, retry policy and limits, with defaults and validation that name
+// the route and key of every invalid value.
+package routes
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
+
+	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/redrive/backoff"
+)
+
+// Config is one route of the worker's configuration (`routes:` in YAML).
+type Config struct {
+	Name string `yaml:"name"`
+	// Topics are DLQ topic names, or patterns starting with "^" (librdkafka regex
+	// subscriptions).
+	Topics []string `yaml:"topics"`
+	// Group is the consumer group; default "dlq-worker.<name>".
+	Group string `yaml:"group"`
+	// Schedule is a cron spec with optional seconds, or a descriptor (@every 1m, @hourly).
+	Schedule string `yaml:"schedule"`
+	// MaxRetries: a record whose retry count reached it is parked as exhausted. Default 5.
+	MaxRetries *int `yaml:"max_retries"`
+	// Backoff: `none`, or base/factor/cap/jitter.
+	Backoff *Backoff `yaml:"backoff"`
+	// RateLimit caps redriven records per second; 0 means unlimited.
+	RateLimit float64 `yaml:"rate_limit"`
+	// MaxInFlight bounds records read but not yet acknowledged or stored. Default 5000.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// AllowedTargets restricts the topics records may be redriven to (names or ^patterns);
+	// empty allows every topic. A record for another topic is parked as target_not_allowed.
+	AllowedTargets []string `yaml:"allowed_targets"`
+	// StripHeaders and StripHeaderPrefixes drop foreign headers on redrive, on top of the
+	// stack traces Spring and Kafka Connect attach (always dropped).
+	StripHeaders        []string `yaml:"strip_headers"`
+	StripHeaderPrefixes []string `yaml:"strip_header_prefixes"`
+}
+
+// Backoff is the YAML form of backoff.Policy; the scalar `none` disables backoff.
+type Backoff struct {
+	Base   time.Duration `yaml:"base"`
+	Factor float64       `yaml:"factor"`
+	Cap    time.Duration `yaml:"cap"`
+	Jitter float64       `yaml:"jitter"`
+	// None disables backoff: the cron interval is the only delay.
+	None bool `yaml:"-"`
+}
+
+// UnmarshalYAML accepts `none` or a mapping.
+func (b *Backoff) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		if n.Value != "none" {
+			return fmt.Errorf("line %d: backoff is `none` or a mapping with base, factor, cap, jitter", n.Line)
+		}
+		b.None = true
+		return nil
+	}
+	type plain Backoff
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*b = Backoff(p)
+	return nil
+}
+
+// Policy is the backoff policy the configuration describes.
+func (b Backoff) Policy() backoff.Policy {
+	if b.None {
+		return backoff.Policy{}
+	}
+	return backoff.Policy{Base: b.Base, Factor: b.Factor, Cap: b.Cap, Jitter: b.Jitter}
+}
+
+// Defaults.
+const (
+	DefaultMaxRetries  = 5
+	DefaultMaxInFlight = 5000
+	DefaultSchedule    = "@every 1m"
+)
+
+// DefaultBackoff is 30 s doubling up to 1 h, ±20 %.
+var DefaultBackoff = Backoff{Base: 30 * time.Second, Factor: 2, Cap: time.Hour, Jitter: 0.2}
+
+// Parser reads schedules: five fields, an optional leading seconds field, or a descriptor.
+var Parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// WithDefaults fills unset values.
+func (r *Config) WithDefaults() {
+	if r.Group == "" && r.Name != "" {
+		r.Group = "dlq-worker." + r.Name
+	}
+	if r.Schedule == "" {
+		r.Schedule = DefaultSchedule
+	}
+	if r.MaxRetries == nil {
+		n := DefaultMaxRetries
+		r.MaxRetries = &n
+	}
+	if r.Backoff == nil {
+		b := DefaultBackoff
+		r.Backoff = &b
+	} else if !r.Backoff.None {
+		if r.Backoff.Factor == 0 {
+			r.Backoff.Factor = DefaultBackoff.Factor
+		}
+		if r.Backoff.Cap == 0 {
+			r.Backoff.Cap = max(DefaultBackoff.Cap, r.Backoff.Base)
+		}
+	}
+	if r.MaxInFlight == 0 {
+		r.MaxInFlight = DefaultMaxInFlight
+	}
+}
+
+var routeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// Validate reports every invalid value, each named "routes[NAME].key".
+func (r *Config) Validate() error {
+	at := func(key string, format string, args ...any) error {
+		return fmt.Errorf("routes[%s].%s: %s", r.Name, key, fmt.Sprintf(format, args...))
+	}
+	var errs []error
+	if !routeName.MatchString(r.Name) {
+		errs = append(errs, at("name", "%q must be 1-128 letters, digits, '.', '_' or '-'", r.Name))
+	}
+	if len(r.Topics) == 0 {
+		errs = append(errs, at("topics", "at least one DLQ topic is required"))
+	}
+	for _, t := range r.Topics {
+		if err := checkTopicPattern(t); err != nil {
+			errs = append(errs, at("topics", "%v", err))
+		}
+	}
+	if _, err := Parser.Parse(r.Schedule); err != nil {
+		errs = append(errs, at("schedule", "%q: %v", r.Schedule, err))
+	}
+	if r.MaxRetries != nil && *r.MaxRetries < 1 {
+		errs = append(errs, at("max_retries", "must be at least 1, got %d", *r.MaxRetries))
+	}
+	if !r.Backoff.None {
+		if r.Backoff.Base <= 0 {
+			errs = append(errs, at("backoff.base", "must be positive (or set `backoff: none`), got %s", r.Backoff.Base))
+		} else if err := r.Backoff.Policy().Validate(); err != nil {
+			errs = append(errs, at("backoff", "%v", err))
+		}
+	}
+	if r.RateLimit < 0 {
+		errs = append(errs, at("rate_limit", "must not be negative, got %v", r.RateLimit))
+	}
+	if r.MaxInFlight < 1 {
+		errs = append(errs, at("max_in_flight", "must be at least 1, got %d", r.MaxInFlight))
+	}
+	for _, t := range r.AllowedTargets {
+		if err := checkTopicPattern(t); err != nil {
+			errs = append(errs, at("allowed_targets", "%v", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkTopicPattern(t string) error {
+	if strings.HasPrefix(t, "^") {
+		if _, err := regexp.Compile(t); err != nil {
+			return fmt.Errorf("pattern %q: %v", t, err)
+		}
+		return nil
+	}
+	if !headers.ValidTopicName(t) {
+		return fmt.Errorf("%q is not a topic name (or a pattern starting with ^)", t)
+	}
+	return nil
+}
+
+// ValidateAll validates every route and rejects duplicate names and groups.
+func ValidateAll(routes []Config) error {
+	var errs []error
+	names, groups := map[string]bool{}, map[string]string{}
+	for i := range routes {
+		r := &routes[i]
+		errs = append(errs, r.Validate())
+		if names[r.Name] {
+			errs = append(errs, fmt.Errorf("routes[%s].name: duplicate route name", r.Name))
+		}
+		names[r.Name] = true
+		if other, ok := groups[r.Group]; ok {
+			errs = append(errs, fmt.Errorf("routes[%s].group: %q is already the group of route %s", r.Name, r.Group, other))
+		}
+		groups[r.Group] = r.Name
+	}
+	return errors.Join(errs...)
+}

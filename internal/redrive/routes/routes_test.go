@@ -1,0 +1,57 @@
+package routes
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+)
+
+func TestRouteValidation(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mutate func(*Config)
+		want   string
+	}{
+		"bad cron":        {func(rc *Config) { rc.Schedule = "every now and then" }, "routes[r].schedule"},
+		"max retries 0":   {func(rc *Config) { rc.MaxRetries = ptr(0) }, "routes[r].max_retries"},
+		"bad pattern":     {func(rc *Config) { rc.Topics = []string{"^orders(.dlq"} }, "routes[r].topics"},
+		"bad topic":       {func(rc *Config) { rc.Topics = []string{"orders dlq"} }, "routes[r].topics"},
+		"no topics":       {func(rc *Config) { rc.Topics = nil }, "routes[r].topics"},
+		"bad factor":      {func(rc *Config) { rc.Backoff = &Backoff{Base: time.Second, Factor: 0.5} }, "routes[r].backoff: factor"},
+		"negative rate":   {func(rc *Config) { rc.RateLimit = -1 }, "routes[r].rate_limit"},
+		"bad allow-list":  {func(rc *Config) { rc.AllowedTargets = []string{"^(("} }, "routes[r].allowed_targets"},
+		"seconds in cron": {func(rc *Config) { rc.Schedule = "*/10 * * * * *" }, ""},
+		"five fields":     {func(rc *Config) { rc.Schedule = "*/5 * * * *" }, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rc := Config{Name: "r", Topics: []string{"orders.dlq"}}
+			tc.mutate(&rc)
+			rc.WithDefaults()
+			err := rc.Validate()
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	dup := []Config{{Name: "a", Topics: []string{"x"}}, {Name: "a", Topics: []string{"y"}}}
+	for i := range dup {
+		dup[i].WithDefaults()
+	}
+	require.ErrorContains(t, ValidateAll(dup), "routes[a].name: duplicate")
+}
+
+func TestBackoffYAML(t *testing.T) {
+	var rc Config
+	require.NoError(t, yaml.Unmarshal([]byte("name: r\ntopics: [a]\nbackoff: none\n"), &rc))
+	require.True(t, rc.Backoff.None)
+	rc = Config{}
+	require.NoError(t, yaml.Unmarshal([]byte("name: r\ntopics: [a]\nbackoff: {base: 10s, factor: 3}\n"), &rc))
+	rc.WithDefaults()
+	require.Equal(t, Backoff{Base: 10 * time.Second, Factor: 3, Cap: time.Hour}, *rc.Backoff)
+	require.Error(t, yaml.Unmarshal([]byte("backoff: sometimes\n"), &rc))
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,723 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+
+	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/redrive/partitioner"
+	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/redrive/tracker"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// Tuning that is not worth a configuration key.
+const (
+	pollInterval   = 20 * time.Millisecond
+	storeBatchMax  = 1000
+	claimBatch     = 500
+	claimLease     = 10 * time.Minute // above message.timeout.ms: a claim outlives its produces
+	callTimeout    = 10 * time.Second // one PostgreSQL or Kafka metadata call
+	metadataTTL    = 30 * time.Second
+	stallBase      = 200 * time.Millisecond
+	stallCap       = 30 * time.Second
+	commitInterval = time.Second
+)
+
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+// partition is the state of one assigned DLQ partition, owned by the loop goroutine.
+type partition struct {
+	key     partKey
+	trk     *tracker.Partition // nil until the start offset is known
+	stored  int64              // last watermark handed to StoreOffsets
+	gone    bool               // revoked: late acknowledgements are ignored
+	reading bool               // in the current run and below its high watermark
+	paused  bool
+	hw      int64 // high watermark snapshot of the current run
+	from    int64 // watermark when the current run started on it
+	counts  counts
+}
+
+type counts struct {
+	redriven, scheduled, parked, errors int64
+	ledgerDone                          bool // this run's ledger row is written
+}
+
+func (p *partition) log(l zerolog.Logger) *zerolog.Logger {
+	l = l.With().Str("topic", p.key.topic).Int32("partition", p.key.partition).Logger()
+	return &l
+}
+
+// inflight is the Opaque of a produced DLQ record.
+type inflight struct {
+	part *partition
+	src  *kafka.Message
+	env  headers.Envelope
+}
+
+// parkItem is a record on its way to PostgreSQL.
+type parkItem struct {
+	part   *partition
+	offset int64
+	rec    store.NewRecord
+}
+
+type storeBatch struct {
+	items []parkItem
+	err   error // set when the storer gave up (shutdown)
+}
+
+// worker runs one route: a consumer always subscribed to the route's DLQ topics (paused
+// between runs), a producer, and a storer goroutine for PostgreSQL writes. Everything but
+// the storer runs on the loop goroutine, which owns all partition state.
+type worker struct {
+	route route
+	e     *Engine
+	log   zerolog.Logger
+
+	consumer *kafka.Consumer
+	producer *kafka.Producer
+	limiter  *rate.Limiter // nil when unlimited
+
+	runReq   chan chan error
+	runMu    sync.Mutex // held while a run is requested or running
+	running  atomic.Bool
+	paused   atomic.Bool
+	stalled  atomic.Value // string: why the route cannot progress, "" when fine
+	storeIn  chan *storeBatch
+	storeOut chan *storeBatch
+
+	parts      map[partKey]*partition
+	run        *runState
+	batch      []parkItem
+	storing    int // batches handed to the storer and not back
+	held       *kafka.Message
+	throttled  bool
+	inFlight   int
+	topics     map[string]topicInfo
+	retries    []retry // produces waiting for a backoff
+	stallN     int     // consecutive transient failures, for the stall backoff
+	lastWarn   map[string]time.Time
+	fatal      error
+	lastCommit time.Time
+}
+
+type topicInfo struct {
+	partitions int32 // 0: the topic does not exist
+	at         time.Time
+}
+
+type retry struct {
+	at time.Time
+	m  *kafka.Message
+}
+
+func newWorker(e *Engine, rc routes.Config) (*worker, error) {
+	r := compileRoute(rc)
+	w := &worker{
+		route:    r,
+		e:        e,
+		log:      e.log.With().Str("route", r.Name).Logger(),
+		runReq:   make(chan chan error),
+		storeIn:  make(chan *storeBatch, 1),
+		storeOut: make(chan *storeBatch, 2),
+		parts:    map[partKey]*partition{},
+		topics:   map[string]topicInfo{},
+		lastWarn: map[string]time.Time{},
+	}
+	w.stalled.Store("")
+	if r.RateLimit > 0 {
+		w.limiter = rate.NewLimiter(rate.Limit(r.RateLimit), max(1, int(r.RateLimit)))
+	}
+	cc := kafkaclient.ConsumerConfig(e.kafka, r.Group)
+	// Offsets are stored only up to the tracker's watermark (enable.auto.offset.store is
+	// off); librdkafka commits what is stored every second, on revoke and on close.
+	cc["enable.auto.commit"] = true
+	cc["auto.commit.interval.ms"] = int(commitInterval / time.Millisecond)
+	cc["enable.partition.eof"] = true // a run ends at end of log even when markers hide the last offset
+	cc["queued.max.messages.kbytes"] = 16384
+	cc["client.id"] = e.instanceID
+	var err error
+	if w.consumer, err = kafka.NewConsumer(&cc); err != nil {
+		return nil, fmt.Errorf("route %s: consumer: %w", r.Name, err)
+	}
+	pc := kafkaclient.ProducerConfig(e.kafka)
+	pc["allow.auto.create.topics"] = false // metadata lookups must never create a topic
+	pc["go.delivery.report.fields"] = "none"
+	pc["queue.buffering.max.messages"] = max(r.MaxInFlight*2, 1000)
+	pc["client.id"] = e.instanceID
+	if w.producer, err = kafka.NewProducer(&pc); err != nil {
+		w.consumer.Close()
+		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
+	}
+	return w, nil
+}
+
+// warnEvery logs at most once per interval per kind, so an outage gives clear, bounded logs.
+func (w *worker) warnEvery(kind string, err error, msg string) {
+	now := time.Now()
+	if now.Sub(w.lastWarn[kind]) < 10*time.Second {
+		return
+	}
+	w.lastWarn[kind] = now
+	w.log.Warn().Err(err).Str("kind", kind).Msg(msg)
+}
+
+// stall records a transient failure and returns how long to back off.
+func (w *worker) stall(kind string, err error, msg string) time.Duration {
+	w.stallN++
+	w.stalled.Store(kind + ": " + err.Error())
+	w.e.metrics.errors.WithLabelValues(w.route.Name, kind).Inc()
+	w.warnEvery(kind, err, msg)
+	d := stallBase << min(w.stallN, 8)
+	return min(d, stallCap)
+}
+
+func (w *worker) unstall() {
+	if w.stallN > 0 {
+		w.stallN = 0
+		w.stalled.Store("")
+		w.log.Info().Msg("recovered")
+	}
+}
+
+// loop is the worker goroutine: it polls until stop is closed, then drains and closes.
+func (w *worker) loop(ctx context.Context, stop <-chan struct{}, done chan<- error) {
+	storerDone := make(chan struct{})
+	storerCtx, cancelStorer := context.WithCancel(ctx)
+	go func() { defer close(storerDone); w.storer(storerCtx) }()
+	var err error
+	for w.fatal == nil {
+		select {
+		case <-stop:
+			err = w.shutdown(ctx)
+			cancelStorer()
+			<-storerDone
+			done <- err
+			return
+		case reply := <-w.runReq:
+			w.startRun(ctx, reply)
+		default:
+		}
+		w.step(ctx)
+	}
+	w.log.Error().Err(w.fatal).Msg("fatal error: stopping without committing unacknowledged records")
+	w.e.fatal(fmt.Errorf("route %s: %w", w.route.Name, w.fatal))
+	err = errors.Join(w.fatal, w.shutdown(ctx))
+	cancelStorer()
+	<-storerDone
+	<-stop
+	done <- err
+}
+
+// step is one turn of the loop.
+func (w *worker) step(ctx context.Context) {
+	w.drainDeliveries()
+	w.drainStored()
+	w.flushBatch()
+	w.retryProduces()
+	w.processHeld()
+	if w.run != nil {
+		w.progressRun(ctx)
+	}
+	w.storeOffsets()
+	w.e.metrics.inFlight.WithLabelValues(w.route.Name).Set(float64(w.inFlight))
+	timeout := pollInterval
+	if len(w.producer.Events()) > 0 || len(w.storeOut) > 0 {
+		timeout = 0
+	}
+	w.handle(w.consumer.Poll(int(timeout / time.Millisecond)))
+}
+
+func (w *worker) handle(ev kafka.Event) {
+	switch ev := ev.(type) {
+	case nil:
+	case *kafka.Message:
+		w.onMessage(ev)
+	case kafka.PartitionEOF:
+		if p := w.parts[partKey{*ev.Topic, ev.Partition}]; p != nil && p.reading && int64(ev.Offset) >= p.hw {
+			w.stopReading(p)
+		}
+	case kafka.Error:
+		if ev.IsFatal() {
+			w.fatal = ev
+			return
+		}
+		w.warnEvery("kafka_consumer", ev, "consumer error (librdkafka retries by itself)")
+	case kafka.OffsetsCommitted:
+		if ev.Error != nil {
+			w.warnEvery("commit", ev.Error, "offset commit failed; it is retried with the next commit")
+		}
+	}
+}
+
+// onMessage takes one DLQ record from the consumer.
+func (w *worker) onMessage(m *kafka.Message) {
+	p := w.parts[partKey{*m.TopicPartition.Topic, m.TopicPartition.Partition}]
+	if p == nil || !p.reading || int64(m.TopicPartition.Offset) >= p.hw || w.held != nil {
+		// Not ours to process now (a message fetched just before a pause): rewind so that
+		// the next run reads it again.
+		w.rewind(m)
+		if p != nil && p.reading && int64(m.TopicPartition.Offset) >= p.hw {
+			w.stopReading(p)
+		}
+		return
+	}
+	if p.trk == nil {
+		p.trk = tracker.New(int64(m.TopicPartition.Offset))
+		p.from = p.trk.Watermark()
+	}
+	if int64(m.TopicPartition.Offset)+1 >= p.hw {
+		w.stopReading(p)
+	}
+	if !w.admit() {
+		w.held = m
+		w.throttle()
+		return
+	}
+	w.process(p, m)
+}
+
+// admit reports whether one more record may start now (in-flight bound, rate limit).
+func (w *worker) admit() bool {
+	if w.inFlight >= w.route.MaxInFlight {
+		return false
+	}
+	return w.limiter == nil || w.limiter.Allow()
+}
+
+func (w *worker) processHeld() {
+	if w.held == nil || !w.admit() {
+		return
+	}
+	m := w.held
+	w.held = nil
+	p := w.parts[partKey{*m.TopicPartition.Topic, m.TopicPartition.Partition}]
+	if p == nil || p.gone {
+		return // revoked meanwhile: the new owner reads it
+	}
+	w.process(p, m)
+}
+
+// throttle pauses reading until in-flight work drains; librdkafka resumes each partition
+// right after the last record it handed us.
+func (w *worker) throttle() {
+	if w.throttled {
+		return
+	}
+	w.throttled = true
+	w.setPaused(w.readingParts(), true)
+}
+
+func (w *worker) unthrottle() {
+	if !w.throttled || w.held != nil || w.inFlight > w.route.MaxInFlight/2 {
+		return
+	}
+	w.throttled = false
+	w.setPaused(w.readingParts(), false)
+}
+
+func (w *worker) readingParts() []*partition {
+	var out []*partition
+	for _, p := range w.parts {
+		if p.reading {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (w *worker) setPaused(ps []*partition, pause bool) {
+	var tps []kafka.TopicPartition
+	for _, p := range ps {
+		if p.paused != pause {
+			p.paused = pause
+			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition})
+		}
+	}
+	if len(tps) == 0 {
+		return
+	}
+	var err error
+	if pause {
+		err = w.consumer.Pause(tps)
+	} else {
+		err = w.consumer.Resume(tps)
+	}
+	if err != nil {
+		w.log.Error().Err(err).Bool("pause", pause).Msg("pause/resume failed")
+	}
+}
+
+func (w *worker) stopReading(p *partition) {
+	p.reading = false
+	w.setPaused([]*partition{p}, true)
+}
+
+func (w *worker) rewind(m *kafka.Message) {
+	if p := w.parts[partKey{*m.TopicPartition.Topic, m.TopicPartition.Partition}]; p != nil {
+		w.setPaused([]*partition{p}, true)
+	}
+	if err := w.consumer.Seek(m.TopicPartition, 0); err != nil {
+		w.log.Error().Err(err).Str("topic", *m.TopicPartition.Topic).Int32("partition", m.TopicPartition.Partition).
+			Int64("offset", int64(m.TopicPartition.Offset)).Msg("rewind failed")
+	}
+}
+
+// process classifies and dispatches one admitted record.
+func (w *worker) process(p *partition, m *kafka.Message) {
+	now := w.e.clock()
+	from := headers.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)}
+	dec := headers.Decode(toHeaders(m.Headers))
+	d := w.route.classify(dec, from, m.Timestamp, now)
+	if d.act == actRedrive {
+		target, ok, err := w.target(dec.Envelope.OriginalTopic, dec.Envelope.OriginalPartition, m.Key)
+		switch {
+		case err != nil:
+			// The cluster does not answer: stall this partition, read the record again later.
+			w.stall("metadata", err, "cannot look up the original topic; partition stalled")
+			w.rewind(m)
+			p.reading = false
+			w.requeueRead(p)
+			return
+		case !ok:
+			d = decision{act: actPark, reason: store.ReasonUnknownTopic, detail: "topic " + dec.Envelope.OriginalTopic + " does not exist"}
+		default:
+			pm := &kafka.Message{
+				TopicPartition: kafka.TopicPartition{Topic: &dec.Envelope.OriginalTopic, Partition: target},
+				Key:            m.Key, Value: m.Value, Timestamp: m.Timestamp,
+				Headers: toKafkaHeaders(headers.Encode(dec.Raw, dec.Envelope.Redriven(from, now), w.route.encodeOpts)),
+				Opaque:  &inflight{part: p, src: m, env: dec.Envelope},
+			}
+			if err := w.producer.Produce(pm, nil); err != nil {
+				f, reason := classifyProduceError(err)
+				if f != failPermanent {
+					w.stall("produce", err, "produce refused; partition stalled")
+					w.rewind(m)
+					p.reading = false
+					w.requeueRead(p)
+					return
+				}
+				d = decision{act: actPark, reason: reason, detail: err.Error()}
+				break
+			}
+			mustAdd(p, m)
+			w.inFlight++
+			return
+		}
+	}
+	mustAdd(p, m)
+	w.inFlight++
+	w.enqueueStore(p, m, dec.Envelope, d)
+}
+
+// requeueRead makes a stalled partition part of the run again after the stall backoff.
+func (w *worker) requeueRead(p *partition) {
+	if w.run != nil {
+		w.run.stalledParts = append(w.run.stalledParts, stalledPart{p: p, at: time.Now().Add(stallBase << min(w.stallN, 8))})
+	}
+}
+
+func mustAdd(p *partition, m *kafka.Message) {
+	if err := p.trk.Add(int64(m.TopicPartition.Offset)); err != nil {
+		panic(err) // the consumer hands out increasing offsets; anything else is our bug
+	}
+}
+
+func (w *worker) enqueueStore(p *partition, m *kafka.Message, env headers.Envelope, d decision) {
+	rec := store.NewRecord{
+		DLQ:    store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)},
+		Origin: store.Origin{Topic: env.OriginalTopic, Partition: env.OriginalPartition, Offset: env.OriginalOffset, Timestamp: env.OriginalTimestamp},
+		Key:    m.Key, Value: m.Value, Headers: toStoreHeaders(m.Headers), Timestamp: m.Timestamp,
+		RetryCount: env.RetryCount, ErrorClass: env.ErrorClass, ErrorMessage: env.ErrorMessage,
+		Reason: d.reason, Route: w.route.Name, Status: store.StatusParked,
+	}
+	if d.act == actSchedule {
+		rec.Status, rec.DueAt = store.StatusScheduled, d.due
+	} else if d.detail != "" && rec.ErrorMessage == "" {
+		rec.ErrorMessage = d.detail
+	}
+	w.batch = append(w.batch, parkItem{part: p, offset: rec.DLQ.Offset, rec: rec})
+}
+
+// target resolves the partition to produce to: the original one when it still exists,
+// else the Java producer's choice for the key, else librdkafka's (null key).
+func (w *worker) target(topic string, original int32, key []byte) (int32, bool, error) {
+	info, err := w.topic(topic)
+	if err != nil || info.partitions == 0 {
+		return 0, false, err
+	}
+	switch {
+	case original >= 0 && original < info.partitions:
+		return original, true, nil
+	case key != nil:
+		return partitioner.ForKey(key, info.partitions), true, nil
+	}
+	return kafka.PartitionAny, true, nil
+}
+
+func (w *worker) topic(name string) (topicInfo, error) {
+	if info, ok := w.topics[name]; ok && time.Since(info.at) < metadataTTL {
+		return info, nil
+	}
+	md, err := w.producer.GetMetadata(&name, false, int(callTimeout/time.Millisecond))
+	if err != nil {
+		return topicInfo{}, err
+	}
+	tm, ok := md.Topics[name]
+	info := topicInfo{at: time.Now()}
+	switch {
+	case !ok, tm.Error.Code() == kafka.ErrUnknownTopicOrPart, tm.Error.Code() == kafka.ErrUnknownTopic:
+	case tm.Error.Code() != kafka.ErrNoError:
+		return topicInfo{}, tm.Error
+	default:
+		info.partitions = int32(len(tm.Partitions))
+	}
+	w.topics[name] = info
+	return info, nil
+}
+
+// drainDeliveries takes the produce acknowledgements waiting on the producer's channel.
+func (w *worker) drainDeliveries() {
+	for {
+		select {
+		case ev := <-w.producer.Events():
+			w.onDelivery(ev)
+		default:
+			return
+		}
+	}
+}
+
+func (w *worker) onDelivery(ev kafka.Event) {
+	switch ev := ev.(type) {
+	case *kafka.Message:
+		switch o := ev.Opaque.(type) {
+		case *inflight:
+			w.onRedriveAck(o, ev)
+		case *claimed:
+			w.onClaimAck(o, ev)
+		}
+	case kafka.Error:
+		if ev.IsFatal() {
+			w.fatal = ev
+			return
+		}
+		w.warnEvery("kafka_producer", ev, "producer error (librdkafka retries by itself)")
+	}
+}
+
+func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
+	err := ack.TopicPartition.Error
+	if err == nil {
+		w.inFlight--
+		if o.part.gone {
+			return
+		}
+		o.part.trk.Done(int64(o.src.TopicPartition.Offset))
+		o.part.counts.redriven++
+		w.e.metrics.redriven.WithLabelValues(w.route.Name).Inc()
+		w.unstall()
+		return
+	}
+	switch f, reason := classifyProduceError(err); f {
+	case failFatal:
+		w.fatal = err
+	case failPermanent:
+		w.enqueueStore(o.part, o.src, o.env, decision{act: actPark, reason: reason, detail: err.Error()})
+	default:
+		o.part.counts.errors++
+		ack.TopicPartition.Error = nil
+		w.retries = append(w.retries, retry{at: time.Now().Add(w.stall("produce", err, "produce failed; retrying after a backoff")), m: ack})
+	}
+}
+
+// retryProduces sends again the records whose transient failure backoff elapsed.
+func (w *worker) retryProduces() {
+	now := time.Now()
+	kept := w.retries[:0]
+	for _, r := range w.retries {
+		if now.Before(r.at) {
+			kept = append(kept, r)
+			continue
+		}
+		if o, ok := r.m.Opaque.(*inflight); ok && o.part.gone {
+			w.inFlight--
+			continue
+		}
+		if err := w.producer.Produce(r.m, nil); err != nil {
+			r.at = now.Add(w.stall("produce", err, "produce refused; retrying after a backoff"))
+			kept = append(kept, r)
+		}
+	}
+	w.retries = kept
+}
+
+// flushBatch hands the records waiting for PostgreSQL to the storer when it is free.
+func (w *worker) flushBatch() {
+	if len(w.batch) == 0 {
+		return
+	}
+	select {
+	case w.storeIn <- &storeBatch{items: w.batch}:
+		w.storing++
+		w.batch = nil
+	default:
+	}
+}
+
+// storer writes batches to PostgreSQL, retrying transient failures with a backoff until
+// they succeed or the worker stops. Nothing is committed past a record before its row is.
+func (w *worker) storer(ctx context.Context) {
+	for {
+		var b *storeBatch
+		select {
+		case <-ctx.Done():
+			return
+		case b = <-w.storeIn:
+		}
+		recs := make([]store.NewRecord, len(b.items))
+		for i := range b.items {
+			recs[i] = b.items[i].rec
+		}
+		for attempt := 0; ; attempt++ {
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			_, err := w.e.store.StoreBatch(cctx, recs, nil)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				b.err = ctx.Err()
+				break
+			}
+			w.stalled.Store("postgres: " + err.Error())
+			w.e.metrics.errors.WithLabelValues(w.route.Name, "store").Inc()
+			if attempt%20 == 0 {
+				w.log.Warn().Err(err).Bool("retriable", store.IsRetriable(err)).Int("records", len(recs)).
+					Msg("cannot store scheduled/parked records; their partitions stall until PostgreSQL answers")
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(min(stallBase<<min(attempt, 8), stallCap)):
+			}
+		}
+		w.storeOut <- b
+	}
+}
+
+func (w *worker) drainStored() {
+	for {
+		select {
+		case b := <-w.storeOut:
+			w.onStored(b)
+		default:
+			w.unthrottle()
+			return
+		}
+	}
+}
+
+func (w *worker) onStored(b *storeBatch) {
+	w.storing--
+	if b.err != nil {
+		return // shutdown: not stored, not done, not committed
+	}
+	if w.stallN == 0 {
+		w.stalled.Store("")
+	}
+	for _, it := range b.items {
+		w.inFlight--
+		if it.part.gone || !it.part.trk.Done(it.offset) {
+			continue
+		}
+		if it.rec.Status == store.StatusScheduled {
+			it.part.counts.scheduled++
+			w.e.metrics.scheduled.WithLabelValues(w.route.Name).Inc()
+		} else {
+			it.part.counts.parked++
+			w.e.metrics.parked.WithLabelValues(w.route.Name, string(it.rec.Reason)).Inc()
+		}
+	}
+}
+
+// storeOffsets hands librdkafka every partition's new watermark; it commits them.
+func (w *worker) storeOffsets() {
+	if time.Since(w.lastCommit) < commitInterval/4 {
+		return
+	}
+	w.lastCommit = time.Now()
+	var tps []kafka.TopicPartition
+	for _, p := range w.parts {
+		if p.trk != nil && p.trk.Watermark() > p.stored {
+			p.stored = p.trk.Watermark()
+			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(p.stored)})
+		}
+	}
+	if len(tps) == 0 {
+		return
+	}
+	if _, err := w.consumer.StoreOffsets(tps); err != nil {
+		w.warnEvery("store_offsets", err, "cannot store offsets")
+	}
+}
+
+// commitNow stores and synchronously commits the watermarks of ps.
+func (w *worker) commitNow(ps []*partition) error {
+	var tps []kafka.TopicPartition
+	for _, p := range ps {
+		if p.trk != nil && p.trk.Watermark() > 0 {
+			p.stored = p.trk.Watermark()
+			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(p.stored)})
+		}
+	}
+	if len(tps) == 0 {
+		return nil
+	}
+	_, err := w.consumer.CommitOffsets(tps)
+	var ke kafka.Error
+	if errors.As(err, &ke) && ke.Code() == kafka.ErrNoOffset {
+		return nil
+	}
+	return err
+}
+
+func toHeaders(hs []kafka.Header) []headers.Header {
+	out := make([]headers.Header, len(hs))
+	for i, h := range hs {
+		out[i] = headers.Header(h)
+	}
+	return out
+}
+
+func toKafkaHeaders(hs []headers.Header) []kafka.Header {
+	out := make([]kafka.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafka.Header(h)
+	}
+	return out
+}
+
+func toStoreHeaders(hs []kafka.Header) []store.Header {
+	out := make([]store.Header, len(hs))
+	for i, h := range hs {
+		out[i] = store.Header(h)
+	}
+	return out
+}
+
+func partitionLabel(p int32) string { return strconv.FormatInt(int64(p), 10) }
