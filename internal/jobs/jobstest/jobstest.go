@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/headers"
@@ -31,8 +32,13 @@ func Consume(t testing.TB, topic string, partitions, n int) []*kafka.Message {
 	require.NoError(t, c.Assign(tps))
 	total := 0
 	for p := range partitions {
-		_, high, err := c.QueryWatermarkOffsets(topic, int32(p), 10000)
-		require.NoError(t, err)
+		// Right after Assign the client may not know the partition yet.
+		var high int64
+		require.EventuallyWithT(t, func(c2 *assert.CollectT) {
+			var err error
+			_, high, err = c.QueryWatermarkOffsets(topic, int32(p), 10000)
+			assert.NoError(c2, err)
+		}, 30*time.Second, 100*time.Millisecond)
 		total += int(high)
 	}
 	require.GreaterOrEqual(t, total, n)
