@@ -688,6 +688,11 @@ func (w *worker) commitNow(ps []*partition) error {
 	if len(tps) == 0 {
 		return nil
 	}
+	// Stored too: librdkafka commits its stored offsets on revoke and close, and a stale
+	// stored offset would move the committed one back.
+	if _, err := w.consumer.StoreOffsets(tps); err != nil {
+		return err
+	}
 	_, err := w.consumer.CommitOffsets(tps)
 	var ke kafka.Error
 	if errors.As(err, &ke) && ke.Code() == kafka.ErrNoOffset {
