@@ -13,6 +13,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/daemon"
+	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/ops"
 	"github.com/dlqops/dlq/internal/redrive"
@@ -78,15 +79,24 @@ func run(ctx context.Context, cfg *config.Worker) error {
 	// A fatal route error ends the process like a signal would, then makes it exit non-zero.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	st := store.New(pool, store.WithLogger(log))
 	engine, err := redrive.New(cfg.Routes, redrive.Options{
-		Log: log, Store: store.New(pool, store.WithLogger(log)), Kafka: cfg.Kafka, Registry: srv.Registry,
+		Log: log, Store: st, Kafka: cfg.Kafka, Registry: srv.Registry,
 		OnFatal: func(error) { cancel() },
 	})
 	if err != nil {
 		return err
 	}
 	srv.AddCheck("redrive", engine.Ready)
-	if err := daemon.Run(ctx, log, srv, cfg.HTTP.Listen, cfg.ShutdownGrace, engine); err != nil {
+	// Operator jobs (replay/discard requested through dlq-admin) run here too.
+	host, _ := os.Hostname()
+	runner, err := jobs.New(jobs.Config{
+		Store: st, Kafka: cfg.Kafka, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()), Log: log, Registerer: srv.Registry,
+	})
+	if err != nil {
+		return err
+	}
+	if err := daemon.Run(ctx, log, srv, cfg.HTTP.Listen, cfg.ShutdownGrace, engine, runner); err != nil {
 		return err
 	}
 	return engine.Err()
