@@ -25,7 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/confluentinc/confluent-kafka-go/v2/kafka.(*handle).eventPoll"))
+	goleak.VerifyTestMain(removeWorkerAfter{m}, goleak.IgnoreTopFunction("github.com/confluentinc/confluent-kafka-go/v2/kafka.(*handle).eventPoll"))
 }
 
 // fakeClock is an injectable clock tests move forward.
@@ -50,11 +50,24 @@ func route(name, dlq string) routes.Config {
 }
 func startEngine(t *testing.T, st *store.Store, clock *fakeClock, rcs ...routes.Config) *redrive.Engine {
 	t.Helper()
+	return startEngineWith(t, redrive.Options{Clock: clock.Now, Store: st, Kafka: kcfg(t)}, rcs...)
+}
+
+// startEngineWith starts an engine with o (test logger, own registry and a fast control
+// poll unless set) and stops it gracefully when the test ends.
+func startEngineWith(t *testing.T, o redrive.Options, rcs ...routes.Config) *redrive.Engine {
+	t.Helper()
 	for i := range rcs {
 		rcs[i].WithDefaults()
 	}
-	e, err := redrive.New(rcs, redrive.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
-		Clock: clock.Now, Store: st, Kafka: kcfg(t), Registry: prometheus.NewRegistry(), ControlPoll: 100 * time.Millisecond})
+	o.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.ControlPoll == 0 {
+		o.ControlPoll = 100 * time.Millisecond
+	}
+	e, err := redrive.New(rcs, o)
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(func() {

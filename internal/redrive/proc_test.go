@@ -1,0 +1,213 @@
+package redrive_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/testenv"
+)
+
+// The dlq-worker binary is built once per test binary, without -race (it is the system
+// under test, not the test), into a folder TestMain removes.
+var (
+	workerOnce sync.Once
+	workerDir  string
+	workerBin  string
+	workerErr  error
+)
+
+// removeWorkerAfter removes the built binary once the tests ran.
+type removeWorkerAfter struct{ m *testing.M }
+
+func (r removeWorkerAfter) Run() int {
+	defer func() {
+		if workerDir != "" {
+			_ = os.RemoveAll(workerDir)
+		}
+	}()
+	return r.m.Run()
+}
+
+func buildWorker(t *testing.T) string {
+	t.Helper()
+	workerOnce.Do(func() {
+		if workerDir, workerErr = os.MkdirTemp("", "dlq-worker-bin-"); workerErr != nil {
+			return
+		}
+		workerBin = filepath.Join(workerDir, "dlq-worker")
+		out, err := exec.Command("go", "build", "-o", workerBin, "github.com/dlqops/dlq/cmd/dlq-worker").CombinedOutput()
+		if err != nil {
+			workerErr = fmt.Errorf("go build dlq-worker: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, workerErr)
+	return workerBin
+}
+
+// procRoute is the part of a route's YAML the process tests vary.
+type procRoute struct {
+	name, topic string
+	maxInFlight int
+}
+
+// workerConfig writes a dlq-worker configuration for one route. The 6 s session timeout
+// (the broker's minimum) makes the group notice a killed member quickly.
+func workerConfig(t *testing.T, dbURL, bootstrap string, r procRoute) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "worker.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`log: {level: info, format: json}
+http: {listen: "127.0.0.1:0"}
+database: {url: %q}
+kafka:
+  bootstrap_servers: %q
+  extra: {session.timeout.ms: "6000", heartbeat.interval.ms: "1000"}
+shutdown_grace: 30s
+routes:
+  - name: %s
+    topics: [%s]
+    schedule: "@every 1s"
+    backoff: none
+    max_in_flight: %d
+`, dbURL, bootstrap, r.name, r.topic, r.maxInFlight)), 0o600))
+	return path
+}
+
+// workerProc is a running dlq-worker process, killed at the end of the test if still alive.
+type workerProc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func startWorker(t *testing.T, cfg, logPath string) *workerProc {
+	t.Helper()
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	require.NoError(t, err)
+	cmd := exec.Command(buildWorker(t), "run", "--config", cfg)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	p := &workerProc{t: t, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	t.Cleanup(p.kill)
+	return p
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *workerProc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// term sends SIGTERM and returns the exit error; the worker's grace bounds the wait.
+func (p *workerProc) term() error {
+	p.t.Helper()
+	require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(2 * time.Minute):
+		p.kill()
+		return fmt.Errorf("dlq-worker did not exit within 2 minutes of SIGTERM")
+	}
+}
+
+// watermarks returns a function reading the high watermark of each partition of topic.
+func watermarks(t *testing.T, bootstrap, topic string) func() map[int32]int64 {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": testenv.UniqueName("hw-")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	md, err := c.GetMetadata(&topic, false, 10000)
+	require.NoError(t, err)
+	parts := md.Topics[topic].Partitions
+	return func() map[int32]int64 {
+		out := map[int32]int64{}
+		for _, p := range parts {
+			_, high, err := c.QueryWatermarkOffsets(topic, p.ID, 10000)
+			require.NoError(t, err)
+			out[p.ID] = high
+		}
+		return out
+	}
+}
+
+// committedOffsets returns a function reading group's committed offset of each partition
+// of topic (0 when none).
+func committedOffsets(t *testing.T, bootstrap, topic, group string, partitions int) func() map[int32]int64 {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": false})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	tps := make([]kafka.TopicPartition, partitions)
+	for i := range tps {
+		tps[i] = kafka.TopicPartition{Topic: &topic, Partition: int32(i)}
+	}
+	return func() map[int32]int64 {
+		got, err := c.Committed(tps, 10000)
+		require.NoError(t, err)
+		out := map[int32]int64{}
+		for _, tp := range got {
+			out[tp.Partition] = max(0, int64(tp.Offset))
+		}
+		return out
+	}
+}
+
+func total(m map[int32]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// redriveID is the DLQ coordinates a redriven record came from.
+func redriveID(t *testing.T, m *kafka.Message) headers.Coordinates {
+	t.Helper()
+	c := headers.Decode(toHeaders(m.Headers)).Envelope.RedriveID
+	require.NotNil(t, c, "record without a redrive id: %v", m.Headers)
+	return *c
+}
+
+func toHeaders(hs []kafka.Header) []headers.Header {
+	out := make([]headers.Header, len(hs))
+	for i, h := range hs {
+		out[i] = headers.Header(h)
+	}
+	return out
+}
+
+// waitCommitted waits until the group committed every record of the DLQ.
+func waitCommitted(t *testing.T, committed, dlqEnd func() map[int32]int64, within time.Duration) {
+	t.Helper()
+	want := dlqEnd()
+	require.Eventually(t, func() bool {
+		got := committed()
+		for p, end := range want {
+			if got[p] < end {
+				return false
+			}
+		}
+		return true
+	}, within, 200*time.Millisecond, "the group never committed up to %v", want)
+}
