@@ -58,6 +58,11 @@ dev: up build ## Stack up, demo topics, migrations, both binaries running with c
 	done
 	@scripts/dev-guide.sh
 
+.PHONY: demo
+demo: up build ## The whole loop: service → DLQ → worker → park → admin replay, with a conservation report
+	go build -o bin/ ./examples/orders-service
+	$(WITH_STACK) go run ./examples/demo
+
 .PHONY: down
 down: ## Stop the binaries started by `make dev` and the local stack
 	@for p in $(DEV)/*.pid; do [ -f "$$p" ] || continue; kill -TERM "$$(cat $$p)" 2>/dev/null || true; rm -f "$$p"; done
