@@ -44,6 +44,9 @@ type options struct {
 	downFor     time.Duration
 	timeout     time.Duration
 	dir         string
+	bin         string // folder holding dlq-worker, dlq-admin and orders-service
+	schedule    string // the route's cron
+	backoff     string // the route's backoff, as YAML
 }
 
 func main() {
@@ -53,6 +56,9 @@ func main() {
 	flag.DurationVar(&o.downFor, "down-for", time.Minute, "how long the downstream is down at the start")
 	flag.DurationVar(&o.timeout, "timeout", 8*time.Minute, "give up after this long")
 	flag.StringVar(&o.dir, "dir", ".cache/demo", "working folder for configs and logs")
+	flag.StringVar(&o.bin, "bin", "bin", "folder holding the binaries")
+	flag.StringVar(&o.schedule, "schedule", "*/5 * * * * *", "the route's cron schedule")
+	flag.StringVar(&o.backoff, "backoff", "{base: 5s, factor: 2, cap: 40s, jitter: 0}", "the route's backoff (YAML)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "demo FAILED:", err)
@@ -88,7 +94,7 @@ func run(o options) error {
 	}
 
 	token := randomToken()
-	if err := writeConfigs(o.dir, route, dlq, topic, token); err != nil {
+	if err := writeConfigs(o, route, dlq, topic, token); err != nil {
 		return err
 	}
 	var procs []*exec.Cmd
@@ -99,7 +105,7 @@ func run(o options) error {
 		}
 	}()
 	start := func(name string, args ...string) error {
-		p, err := startProcess(o.dir, name, args...)
+		p, err := startProcess(o, name, args...)
 		if err == nil {
 			procs = append(procs, p)
 		}
@@ -198,7 +204,7 @@ func report(ctx context.Context, o options, dlq, route string, admin *adminclien
 	if err != nil {
 		return err
 	}
-	audit := exec.CommandContext(ctx, "bin/dlq-worker", "audit", "--config", filepath.Join(o.dir, "worker.yaml"), "--topic", dlq, "--group", "dlq-worker."+route)
+	audit := exec.CommandContext(ctx, filepath.Join(o.bin, "dlq-worker"), "audit", "--config", filepath.Join(o.dir, "worker.yaml"), "--topic", dlq, "--group", "dlq-worker."+route)
 	auditOut, auditErr := audit.CombinedOutput()
 	fmt.Printf(`
 Conservation report
@@ -348,12 +354,12 @@ func waitReady(ctx context.Context, url string) error {
 	}
 }
 
-func startProcess(dir, name string, args ...string) (*exec.Cmd, error) {
-	log, err := os.Create(filepath.Join(dir, name+".log"))
+func startProcess(o options, name string, args ...string) (*exec.Cmd, error) {
+	log, err := os.Create(filepath.Join(o.dir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join("bin", name), args...)
+	cmd := exec.Command(filepath.Join(o.bin, name), args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (run `make build` first): %w", name, err)
@@ -367,7 +373,7 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
-func writeConfigs(dir, route, dlq, topic, token string) error {
+func writeConfigs(o options, route, dlq, topic, token string) error {
 	sum := sha256.Sum256([]byte(token))
 	worker := fmt.Sprintf(`log: {level: info, format: json}
 http: {listen: %q}
@@ -376,11 +382,11 @@ shutdown_grace: 10s
 routes:
   - name: %s
     topics: [%s]
-    schedule: "*/5 * * * * *"
+    schedule: %q
     max_retries: 5
-    backoff: {base: 5s, factor: 2, cap: 40s, jitter: 0}
+    backoff: %s
     allowed_targets: [%s]
-`, workerAddr, route, dlq, topic)
+`, workerAddr, route, dlq, o.schedule, o.backoff, topic)
 	admin := fmt.Sprintf(`log: {level: info, format: json}
 http: {listen: %q}
 database: {migrate_on_start: true}
@@ -388,6 +394,6 @@ tokens:
   - {name: demo-operator, sha256: %s, role: admin}
 `, adminAddr, hex.EncodeToString(sum[:]))
 	return errors.Join(
-		os.WriteFile(filepath.Join(dir, "worker.yaml"), []byte(worker), 0o600),
-		os.WriteFile(filepath.Join(dir, "admin.yaml"), []byte(admin), 0o600))
+		os.WriteFile(filepath.Join(o.dir, "worker.yaml"), []byte(worker), 0o600),
+		os.WriteFile(filepath.Join(o.dir, "admin.yaml"), []byte(admin), 0o600))
 }
