@@ -79,6 +79,26 @@ func TestPublisherRejectsMissingTopic(t *testing.T) {
 	require.ErrorIs(t, err, kafka.NewError(kafka.ErrUnknownTopicOrPart, "", false))
 }
 
+// A DLQ topic deleted while the service runs: Publish reports an error (so the caller
+// does not commit), and no topic is created by the attempt.
+func TestPublishFailsWhenTheTopicIsGone(t *testing.T) {
+	t.Parallel()
+	bootstrap := testenv.KafkaBootstrap(t)
+	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
+	pub := newPublisher(t, bootstrap, dlq)
+	a := kafkatest.Admin(t, bootstrap)
+	_, err := a.DeleteTopics(context.Background(), []string{dlq})
+	require.NoError(t, err)
+	src := "orders"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = pub.Publish(ctx, &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &src}, Value: []byte("x")}, errors.New("boom"))
+	require.Error(t, err)
+	md, err := a.GetMetadata(&dlq, false, 5000)
+	require.NoError(t, err)
+	require.Equal(t, kafka.ErrUnknownTopicOrPart, md.Topics[dlq].Error.Code(), "the topic was not re-created")
+}
+
 // A failed record keeps key, value, timestamp and headers; the first hop records its
 // coordinates, a later hop (a redriven record failing again) carries them and the retry
 // count and first-failure time forward.
