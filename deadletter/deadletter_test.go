@@ -119,14 +119,14 @@ func TestPublishCarriesTheEnvelopeAcrossHops(t *testing.T) {
 	require.NoError(t, err)
 
 	// Second hop: the worker redrove it (retry count 3 by then) to source at offset 99.
-	redriven := headers.Encode(toH(foreign), headers.Envelope{
+	redriven := headers.Encode(headers.From(foreign), headers.Envelope{
 		RetryCount: 3, OriginalTopic: source, OriginalPartition: 0, OriginalOffset: 41, OriginalTimestamp: ts,
 		FirstFailure: now.Add(-time.Hour), LastFailure: now.Add(-time.Minute),
 		RedriveID: &headers.Coordinates{Topic: dlq, Partition: 0, Offset: 0},
 	}, headers.EncodeOptions{})
 	second := &kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &source, Partition: 0, Offset: 99},
-		Key:            []byte("order-1"), Value: nil, Timestamp: ts, Headers: toK(redriven),
+		Key:            []byte("order-1"), Value: nil, Timestamp: ts, Headers: headers.To[kafka.Header](redriven),
 	}
 	_, err = pub.Publish(ctx, second, classed{"downstream_unavailable"})
 	require.NoError(t, err)
@@ -139,7 +139,7 @@ func TestPublishCarriesTheEnvelopeAcrossHops(t *testing.T) {
 		require.True(t, ts.Equal(got[i].Timestamp))
 		require.Equal(t, foreign, got[i].Headers[:len(foreign)], "foreign headers first, byte-identical, in order")
 	}
-	e1 := headers.Decode(toH(got[0].Headers)).Envelope
+	e1 := headers.Decode(headers.From(got[0].Headers)).Envelope
 	require.Equal(t, 0, e1.RetryCount)
 	require.Equal(t, source, e1.OriginalTopic)
 	require.Equal(t, int64(41), e1.OriginalOffset)
@@ -147,7 +147,7 @@ func TestPublishCarriesTheEnvelopeAcrossHops(t *testing.T) {
 	require.Equal(t, "*fmt.wrapError", e1.ErrorClass)
 	require.Equal(t, "charge: context deadline exceeded", e1.ErrorMessage)
 
-	e2 := headers.Decode(toH(got[1].Headers)).Envelope
+	e2 := headers.Decode(headers.From(got[1].Headers)).Envelope
 	require.Equal(t, 3, e2.RetryCount, "retry count carried, not reset")
 	require.Equal(t, int64(41), e2.OriginalOffset, "original coordinates of the first failure")
 	require.True(t, now.Add(-time.Hour).Equal(e2.FirstFailure))
@@ -267,19 +267,3 @@ type classed struct{ class string }
 
 func (c classed) Error() string      { return "downstream is down" }
 func (c classed) ErrorClass() string { return c.class }
-
-func toH(hs []kafka.Header) []headers.Header {
-	out := make([]headers.Header, len(hs))
-	for i, h := range hs {
-		out[i] = headers.Header(h)
-	}
-	return out
-}
-
-func toK(hs []headers.Header) []kafka.Header {
-	out := make([]kafka.Header, len(hs))
-	for i, h := range hs {
-		out[i] = kafka.Header(h)
-	}
-	return out
-}

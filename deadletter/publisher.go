@@ -97,7 +97,7 @@ func (p *Publisher) Topic() string { return p.topic }
 // (truncated) message. When Publish returns an error the record may or may not be in the
 // DLQ: the caller must not commit failed's offset, and will publish again.
 func (p *Publisher) Publish(ctx context.Context, failed *kafka.Message, cause error) (kafka.TopicPartition, error) {
-	in := toHeaders(failed.Headers)
+	in := headers.From(failed.Headers)
 	env := headers.Decode(in).Envelope
 	now := p.now()
 	if env.OriginalTopic == "" || !headers.ValidTopicName(env.OriginalTopic) {
@@ -117,7 +117,7 @@ func (p *Publisher) Publish(ctx context.Context, failed *kafka.Message, cause er
 		Key:            failed.Key,
 		Value:          failed.Value,
 		Timestamp:      failed.Timestamp,
-		Headers:        toKafka(out),
+		Headers:        headers.To[kafka.Header](out),
 	}
 	delivered := make(chan kafka.Event, 1)
 	if err := p.producer.Produce(msg, delivered); err != nil {
@@ -154,20 +154,4 @@ func classify(err error) (class, message string) {
 		return c.ErrorClass(), err.Error()
 	}
 	return fmt.Sprintf("%T", err), err.Error()
-}
-
-func toHeaders(hs []kafka.Header) []headers.Header {
-	out := make([]headers.Header, len(hs))
-	for i, h := range hs {
-		out[i] = headers.Header(h)
-	}
-	return out
-}
-
-func toKafka(hs []headers.Header) []kafka.Header {
-	out := make([]kafka.Header, len(hs))
-	for i, h := range hs {
-		out[i] = kafka.Header(h)
-	}
-	return out
 }

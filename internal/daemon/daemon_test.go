@@ -111,4 +111,3 @@ func TestRunLifecycle(t *testing.T) {
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	require.Equal(t, []string{"start a", "start b", "stop a"}, log)
 }
-

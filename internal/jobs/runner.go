@@ -516,27 +516,20 @@ func (x *execution) message(rec *store.Record, i int) (*kafka.Message, error) {
 	if target == rec.Origin.Topic && rec.Origin.Partition >= 0 {
 		partition = rec.Origin.Partition
 	}
-	hs := make([]headers.Header, len(rec.Headers))
-	for j, h := range rec.Headers {
-		hs[j] = headers.Header(h)
-	}
+	hs := headers.From(rec.Headers)
 	env := headers.Decode(hs).Envelope
 	if x.job.ResetRetry {
 		env.RetryCount = 0
 	}
 	env.Replay = &headers.Replay{Actor: x.job.CreatedBy, JobID: strconv.FormatInt(x.job.ID, 10), ReplayID: rec.ReplayID}
 	out := headers.Encode(hs, env, headers.EncodeOptions{})
-	khs := make([]kafka.Header, len(out))
-	for j, h := range out {
-		khs[j] = kafka.Header(h)
-	}
 	return &kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &target, Partition: partition},
 		Key:            rec.Key,
 		Value:          rec.Value,
 		Timestamp:      rec.Timestamp,
 		TimestampType:  kafka.TimestampCreateTime,
-		Headers:        khs,
+		Headers:        headers.To[kafka.Header](out),
 		Opaque:         i,
 	}, nil
 }

@@ -101,11 +101,7 @@ func CheckReplayed(t testing.TB, st *store.Store, msgs []*kafka.Message, jobID i
 	ctx := context.Background()
 	seen := map[int64]bool{}
 	for _, m := range msgs {
-		hs := make([]headers.Header, len(m.Headers))
-		for i, h := range m.Headers {
-			hs[i] = headers.Header(h)
-		}
-		env := headers.Decode(hs).Envelope
+		env := headers.Decode(headers.From(m.Headers)).Envelope
 		require.NotNil(t, env.Replay)
 		require.Equal(t, actor, env.Replay.Actor)
 		require.Equal(t, strconv.FormatInt(jobID, 10), env.Replay.JobID)

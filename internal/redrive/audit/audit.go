@@ -84,11 +84,7 @@ func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, grou
 			return
 		}
 		pending = append(pending, c)
-		hs := make([]headers.Header, len(m.Headers))
-		for i, h := range m.Headers {
-			hs[i] = headers.Header(h)
-		}
-		if t := headers.Decode(hs).Envelope.OriginalTopic; headers.ValidTopicName(t) {
+		if t := headers.Decode(headers.From(m.Headers)).Envelope.OriginalTopic; headers.ValidTopicName(t) {
 			targets[t] = true
 		}
 	})
