@@ -20,9 +20,12 @@ The local stack is up.
   dlq-admin   http://127.0.0.1:8080   $admin   log: .cache/dev/dlq-admin.log
 
 Try:
-  curl -s 127.0.0.1:9464/readyz; echo
-  curl -s 127.0.0.1:8080/metrics | head
-  eval "\$(scripts/stack.sh env)"; bin/dlq-worker migrate status
-  make status
+  curl -s 127.0.0.1:9464/readyz; echo                        # worker readiness (PostgreSQL, Kafka, routes)
+  curl -s -H "Authorization: Bearer dev-viewer-token" 127.0.0.1:8080/v1/routes; echo
+  curl -s -X POST -H "Authorization: Bearer dev-operator-token" 127.0.0.1:8080/v1/routes/orders/run; echo
+  export DLQ_ADMIN_URL=http://127.0.0.1:8080 DLQ_ADMIN_TOKEN=dev-admin-token
+  bin/dlq-admin stats; bin/dlq-admin list --status parked
+  bin/dlq-worker audit --config config/worker.example.yaml --topic orders.dlq --group dlq-worker.orders
+  make demo        # the whole loop with a failing downstream, ~4 minutes
   make down        # stops both binaries and the stack
 MSG
