@@ -7,7 +7,7 @@ eval "$(scripts/stack.sh env)"
 state() {
   local _
   for _ in $(seq 1 30); do curl -fsS "http://$1/readyz" >/dev/null 2>&1 && { echo ready; return; }; sleep 0.5; done
-  echo "NOT READY: see the log below, and curl http://$1/readyz"
+  echo "NOT READY (curl http://$1/readyz, and see its log)"
 }
 worker=$(state 127.0.0.1:9464)
 admin=$(state 127.0.0.1:8080)
