@@ -161,7 +161,7 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 	c := r.claim
 	if c == nil {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		claim, err := w.e.store.ClaimDueRoute(cctx, w.route.Name, w.e.instanceID, claimBatch, claimLease)
+		claim, err := w.e.store.ClaimDue(cctx, w.route.Name, w.e.instanceID, claimBatch, claimLease)
 		cancel()
 		if err != nil {
 			r.next = time.Now().Add(w.stall("store", err, "cannot claim due scheduled records; retrying"))

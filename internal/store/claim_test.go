@@ -31,7 +31,7 @@ func TestConcurrentClaimersGetEachRowOnce(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for {
-				c, err := s.ClaimDue(ctx, "worker", 250, time.Minute)
+				c, err := s.ClaimDue(ctx, "", "worker", 250, time.Minute)
 				if err != nil {
 					errs[w] = err
 					return
@@ -76,10 +76,10 @@ func TestExpiredClaimIsClaimedAgain(t *testing.T) {
 	_, err := s.StoreBatch(ctx, append(scheduled("dlq.lease", 0, 3, now), scheduled("dlq.lease", 3, 1, now.Add(time.Hour))...), nil)
 	require.NoError(t, err)
 
-	a, err := s.ClaimDue(ctx, "a", 10, time.Minute)
+	a, err := s.ClaimDue(ctx, "", "a", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, a.Records, 3, "the record due in an hour is not claimed")
-	b, err := s.ClaimDue(ctx, "b", 10, time.Minute)
+	b, err := s.ClaimDue(ctx, "", "b", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, b.Records, "leased rows are not claimable")
 	_, err = s.Discard(ctx, a.Records[0].ID, store.Actor{Name: "alice"})
@@ -87,7 +87,7 @@ func TestExpiredClaimIsClaimedAgain(t *testing.T) {
 
 	// a crashes; its lease runs out and b takes the rows over.
 	clock.Advance(2 * time.Minute)
-	b, err = s.ClaimDue(ctx, "b", 10, time.Minute)
+	b, err = s.ClaimDue(ctx, "", "b", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, b.Records, 3)
 	require.Equal(t, a.Records[0].ID, b.Records[0].ID, "oldest due first")
@@ -110,11 +110,35 @@ func TestExpiredClaimIsClaimedAgain(t *testing.T) {
 	n, err = s.ReleaseClaim(ctx, b.Token, []int64{b.Records[1].ID, b.Records[2].ID}, later)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	c, err := s.ClaimDue(ctx, "c", 10, time.Minute)
+	c, err := s.ClaimDue(ctx, "", "c", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, c.Records)
 	clock.Advance(time.Hour)
-	c, err = s.ClaimDue(ctx, "c", 10, time.Minute)
+	c, err = s.ClaimDue(ctx, "", "c", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, c.Records, 3)
+}
+
+// A worker claims only the scheduled records of the routes it runs.
+func TestClaimIsLimitedToTheRoute(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newTestClock()
+	s := storetest.New(t, store.WithClock(clock.Now))
+	recs := append(scheduled("dlq.a", 0, 2, clock.Now()), scheduled("dlq.b", 0, 3, clock.Now())...)
+	for i := range recs[2:] {
+		recs[2+i].Route = "payments"
+	}
+	_, err := s.StoreBatch(ctx, recs, nil)
+	require.NoError(t, err)
+
+	c, err := s.ClaimDue(ctx, "payments", "w", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, c.Records, 3)
+	for _, r := range c.Records {
+		require.Equal(t, "payments", r.Route)
+	}
+	c, err = s.ClaimDue(ctx, "", "w", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, c.Records, 2, "the orders rows were left for their route")
 }

@@ -44,11 +44,13 @@ const sqlGetRecord = `SELECT ` + recordColumns + ` FROM dead_letters WHERE id = 
 
 const sqlRecordExists = `SELECT EXISTS (SELECT 1 FROM dead_letters WHERE id = $1)`
 
-// $1 token, $2 lease until, $3 now, $4 limit. FOR UPDATE re-checks the condition on the
-// latest row version, so a row another claimer just leased is skipped, not taken twice.
+// $1 token, $2 lease until, $3 now, $4 limit, $5 route (” for every route). FOR UPDATE
+// re-checks the condition on the latest row version, so a row another claimer just leased
+// is skipped, not taken twice.
 const sqlClaimDue = `WITH due AS (
 		SELECT id AS due_id FROM dead_letters
 		WHERE status = 'scheduled' AND due_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+			AND ($5 = '' OR route = $5)
 		ORDER BY due_at, id
 		LIMIT $4
 		FOR UPDATE SKIP LOCKED)

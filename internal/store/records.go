@@ -229,7 +229,9 @@ type Claim struct {
 	Records []Record
 }
 
-// ClaimDue leases up to limit scheduled records that are due now, oldest due first.
+// ClaimDue leases up to limit scheduled records of route (every route when "") that are
+// due now, oldest due first. A worker claims only its own routes' records, whose
+// allow-list and header policy it knows.
 //
 // Claiming is a short transaction that sets a lease (owner token and expiry) on rows locked
 // with FOR UPDATE SKIP LOCKED: concurrent claimers never get the same row. The worker then
@@ -237,7 +239,7 @@ type Claim struct {
 // its token. If the worker dies in between, the lease expires and another worker claims the
 // rows again, so nothing is lost; a record produced just before such a crash is produced
 // again (at-least-once; downstream consumers de-duplicate on the redrive id header).
-func (s *Store) ClaimDue(ctx context.Context, owner string, limit int, lease time.Duration) (Claim, error) {
+func (s *Store) ClaimDue(ctx context.Context, route, owner string, limit int, lease time.Duration) (Claim, error) {
 	if limit <= 0 || lease <= 0 {
 		return Claim{}, &ValidationError{Field: "claim", Reason: "limit and lease must be positive"}
 	}
@@ -245,7 +247,7 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, limit int, lease tim
 	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
 	claim := Claim{Token: owner + "/" + hex.EncodeToString(b[:])}
 	now := s.now()
-	rows, err := s.pool.Query(ctx, sqlClaimDue, claim.Token, now.Add(lease), now, limit)
+	rows, err := s.pool.Query(ctx, sqlClaimDue, claim.Token, now.Add(lease), now, limit, route)
 	if err != nil {
 		return Claim{}, interpretError(err)
 	}

@@ -102,7 +102,7 @@ func TestReplayLifecycle(t *testing.T) {
 	r, err = s.RetryNow(ctx, sched.ID, alice)
 	require.NoError(t, err)
 	require.True(t, r.DueAt.Equal(clock.Now()))
-	c, err := s.ClaimDue(ctx, "w", 10, time.Minute)
+	c, err := s.ClaimDue(ctx, "", "w", 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, c.Records, 1)
 
