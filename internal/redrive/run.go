@@ -312,7 +312,11 @@ func (w *worker) finishRun(ctx context.Context) {
 		total.redriven += p.counts.redriven
 		total.scheduled += p.counts.scheduled
 		total.parked += p.counts.parked
-		w.e.metrics.lag.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition)).Set(float64(max(0, p.hw-p.trk.Watermark())))
+		done := p.from // nothing read yet (a new group's partition in an interrupted run): no tracker
+		if p.trk != nil {
+			done = p.trk.Watermark()
+		}
+		w.e.metrics.lag.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition)).Set(float64(max(0, p.hw-done)))
 	}
 	w.log.Info().Int64("run_id", r.id).Dur("elapsed", elapsed).Int64("redriven", total.redriven).
 		Int64("scheduled", total.scheduled).Int64("parked", total.parked).Msg("run finished")
