@@ -206,11 +206,13 @@ func (e *Engine) liveWorkers() []*worker {
 }
 
 // Ready is a readiness check: not ready while a route cannot progress.
-func (e *Engine) Ready(context.Context) error {
+func (e *Engine) Ready(ctx context.Context) error {
 	var bad []string
 	for _, w := range e.liveWorkers() {
 		if s := w.stalled.Load().(string); s != "" {
 			bad = append(bad, w.route.Name+": "+s)
+		} else if err := w.kafkaReady(ctx); err != nil {
+			bad = append(bad, w.route.Name+": "+err.Error())
 		}
 	}
 	if len(bad) > 0 {

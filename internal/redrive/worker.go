@@ -98,6 +98,10 @@ type worker struct {
 	running  atomic.Bool
 	paused   atomic.Bool
 	stalled  atomic.Value // string: why the route cannot progress, "" when fine
+	// kafkaDown is set when librdkafka reports every broker down and cleared when a
+	// record comes or is acknowledged, or when Ready's probe gets an answer (an idle
+	// worker sees no record to tell it the cluster is back).
+	kafkaDown atomic.Bool
 	storeIn  chan *storeBatch
 	storeOut chan *storeBatch
 
@@ -257,6 +261,7 @@ func (w *worker) handle(ev kafka.Event) {
 			w.fatal = ev
 			return
 		}
+		w.noteKafkaError(ev)
 		w.warnEvery("kafka_consumer", ev, "consumer error (librdkafka retries by itself)")
 	case kafka.OffsetsCommitted:
 		if ev.Error != nil {
@@ -265,8 +270,33 @@ func (w *worker) handle(ev kafka.Event) {
 	}
 }
 
+// noteKafkaError makes the route not ready while no broker answers: librdkafka retries
+// in-flight produces and fetches by itself, so no call of ours fails to say so.
+func (w *worker) noteKafkaError(err kafka.Error) {
+	if err.Code() == kafka.ErrAllBrokersDown {
+		w.kafkaDown.Store(true)
+	}
+}
+
+// kafkaReady is the readiness of the route's Kafka side; it runs outside the loop.
+func (w *worker) kafkaReady(ctx context.Context) error {
+	if !w.kafkaDown.Load() {
+		return nil
+	}
+	timeout := 2 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(time.Millisecond, time.Until(dl))
+	}
+	if _, err := w.producer.GetMetadata(nil, false, int(timeout/time.Millisecond)); err != nil {
+		return fmt.Errorf("kafka: all brokers down: %w", err)
+	}
+	w.kafkaDown.Store(false)
+	return nil
+}
+
 // onMessage takes one DLQ record from the consumer.
 func (w *worker) onMessage(m *kafka.Message) {
+	w.kafkaDown.Store(false)
 	p := w.parts[partKey{*m.TopicPartition.Topic, m.TopicPartition.Partition}]
 	if p == nil || !p.reading || int64(m.TopicPartition.Offset) >= p.hw || w.held != nil {
 		// Not ours to process now (a message fetched just before a pause): rewind so that
@@ -517,6 +547,7 @@ func (w *worker) onDelivery(ev kafka.Event) {
 			w.fatal = ev
 			return
 		}
+		w.noteKafkaError(ev)
 		w.warnEvery("kafka_producer", ev, "producer error (librdkafka retries by itself)")
 	}
 }
@@ -524,6 +555,7 @@ func (w *worker) onDelivery(ev kafka.Event) {
 func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
 	err := ack.TopicPartition.Error
 	if err == nil {
+		w.kafkaDown.Store(false)
 		w.inFlight--
 		if o.part.gone {
 			return
