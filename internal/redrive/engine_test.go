@@ -88,7 +88,12 @@ func runNow(t *testing.T, e *redrive.Engine, route string) {
 
 func produce(t *testing.T, topic string, msgs ...*kafka.Message) {
 	t.Helper()
-	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": testenv.KafkaBootstrap(t), "acks": "all"})
+	produceTo(t, testenv.KafkaBootstrap(t), topic, msgs...)
+}
+
+func produceTo(t *testing.T, bootstrap, topic string, msgs ...*kafka.Message) {
+	t.Helper()
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "acks": "all"})
 	require.NoError(t, err)
 	defer p.Close()
 	for _, m := range msgs {
@@ -134,7 +139,12 @@ func readAll(t *testing.T, topic string) []*kafka.Message {
 
 func requireConserved(t *testing.T, st *store.Store, dlq, group string) audit.Report {
 	t.Helper()
-	rep, err := audit.Run(context.Background(), kcfg(t), st, dlq, group)
+	return requireConservedOn(t, kcfg(t), st, dlq, group)
+}
+
+func requireConservedOn(t *testing.T, kc config.Kafka, st *store.Store, dlq, group string) audit.Report {
+	t.Helper()
+	rep, err := audit.Run(context.Background(), kc, st, dlq, group)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), rep.String())
 	return rep

@@ -1,6 +1,7 @@
 package redrive_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
 
 // The dlq-worker binary is built once per test binary, without -race (it is the system
@@ -210,4 +212,28 @@ func waitCommitted(t *testing.T, committed, dlqEnd func() map[int32]int64, withi
 		}
 		return true
 	}, within, 200*time.Millisecond, "the group never committed up to %v", want)
+}
+
+// waitAssigned waits until group is stable with every one of its members' partitions
+// summing to partitions, so that a run started now covers them all.
+func waitAssigned(t *testing.T, bootstrap, group string, partitions int) {
+	t.Helper()
+	a := kafkatest.Admin(t, bootstrap)
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		res, err := a.DescribeConsumerGroups(ctx, []string{group})
+		if err != nil || len(res.ConsumerGroupDescriptions) != 1 {
+			return false
+		}
+		d := res.ConsumerGroupDescriptions[0]
+		if d.State != kafka.ConsumerGroupStateStable {
+			return false
+		}
+		n := 0
+		for _, m := range d.Members {
+			n += len(m.Assignment.TopicPartitions)
+		}
+		return n == partitions
+	}, 2*time.Minute, 100*time.Millisecond, "group %s never owned its %d partitions", group, partitions)
 }
