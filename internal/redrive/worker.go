@@ -93,17 +93,17 @@ type worker struct {
 	producer *kafka.Producer
 	limiter  *rate.Limiter // nil when unlimited
 
-	runReq   chan chan error
-	runMu    sync.Mutex // held while a run is requested or running
-	running  atomic.Bool
-	paused   atomic.Bool
-	stalled  atomic.Value // string: why the route cannot progress, "" when fine
+	runReq  chan chan error
+	runMu   sync.Mutex // held while a run is requested or running
+	running atomic.Bool
+	paused  atomic.Bool
+	stalled atomic.Value // string: why the route cannot progress, "" when fine
 	// kafkaDown is set when librdkafka reports every broker down and cleared when a
 	// record comes or is acknowledged, or when Ready's probe gets an answer (an idle
 	// worker sees no record to tell it the cluster is back).
 	kafkaDown atomic.Bool
-	storeIn  chan *storeBatch
-	storeOut chan *storeBatch
+	storeIn   chan *storeBatch
+	storeOut  chan *storeBatch
 
 	parts      map[partKey]*partition
 	run        *runState
