@@ -78,6 +78,7 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 		reply <- fmt.Errorf("begin run: %w", err)
 		return
 	}
+	w.unstall()
 	r := &runState{id: run.ID, started: time.Now(), reply: reply}
 	for _, p := range w.parts {
 		low, high, err := w.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
@@ -167,6 +168,9 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 			r.next = time.Now().Add(w.stall("store", err, "cannot claim due scheduled records; retrying"))
 			return false
 		}
+		// PostgreSQL answers again: a run whose last work is here (no record to redrive)
+		// would otherwise stay not ready until the next acknowledgement.
+		w.unstall()
 		if len(claim.Records) == 0 {
 			return true
 		}
@@ -302,6 +306,7 @@ func (w *worker) finishRun(ctx context.Context) {
 		r.next = time.Now().Add(w.stall("store", err, "cannot finish the run; retrying"))
 		return
 	}
+	w.unstall()
 	elapsed := time.Since(r.started)
 	w.e.metrics.runDuration.WithLabelValues(w.route.Name, string(status)).Observe(elapsed.Seconds())
 	if status == store.RunSucceeded {
