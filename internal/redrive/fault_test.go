@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/redrive"
+	"github.com/dlqops/dlq/internal/redrive/audit"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -18,18 +20,42 @@ import (
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
 
-// seedDue returns n DLQ records due now for target, every tenth exhausted (parked).
-func seedDue(n int, target string) []*kafka.Message {
+// seedMixed returns n DLQ records for target: every tenth exhausted (parked), every tenth
+// not due for an hour under faultRoute (scheduled), the rest due (redriven).
+func seedMixed(n int, target string, now time.Time) []*kafka.Message {
 	msgs := make([]*kafka.Message, n)
 	for i := range msgs {
-		retry := "1"
-		if i%10 == 0 {
+		retry, last := "1", now.Add(-2*time.Hour)
+		switch i % 10 {
+		case 0:
 			retry = "5"
+		case 1:
+			last = now
 		}
 		msgs[i] = &kafka.Message{TopicPartition: kafka.TopicPartition{Partition: kafka.PartitionAny}, Key: []byte(fmt.Sprintf("k%d", i)),
-			Value: []byte("v"), Headers: []kafka.Header{hdr("retryCount", retry), hdr("originalTopic", target)}}
+			Value: []byte("v"), Headers: []kafka.Header{hdr("retryCount", retry), hdr("originalTopic", target), hdr(headers.KeyLastFailure, ms(last))}}
 	}
 	return msgs
+}
+
+// faultRoute is a route whose runs last ~n/300 s, so that an outage hits them, with a one
+// hour backoff (what seedMixed expects).
+func faultRoute(prefix, dlq string) routes.Config {
+	rc := route(testenv.UniqueName(prefix), dlq)
+	rc.Backoff = &routes.Backoff{Base: time.Hour, Factor: 1, Cap: time.Hour}
+	rc.RateLimit = 300
+	return rc
+}
+
+// requireMixedConserved audits a DLQ seeded by seedMixed.
+func requireMixedConserved(t *testing.T, kc config.Kafka, st *store.Store, dlq, group string, n int) audit.Report {
+	t.Helper()
+	rep := requireConservedOn(t, kc, st, dlq, group)
+	require.Equal(t, n, rep.Checked)
+	require.Equal(t, n/10, rep.InStore[store.StatusParked])
+	require.Equal(t, n/10, rep.InStore[store.StatusScheduled])
+	require.Equal(t, n*8/10, rep.OnTarget)
+	return rep
 }
 
 // runInBackground starts a run of route and returns where its outcome arrives.
@@ -69,11 +95,9 @@ func TestBrokerOutageMidRun(t *testing.T) {
 	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
 	orders := kafkatest.CreateTopic(t, bs, 2, nil)
 	st := storetest.New(t)
-	produceTo(t, bs, dlq, seedDue(n, orders)...)
+	produceTo(t, bs, dlq, seedMixed(n, orders, time.Now())...)
 
-	rc := route(testenv.UniqueName("broker-"), dlq)
-	rc.Backoff = &routes.Backoff{None: true}
-	rc.RateLimit = 300 // a run of ~20 s, so that the outage hits it
+	rc := faultRoute("broker-", dlq)
 	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kc}, rc)
 	waitAssigned(t, bs, rc.Group, 2)
 	run := runInBackground(e, rc.Name)
@@ -99,8 +123,73 @@ func TestBrokerOutageMidRun(t *testing.T) {
 	}
 	require.Eventually(t, ready(e, true), time.Minute, 100*time.Millisecond)
 	waitCommitted(t, committedOffsets(t, bs, dlq, rc.Group, 2), watermarks(t, bs, dlq), time.Minute)
-	rep := requireConservedOn(t, kc, st, dlq, rc.Group)
-	require.Equal(t, n, rep.Checked)
-	require.Equal(t, n/10, rep.InStore[store.StatusParked])
-	t.Logf("%s", rep)
+	t.Logf("%s", requireMixedConserved(t, kc, st, dlq, rc.Group, n))
 }
+
+// PostgreSQL stops for 20 s in the middle of a run: readiness turns false, no offset is
+// committed past a record that was to be parked or scheduled and is not stored yet, and
+// after the restart the run finishes and every record is accounted for.
+func TestPostgresOutageMidRun(t *testing.T) {
+	t.Parallel()
+	const n = 6000
+	pg := testenv.StartPGServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, store.Migrate(ctx, pg.URL()))
+	st, err := store.Open(ctx, pg.URL())
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	bs := testenv.KafkaBootstrap(t)
+	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
+	orders := kafkatest.CreateTopic(t, bs, 2, nil)
+	produce(t, dlq, seedMixed(n, orders, time.Now())...)
+
+	rc := faultRoute("pg-", dlq)
+	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
+	waitAssigned(t, bs, rc.Group, 2)
+	committed := committedOffsets(t, bs, dlq, rc.Group, 2)
+	run := runInBackground(e, rc.Name)
+	require.Eventually(t, func() bool {
+		got, err := st.Count(context.Background(), store.Filter{})
+		return err == nil && got >= n/50
+	}, 2*time.Minute, 50*time.Millisecond)
+
+	pg.Stop()
+	down := time.Now()
+	require.Eventually(t, ready(e, false), pgOutage, 100*time.Millisecond, "ready while PostgreSQL is down")
+	waitOutage(down, pgOutage)
+	atRestart := committed()
+	restarted := time.Now()
+	pg.Start()
+
+	select {
+	case err := <-run:
+		require.NoError(t, err, "the run resumes and finishes by itself")
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the run did not finish within 3 minutes of PostgreSQL's return")
+	}
+	require.Eventually(t, ready(e, true), time.Minute, 100*time.Millisecond)
+	waitCommitted(t, committed, watermarks(t, bs, dlq), time.Minute)
+	rep := requireMixedConserved(t, kcfg(t), st, dlq, rc.Group, n)
+
+	// A row written after the restart is of a record the group had not committed past.
+	late := 0
+	for after := int64(0); ; {
+		rs, err := st.ListAfter(context.Background(), store.Filter{StoredFrom: restarted}, after, store.MaxPageSize)
+		require.NoError(t, err)
+		if len(rs) == 0 {
+			break
+		}
+		for _, r := range rs {
+			require.GreaterOrEqual(t, r.DLQ.Offset, atRestart[r.DLQ.Partition],
+				"%s/%d/%d was committed during the outage but stored only after it", r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset)
+			late++
+			after = r.ID
+		}
+	}
+	require.Positive(t, late, "the outage did not hit records to park or schedule")
+	t.Logf("committed during the outage %v; %d rows stored after the restart; %s", atRestart, late, rep)
+}
+
+// pgOutage is how long TestPostgresOutageMidRun keeps PostgreSQL down.
+const pgOutage = 20 * time.Second
