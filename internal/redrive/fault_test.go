@@ -99,7 +99,7 @@ func TestBrokerOutageMidRun(t *testing.T) {
 
 	rc := faultRoute("broker-", dlq)
 	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kc}, rc)
-	waitAssigned(t, bs, rc.Group, 2)
+	waitAssigned(t, bs, rc.Group, 1, 2)
 	run := runInBackground(e, rc.Name)
 	targetEnd := watermarks(t, bs, orders)
 	require.Eventually(t, func() bool { return total(targetEnd()) >= n/10 }, 2*time.Minute, 50*time.Millisecond)
@@ -146,7 +146,7 @@ func TestPostgresOutageMidRun(t *testing.T) {
 
 	rc := faultRoute("pg-", dlq)
 	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
-	waitAssigned(t, bs, rc.Group, 2)
+	waitAssigned(t, bs, rc.Group, 1, 2)
 	committed := committedOffsets(t, bs, dlq, rc.Group, 2)
 	run := runInBackground(e, rc.Name)
 	require.Eventually(t, func() bool {

@@ -1,16 +1,17 @@
 package redrive_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -52,8 +53,6 @@ func TestKillNineMidRun(t *testing.T) {
 	targetEnd := watermarks(t, bs, orders)
 	committed := committedOffsets(t, bs, dlq, group, partitions)
 
-	// What the group had committed and the target held at each kill.
-	type killPoint struct{ committed, target map[int32]int64 }
 	var points []killPoint
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	began := time.Now()
@@ -86,35 +85,72 @@ func TestKillNineMidRun(t *testing.T) {
 	require.Equal(t, records/10, rep.InStore[store.StatusParked])
 	require.Equal(t, records*9/10, rep.OnTarget)
 
-	// Every extra copy must be explained by a kill: acknowledged (below the target's end at
-	// the kill) and not committed (at or above the DLQ committed offset at the kill).
-	type copyAt struct {
-		id     headers.Coordinates
-		target kafka.TopicPartition
+	dups, windows := duplicateWindows(t, orders, points)
+	t.Logf("%d kills in %s: %d duplicate copies; acknowledged-but-uncommitted window at each kill %v (max_in_flight %d); %s",
+		len(points), elapsed.Round(time.Second), dups, windows, maxInFlight, rep)
+}
+
+// Three worker processes in one group split a 6-partition DLQ; one is SIGKILLed mid-run.
+// Once the group notices (session timeout), the two others take over its partitions and
+// finish; nothing is lost and the only duplicates are the killed worker's uncommitted
+// acknowledgements.
+func TestInstancesTakeOverAKilledOne(t *testing.T) {
+	t.Parallel()
+	const (
+		records     = 12000
+		partitions  = 6
+		maxInFlight = 500
+	)
+	bs := testenv.KafkaBootstrap(t)
+	dlq := kafkatest.CreateTopic(t, bs, partitions, nil)
+	orders := kafkatest.CreateTopic(t, bs, partitions, nil)
+	st, dbURL := storetest.NewWithURL(t)
+	msgs := make([]*kafka.Message, records)
+	for i := range msgs {
+		retry := "1"
+		if i%10 == 0 {
+			retry = "5" // exhausted: parked
+		}
+		msgs[i] = &kafka.Message{TopicPartition: kafka.TopicPartition{Partition: int32(i % partitions)}, Key: []byte(strconv.Itoa(i)),
+			Value: []byte("v"), Headers: []kafka.Header{hdr("retryCount", retry), hdr("originalTopic", orders)}}
 	}
-	var copies []copyAt
-	perID := map[headers.Coordinates]int{}
-	for _, m := range readAll(t, orders) {
-		id := redriveID(t, m)
-		copies = append(copies, copyAt{id: id, target: m.TopicPartition})
-		perID[id]++
+	produce(t, dlq, msgs...)
+
+	name := testenv.UniqueName("multi-")
+	group := "dlq-worker." + name
+	// 400 records/s per worker: the run lasts ~10 s, long enough to kill one in the middle.
+	cfg := workerConfig(t, dbURL, bs, procRoute{name: name, topic: dlq, maxInFlight: maxInFlight, rateLimit: 400})
+	dir := t.TempDir()
+	var ws []*workerProc
+	for i := range 3 {
+		ws = append(ws, startWorker(t, cfg, filepath.Join(dir, fmt.Sprintf("worker-%d.log", i))))
 	}
-	dups := len(copies) - len(perID)
-	windows := make([]int, len(points))
-	for k, pt := range points {
-		seen := map[headers.Coordinates]bool{}
-		for _, c := range copies {
-			if int64(c.target.Offset) < pt.target[c.target.Partition] && c.id.Offset >= pt.committed[c.id.Partition] && !seen[c.id] {
-				seen[c.id] = true
-				windows[k]++
+	owned := waitAssigned(t, bs, group, 3, partitions)
+	targetEnd := watermarks(t, bs, orders)
+	committed := committedOffsets(t, bs, dlq, group, partitions)
+	require.Eventually(t, func() bool { return total(targetEnd()) >= records/4 }, 2*time.Minute, 20*time.Millisecond)
+
+	victim := ws[0]
+	ws[0].kill()
+	pt := killPoint{committed: committed(), target: targetEnd(), parts: map[int32]bool{}}
+	for client, ps := range owned {
+		if strings.Contains(client, fmt.Sprintf("-%d-", victim.cmd.Process.Pid)) {
+			for _, p := range ps {
+				pt.parts[p] = true
 			}
 		}
 	}
-	bound := 0
-	for _, n := range windows {
-		bound += n
+	require.Len(t, pt.parts, partitions/3, "the killed worker's partitions among %v", owned)
+	after := waitAssigned(t, bs, group, 2, partitions)
+	waitCommitted(t, committed, watermarks(t, bs, dlq), 3*time.Minute)
+	for _, w := range ws[1:] {
+		require.NoError(t, w.term(), "graceful shutdown exits 0; logs in %s", dir)
 	}
-	t.Logf("%d kills in %s: %d records on the target for %d redriven, %d duplicate copies; acknowledged-but-uncommitted window at each kill %v (max_in_flight %d); %s",
-		len(points), elapsed.Round(time.Second), len(copies), len(perID), dups, windows, maxInFlight, rep)
-	require.LessOrEqual(t, dups, bound, "duplicates beyond what the kills left uncommitted")
+	rep := requireConserved(t, st, dlq, group)
+	require.Equal(t, records, rep.Checked)
+	require.Equal(t, records/10, rep.InStore[store.StatusParked])
+	require.Equal(t, records*9/10, rep.OnTarget)
+	dups, windows := duplicateWindows(t, orders, []killPoint{pt})
+	t.Logf("before the kill %v, after %v; %d duplicate copies, the killed worker's window %v (max_in_flight %d); %s",
+		owned, after, dups, windows, maxInFlight, rep)
 }

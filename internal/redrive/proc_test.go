@@ -60,6 +60,7 @@ func buildWorker(t *testing.T) string {
 type procRoute struct {
 	name, topic string
 	maxInFlight int
+	rateLimit   int // 0: unlimited
 }
 
 // workerConfig writes a dlq-worker configuration for one route. The 6 s session timeout
@@ -80,7 +81,8 @@ routes:
     schedule: "@every 1s"
     backoff: none
     max_in_flight: %d
-`, dbURL, bootstrap, r.name, r.topic, r.maxInFlight)), 0o600))
+    rate_limit: %d
+`, dbURL, bootstrap, r.name, r.topic, r.maxInFlight, r.rateLimit)), 0o600))
 	return path
 }
 
@@ -214,11 +216,13 @@ func waitCommitted(t *testing.T, committed, dlqEnd func() map[int32]int64, withi
 	}, within, 200*time.Millisecond, "the group never committed up to %v", want)
 }
 
-// waitAssigned waits until group is stable with every one of its members' partitions
-// summing to partitions, so that a run started now covers them all.
-func waitAssigned(t *testing.T, bootstrap, group string, partitions int) {
+// waitAssigned waits until group is stable with members members (any number when 0)
+// owning partitions partitions between them, so that a run started now covers them all,
+// and returns each member's partitions by client id.
+func waitAssigned(t *testing.T, bootstrap, group string, members, partitions int) map[string][]int32 {
 	t.Helper()
 	a := kafkatest.Admin(t, bootstrap)
+	var owned map[string][]int32
 	require.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -227,13 +231,60 @@ func waitAssigned(t *testing.T, bootstrap, group string, partitions int) {
 			return false
 		}
 		d := res.ConsumerGroupDescriptions[0]
-		if d.State != kafka.ConsumerGroupStateStable {
+		if d.State != kafka.ConsumerGroupStateStable || members > 0 && len(d.Members) != members {
 			return false
 		}
+		owned = map[string][]int32{}
 		n := 0
 		for _, m := range d.Members {
-			n += len(m.Assignment.TopicPartitions)
+			for _, tp := range m.Assignment.TopicPartitions {
+				owned[m.ClientID] = append(owned[m.ClientID], tp.Partition)
+				n++
+			}
 		}
 		return n == partitions
-	}, 2*time.Minute, 100*time.Millisecond, "group %s never owned its %d partitions", group, partitions)
+	}, 2*time.Minute, 100*time.Millisecond, "group %s never had %d members owning its %d partitions", group, members, partitions)
+	return owned
+}
+
+// killPoint is what the group had committed and the target held when a worker was
+// killed; parts limits it to the killed worker's DLQ partitions (nil: all).
+type killPoint struct {
+	committed, target map[int32]int64
+	parts             map[int32]bool
+}
+
+// duplicateWindows reads target and requires every extra copy of a redriven record to be
+// explained by a kill: acknowledged by the target before the kill (below its end then)
+// and not committed (at or above the DLQ committed offset then). It returns the number
+// of extra copies and, for each kill, how many records it left in that window.
+func duplicateWindows(t *testing.T, target string, points []killPoint) (int, []int) {
+	t.Helper()
+	type copyAt struct {
+		id     headers.Coordinates
+		target kafka.TopicPartition
+	}
+	var copies []copyAt
+	perID := map[headers.Coordinates]int{}
+	for _, m := range readAll(t, target) {
+		id := redriveID(t, m)
+		copies = append(copies, copyAt{id: id, target: m.TopicPartition})
+		perID[id]++
+	}
+	dups := len(copies) - len(perID)
+	windows := make([]int, len(points))
+	bound := 0
+	for k, pt := range points {
+		seen := map[headers.Coordinates]bool{}
+		for _, c := range copies {
+			if (pt.parts == nil || pt.parts[c.id.Partition]) && !seen[c.id] &&
+				int64(c.target.Offset) < pt.target[c.target.Partition] && c.id.Offset >= pt.committed[c.id.Partition] {
+				seen[c.id] = true
+				windows[k]++
+			}
+		}
+		bound += windows[k]
+	}
+	require.LessOrEqual(t, dups, bound, "duplicates beyond what the kills left uncommitted (windows %v)", windows)
+	return dups, windows
 }
