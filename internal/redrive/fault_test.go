@@ -193,3 +193,47 @@ func TestPostgresOutageMidRun(t *testing.T) {
 
 // pgOutage is how long TestPostgresOutageMidRun keeps PostgreSQL down.
 const pgOutage = 20 * time.Second
+
+// A second engine joins the group in the middle of a run: the first one's revocation
+// finishes its in-flight work and commits exactly what is done, so the new owners start
+// where it stopped. Nothing is lost and, without a crash, nothing is redriven twice.
+func TestRevokeMidRunCommitsWhatIsDone(t *testing.T) {
+	t.Parallel()
+	const n, partitions = 6000, 4
+	bs := testenv.KafkaBootstrap(t)
+	dlq := kafkatest.CreateTopic(t, bs, partitions, nil)
+	orders := kafkatest.CreateTopic(t, bs, partitions, nil)
+	st := storetest.New(t)
+	produce(t, dlq, seedMixed(n, orders, time.Now())...)
+
+	rc := faultRoute("revoke-", dlq)
+	first := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
+	waitAssigned(t, bs, rc.Group, 1, partitions)
+	run := runInBackground(first, rc.Name)
+	targetEnd := watermarks(t, bs, orders)
+	require.Eventually(t, func() bool { return total(targetEnd()) >= n/5 }, 2*time.Minute, 20*time.Millisecond)
+
+	second := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
+	owned := waitAssigned(t, bs, rc.Group, 2, partitions)
+	require.NoError(t, <-run, "the first run ends with what it still owns")
+	committed := committedOffsets(t, bs, dlq, rc.Group, partitions)
+	end := watermarks(t, bs, dlq)()
+	require.Eventually(t, func() bool {
+		errs := make(chan error, 2)
+		for _, e := range []*redrive.Engine{first, second} {
+			go func() { errs <- <-runInBackground(e, rc.Name) }()
+		}
+		<-errs
+		<-errs
+		got := committed()
+		for p, off := range end {
+			if got[p] < off {
+				return false
+			}
+		}
+		return true
+	}, 3*time.Minute, 100*time.Millisecond)
+	rep := requireMixedConserved(t, kcfg(t), st, dlq, rc.Group, n)
+	require.Empty(t, rep.Duplicated, "a revocation left acknowledged records uncommitted")
+	t.Logf("after the join %v; %s", owned, rep)
+}
