@@ -329,7 +329,11 @@ func (e *benchEnv) rawPipe(b *testing.B, dlq, target string) func() {
 		go func() {
 			defer close(acksDone)
 			for acked.Load() < total {
-				m, ok := (<-p.Events()).(*kafka.Message)
+				ev, open := <-p.Events()
+				if !open {
+					return // closed by the cleanup after a failure
+				}
+				m, ok := ev.(*kafka.Message)
 				if !ok {
 					continue
 				}

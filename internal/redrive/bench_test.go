@@ -84,6 +84,7 @@ func BenchmarkAllParked(b *testing.B) {
 // BenchmarkWorkerRSS: the peak resident memory (VmHWM) of the dlq-worker binary draining
 // the backlog of BenchmarkRedrive on its cron schedule, from start-up until the group
 // committed the whole DLQ. It must stay flat as the backlog grows (compare 100k and 1M).
+// Its rec/s counts from the process start, so it includes start-up and the group join.
 func BenchmarkWorkerRSS(b *testing.B) {
 	e := newBenchEnv(b)
 	target := kafkatest.CreateTopic(b, e.bootstrap, benchPartitions, nil)
