@@ -62,8 +62,9 @@ type Engine struct {
 	live     atomic.Pointer[[]*worker] // workers, for Ready and RunNow without the lock
 	cron     *cron.Cron
 	cancel   context.CancelFunc
-	loops    []chan error
-	stops    []chan struct{}
+	loops    []chan error           // nil once that loop's result is taken
+	stops    []chan context.Context // carries Stop's context: its deadline is the grace
+	closed   bool                   // every loop ended and the background goroutines too
 	bg       sync.WaitGroup
 	fatalErr error
 }
@@ -124,7 +125,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 	}
 	for _, w := range e.workers {
-		stop, done := make(chan struct{}), make(chan error, 1)
+		stop, done := make(chan context.Context, 1), make(chan error, 1)
 		e.stops, e.loops = append(e.stops, stop), append(e.loops, done)
 		e.bg.Add(1)
 		go func() {
@@ -145,7 +146,10 @@ func (e *Engine) Start(ctx context.Context) error {
 }
 
 // Stop stops the schedules, lets in-flight work finish within ctx, commits and closes.
-// Safe before Start and twice.
+// It returns when ctx ends even if a route is still closing (librdkafka's synchronous
+// commit and close wait for the group coordinator, up to the session timeout, when the
+// broker is down); that route finishes closing in the background, committing nothing
+// past what is done, and a later Stop waits for it again. Safe before Start and twice.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -153,29 +157,51 @@ func (e *Engine) Stop(ctx context.Context) error {
 }
 
 func (e *Engine) stopLocked(ctx context.Context) error {
-	if !e.started || e.stopped {
+	if !e.started || e.closed {
 		return nil
 	}
-	e.stopped = true
-	select {
-	case <-e.cron.Stop().Done(): // waits for a running trigger, which waits for its run
-	case <-ctx.Done():
+	if !e.stopped {
+		e.stopped = true
+		for _, s := range e.stops {
+			s <- ctx
+		}
+		select {
+		case <-e.cron.Stop().Done(): // waits for a scheduled trigger, which waits for its run
+		case <-ctx.Done():
+		}
+		if len(e.loops) < len(e.workers) { // Start failed half-way: close what it opened
+			for _, w := range e.workers[len(e.loops):] {
+				w.consumer.Close()
+				w.producer.Close()
+			}
+		}
 	}
 	var errs []error
-	for _, s := range e.stops {
-		close(s)
-	}
-	for _, l := range e.loops {
-		errs = append(errs, <-l)
-	}
-	if len(e.loops) < len(e.workers) { // Start failed half-way: close what it opened
-		for _, w := range e.workers[len(e.loops):] {
-			w.consumer.Close()
-			w.producer.Close()
+	open := false
+	for i, l := range e.loops {
+		if l == nil {
+			continue
+		}
+		select {
+		case err := <-l:
+			errs, e.loops[i] = append(errs, err), nil
+			continue
+		default:
+		}
+		select {
+		case err := <-l:
+			errs, e.loops[i] = append(errs, err), nil
+		case <-ctx.Done():
+			open = true
+			errs = append(errs, fmt.Errorf("route %s: still closing when the shutdown grace ran out (nothing is committed past what is done): %w",
+				e.workers[i].route.Name, ctx.Err()))
 		}
 	}
 	e.cancel()
-	e.bg.Wait()
+	if !open {
+		e.bg.Wait()
+		e.closed = true
+	}
 	return errors.Join(errs...)
 }
 

@@ -199,16 +199,17 @@ func (w *worker) unstall() {
 	}
 }
 
-// loop is the worker goroutine: it polls until stop is closed, then drains and closes.
-func (w *worker) loop(ctx context.Context, stop <-chan struct{}, done chan<- error) {
+// loop is the worker goroutine: it polls until stop delivers Stop's context, then drains
+// within that context's deadline and closes.
+func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done chan<- error) {
 	storerDone := make(chan struct{})
 	storerCtx, cancelStorer := context.WithCancel(ctx)
 	go func() { defer close(storerDone); w.storer(storerCtx) }()
 	var err error
 	for w.fatal == nil {
 		select {
-		case <-stop:
-			err = w.shutdown(ctx)
+		case sctx := <-stop:
+			err = w.shutdown(sctx)
 			cancelStorer()
 			<-storerDone
 			done <- err
