@@ -237,3 +237,51 @@ func TestRevokeMidRunCommitsWhatIsDone(t *testing.T) {
 	require.Empty(t, rep.Duplicated, "a revocation left acknowledged records uncommitted")
 	t.Logf("after the join %v; %s", owned, rep)
 }
+
+// Stop while the broker is down in the middle of a run returns when its grace runs out,
+// although librdkafka's commit and close wait for the group coordinator; the route ends
+// closing once the broker is back, and nothing is lost.
+func TestStopDuringBrokerOutageIsBounded(t *testing.T) {
+	t.Parallel()
+	const n = 6000
+	b := kafkatest.StartBroker(t)
+	bs := b.Bootstrap()
+	kc := config.Kafka{BootstrapServers: bs}
+	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
+	orders := kafkatest.CreateTopic(t, bs, 2, nil)
+	st := storetest.New(t)
+	produceTo(t, bs, dlq, seedMixed(n, orders, time.Now())...)
+	rc := faultRoute("stop-", dlq)
+	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kc}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 2)
+	run := runInBackground(e, rc.Name)
+	targetEnd := watermarks(t, bs, orders)
+	require.Eventually(t, func() bool { return total(targetEnd()) >= n/10 }, 2*time.Minute, 50*time.Millisecond)
+
+	b.Stop()
+	require.Eventually(t, ready(e, false), outage, 100*time.Millisecond)
+	const grace = 5 * time.Second
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		stopped <- e.Stop(ctx)
+	}()
+	select {
+	case err := <-stopped:
+		// Before the fix Stop took about three session timeouts (2m20s here).
+		if err != nil {
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		}
+	case <-time.After(grace + time.Minute):
+		t.Fatal("Stop ignored its grace while the broker was down")
+	}
+
+	b.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	require.NoError(t, e.Stop(ctx), "the route ends closing once the broker is back")
+	<-run // its outcome arrives once the run's last commit gave up
+	rep := requireConservedOn(t, kc, st, dlq, rc.Group)
+	t.Logf("%s", rep)
+}
