@@ -92,7 +92,7 @@ func TestDownstreamKeepsFailing(t *testing.T) {
 
 	// Every hop on the target came after its DLQ record's backoff, and each record's last
 	// hop carries retry count max_retries.
-	envelope := func(m *kafka.Message) headers.Envelope { return headers.Decode(toHeaders(m.Headers)).Envelope }
+	envelope := func(m *kafka.Message) headers.Envelope { return headers.Decode(headers.From(m.Headers)).Envelope }
 	failures := map[headers.Coordinates]headers.Envelope{}
 	for _, m := range readAll(t, dlq) {
 		failures[headers.Coordinates{Topic: dlq, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}] = envelope(m)

@@ -188,17 +188,9 @@ func total(m map[int32]int64) int64 {
 // redriveID is the DLQ coordinates a redriven record came from.
 func redriveID(t *testing.T, m *kafka.Message) headers.Coordinates {
 	t.Helper()
-	c := headers.Decode(toHeaders(m.Headers)).Envelope.RedriveID
+	c := headers.Decode(headers.From(m.Headers)).Envelope.RedriveID
 	require.NotNil(t, c, "record without a redrive id: %v", m.Headers)
 	return *c
-}
-
-func toHeaders(hs []kafka.Header) []headers.Header {
-	out := make([]headers.Header, len(hs))
-	for i, h := range hs {
-		out[i] = headers.Header(h)
-	}
-	return out
 }
 
 // waitCommitted waits until the group committed every record of the DLQ.
