@@ -39,6 +39,9 @@ func ConsumerConfig(cfg config.Kafka, group string) kafka.ConfigMap {
 	m["enable.auto.offset.store"] = false
 	m["auto.offset.reset"] = "earliest"
 	m["enable.partition.eof"] = false
+	// When the read-ahead queue fills, librdkafka (≥ 2.4) waits this long before fetching
+	// again; its 1 s default stalls a consumer that drains bursts, as the worker does.
+	m["fetch.queue.backoff.ms"] = 10
 	return m
 }
 
