@@ -99,7 +99,7 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 	}
 	w.run = r
 	w.log.Info().Int64("run_id", r.id).Int("partitions", len(r.parts)).Msg("run started")
-	if !w.throttled {
+	if !w.throttleP {
 		w.setPaused(r.parts, false)
 	}
 }
@@ -118,7 +118,7 @@ func (w *worker) progressRun(ctx context.Context) {
 			kept = append(kept, s)
 		default:
 			s.p.reading = true
-			if !w.throttled {
+			if !w.throttleP {
 				w.setPaused([]*partition{s.p}, false)
 			}
 		}

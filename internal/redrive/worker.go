@@ -24,7 +24,7 @@ import (
 // Tuning that is not worth a configuration key.
 const (
 	pollInterval   = 20 * time.Millisecond
-	storeBatchMax  = 1000
+	throttleHold   = time.Second // longest a throttle stops polling before it pauses instead
 	claimBatch     = 500
 	claimLease     = 10 * time.Minute // above message.timeout.ms: a claim outlives its produces
 	callTimeout    = 10 * time.Second // one PostgreSQL or Kafka metadata call
@@ -110,7 +110,9 @@ type worker struct {
 	batch      []parkItem
 	storing    int // batches handed to the storer and not back
 	held       *kafka.Message
-	throttled  bool
+	throttled  bool      // not taking records until in-flight work drains
+	throttleAt time.Time // when the throttle began
+	throttleP  bool      // the throttle outlasted throttleHold and paused the reading partitions
 	inFlight   int
 	topics     map[string]topicInfo
 	retries    []retry // produces waiting for a backoff
@@ -241,11 +243,29 @@ func (w *worker) step(ctx context.Context) {
 	}
 	w.storeOffsets()
 	w.e.metrics.inFlight.WithLabelValues(w.route.Name).Set(float64(w.inFlight))
+	if w.holdPolling() {
+		w.waitWork()
+		return
+	}
 	timeout := pollInterval
 	if len(w.producer.Events()) > 0 || len(w.storeOut) > 0 {
 		timeout = 0
 	}
 	w.handle(w.consumer.Poll(int(timeout / time.Millisecond)))
+}
+
+// waitWork waits for an acknowledgement, a stored batch or the poll interval, whichever
+// comes first: the loop's pause when it does not poll the consumer.
+func (w *worker) waitWork() {
+	t := time.NewTimer(pollInterval)
+	defer t.Stop()
+	select {
+	case ev := <-w.producer.Events():
+		w.onDelivery(ev)
+	case b := <-w.storeOut:
+		w.onStored(b)
+	case <-t.C:
+	}
 }
 
 func (w *worker) handle(ev kafka.Event) {
@@ -344,22 +364,45 @@ func (w *worker) processHeld() {
 	w.process(p, m)
 }
 
-// throttle pauses reading until in-flight work drains; librdkafka resumes each partition
-// right after the last record it handed us.
+// throttle stops taking records until in-flight work drains. At first the loop just stops
+// polling: librdkafka's bounded read-ahead queue fills and holds the fetcher back, and it
+// is still there when the loop takes records again. A Pause drops that queue, and after
+// Resume librdkafka fetches again only up to ~1 s later (its broker thread sleeps while no
+// partition is fetchable), which made throttled runs several times slower.
 func (w *worker) throttle() {
 	if w.throttled {
 		return
 	}
-	w.throttled = true
+	w.throttled, w.throttleAt = true, time.Now()
+}
+
+// holdPolling reports whether the loop skips polling the consumer this turn. A throttle
+// that outlasts throttleHold (PostgreSQL or the broker down) pauses the reading partitions
+// and polls again, so rebalances are served and max.poll.interval.ms is never exceeded;
+// librdkafka resumes each partition right after the last record it handed us.
+func (w *worker) holdPolling() bool {
+	if !w.throttled || w.throttleP {
+		return false
+	}
+	if time.Since(w.throttleAt) < throttleHold {
+		return true
+	}
+	w.throttleP = true
 	w.setPaused(w.readingParts(), true)
+	return false
 }
 
 func (w *worker) unthrottle() {
-	if !w.throttled || w.held != nil || w.inFlight > w.route.MaxInFlight/2 {
+	if !w.throttled || w.held != nil {
 		return
 	}
-	w.throttled = false
-	w.setPaused(w.readingParts(), false)
+	if w.throttleP {
+		if w.inFlight > w.route.MaxInFlight/2 {
+			return // half drained first, so a slow store does not pause and resume per record
+		}
+		w.setPaused(w.readingParts(), false)
+	}
+	w.throttled, w.throttleP = false, false
 }
 
 func (w *worker) readingParts() []*partition {
