@@ -125,7 +125,7 @@ func (w *worker) progressRun(ctx context.Context) {
 	}
 	r.stalledParts = kept
 	if r.phase == phaseDLQ {
-		if w.held != nil || len(r.stalledParts) > 0 || len(w.readingParts()) > 0 {
+		if w.held != nil || len(r.stalledParts) > 0 || w.anyReading() {
 			return
 		}
 		r.phase = phaseDue
@@ -234,7 +234,7 @@ func (w *worker) onClaimAck(o *claimed, ack *kafka.Message) {
 	}
 	o.c.done = append(o.c.done, store.Redriven{ID: o.rec.ID, Produced: store.Coordinates{
 		Topic: *ack.TopicPartition.Topic, Partition: ack.TopicPartition.Partition, Offset: int64(ack.TopicPartition.Offset)}})
-	w.e.metrics.redriven.WithLabelValues(w.route.Name).Inc()
+	w.redrivenCount.Inc()
 }
 
 func (w *worker) onClaimFailure(c *claimState, rec store.Record, err error) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
@@ -24,6 +25,7 @@ import (
 // Tuning that is not worth a configuration key.
 const (
 	pollInterval   = 20 * time.Millisecond
+	pollBurst      = 256         // records taken per loop turn while the consumer has them ready
 	throttleHold   = time.Second // longest a throttle stops polling before it pauses instead
 	claimBatch     = 500
 	claimLease     = 10 * time.Minute // above message.timeout.ms: a claim outlives its produces
@@ -93,6 +95,10 @@ type worker struct {
 	producer *kafka.Producer
 	limiter  *rate.Limiter // nil when unlimited
 
+	// The route's series of the per-record metrics, looked up once.
+	inFlightGauge prometheus.Gauge
+	redrivenCount prometheus.Counter
+
 	runReq  chan chan error
 	runMu   sync.Mutex // held while a run is requested or running
 	running atomic.Bool
@@ -146,6 +152,8 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		lastWarn: map[string]time.Time{},
 	}
 	w.stalled.Store("")
+	w.inFlightGauge = e.metrics.inFlight.WithLabelValues(r.Name)
+	w.redrivenCount = e.metrics.redriven.WithLabelValues(r.Name)
 	if r.RateLimit > 0 {
 		w.limiter = rate.NewLimiter(rate.Limit(r.RateLimit), max(1, int(r.RateLimit)))
 	}
@@ -242,7 +250,7 @@ func (w *worker) step(ctx context.Context) {
 		w.progressRun(ctx)
 	}
 	w.storeOffsets()
-	w.e.metrics.inFlight.WithLabelValues(w.route.Name).Set(float64(w.inFlight))
+	w.inFlightGauge.Set(float64(w.inFlight))
 	if w.holdPolling() {
 		w.waitWork()
 		return
@@ -251,7 +259,16 @@ func (w *worker) step(ctx context.Context) {
 	if len(w.producer.Events()) > 0 || len(w.storeOut) > 0 {
 		timeout = 0
 	}
-	w.handle(w.consumer.Poll(int(timeout / time.Millisecond)))
+	// Records that are ready are taken in a burst: the rest of a turn costs as much as a
+	// record, and acknowledgements wait in the producer's channel meanwhile.
+	ev := w.consumer.Poll(int(timeout / time.Millisecond))
+	for n := 1; ev != nil; n++ {
+		w.handle(ev)
+		if n == pollBurst || w.throttled || w.fatal != nil {
+			return
+		}
+		ev = w.consumer.Poll(0)
+	}
 }
 
 // waitWork waits for an acknowledgement, a stored batch or the poll interval, whichever
@@ -403,6 +420,15 @@ func (w *worker) unthrottle() {
 		w.setPaused(w.readingParts(), false)
 	}
 	w.throttled, w.throttleP = false, false
+}
+
+func (w *worker) anyReading() bool {
+	for _, p := range w.parts {
+		if p.reading {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *worker) readingParts() []*partition {
@@ -606,7 +632,7 @@ func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
 		}
 		o.part.trk.Done(int64(o.src.TopicPartition.Offset))
 		o.part.counts.redriven++
-		w.e.metrics.redriven.WithLabelValues(w.route.Name).Inc()
+		w.redrivenCount.Inc()
 		w.unstall()
 		return
 	}
