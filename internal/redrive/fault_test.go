@@ -74,6 +74,37 @@ func ready(e *redrive.Engine, want bool) func() bool {
 	return func() bool { return (e.Ready(context.Background()) == nil) == want }
 }
 
+// brokerOutageRun is a run in progress on a private broker, ready for an outage.
+type brokerOutageRun struct {
+	b       *kafkatest.Broker
+	kc      config.Kafka
+	st      *store.Store
+	dlq     string
+	rc      routes.Config
+	e       *redrive.Engine
+	outcome <-chan error
+}
+
+// startBrokerOutageRun seeds n mixed records into a DLQ on a private broker, starts an
+// engine and a run of faultRoute on it, and returns once a tenth of them reached the
+// target: the moment to inject the outage.
+func startBrokerOutageRun(t *testing.T, prefix string, n int) brokerOutageRun {
+	t.Helper()
+	r := brokerOutageRun{b: kafkatest.StartBroker(t), st: storetest.New(t)}
+	bs := r.b.Bootstrap()
+	r.kc = config.Kafka{BootstrapServers: bs}
+	r.dlq = kafkatest.CreateTopic(t, bs, 2, nil)
+	orders := kafkatest.CreateTopic(t, bs, 2, nil)
+	produceTo(t, bs, r.dlq, seedMixed(n, orders, time.Now())...)
+	r.rc = faultRoute(prefix, r.dlq)
+	r.e = startEngineWith(t, redrive.Options{Store: r.st, Kafka: r.kc}, r.rc)
+	waitAssigned(t, bs, r.rc.Group, 1, 2)
+	r.outcome = runInBackground(r.e, r.rc.Name)
+	targetEnd := watermarks(t, bs, orders)
+	require.Eventually(t, func() bool { return total(targetEnd()) >= int64(n/10) }, 2*time.Minute, 50*time.Millisecond)
+	return r
+}
+
 // outage is how long the fault tests keep a service down.
 const outage = 30 * time.Second
 
@@ -89,20 +120,8 @@ func waitOutage(from time.Time, d time.Duration) {
 func TestBrokerOutageMidRun(t *testing.T) {
 	t.Parallel()
 	const n = 6000
-	b := kafkatest.StartBroker(t)
-	bs := b.Bootstrap()
-	kc := config.Kafka{BootstrapServers: bs}
-	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
-	orders := kafkatest.CreateTopic(t, bs, 2, nil)
-	st := storetest.New(t)
-	produceTo(t, bs, dlq, seedMixed(n, orders, time.Now())...)
-
-	rc := faultRoute("broker-", dlq)
-	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kc}, rc)
-	waitAssigned(t, bs, rc.Group, 1, 2)
-	run := runInBackground(e, rc.Name)
-	targetEnd := watermarks(t, bs, orders)
-	require.Eventually(t, func() bool { return total(targetEnd()) >= n/10 }, 2*time.Minute, 50*time.Millisecond)
+	r := startBrokerOutageRun(t, "broker-", n)
+	b, bs, kc, st, dlq, rc, e, run := r.b, r.b.Bootstrap(), r.kc, r.st, r.dlq, r.rc, r.e, r.outcome
 
 	down := time.Now()
 	b.Stop()
@@ -244,19 +263,8 @@ func TestRevokeMidRunCommitsWhatIsDone(t *testing.T) {
 func TestStopDuringBrokerOutageIsBounded(t *testing.T) {
 	t.Parallel()
 	const n = 6000
-	b := kafkatest.StartBroker(t)
-	bs := b.Bootstrap()
-	kc := config.Kafka{BootstrapServers: bs}
-	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
-	orders := kafkatest.CreateTopic(t, bs, 2, nil)
-	st := storetest.New(t)
-	produceTo(t, bs, dlq, seedMixed(n, orders, time.Now())...)
-	rc := faultRoute("stop-", dlq)
-	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kc}, rc)
-	waitAssigned(t, bs, rc.Group, 1, 2)
-	run := runInBackground(e, rc.Name)
-	targetEnd := watermarks(t, bs, orders)
-	require.Eventually(t, func() bool { return total(targetEnd()) >= n/10 }, 2*time.Minute, 50*time.Millisecond)
+	r := startBrokerOutageRun(t, "stop-", n)
+	b, kc, st, dlq, rc, e, run := r.b, r.kc, r.st, r.dlq, r.rc, r.e, r.outcome
 
 	b.Stop()
 	require.Eventually(t, ready(e, false), outage, 100*time.Millisecond)
