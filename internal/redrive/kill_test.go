@@ -31,20 +31,8 @@ func TestKillNineMidRun(t *testing.T) {
 		minKills    = 5
 	)
 	bs := testenv.KafkaBootstrap(t)
-	dlq := kafkatest.CreateTopic(t, bs, partitions, nil)
-	orders := kafkatest.CreateTopic(t, bs, partitions, nil)
+	dlq, orders := seedProcessDLQ(t, bs, records, partitions, 256)
 	st, dbURL := storetest.NewWithURL(t)
-
-	msgs := make([]*kafka.Message, records)
-	for i := range msgs {
-		retry := "1"
-		if i%10 == 0 {
-			retry = "5" // exhausted: parked
-		}
-		msgs[i] = &kafka.Message{TopicPartition: kafka.TopicPartition{Partition: int32(i % partitions)}, Key: []byte(strconv.Itoa(i)),
-			Value: make([]byte, 256), Headers: []kafka.Header{hdr("retryCount", retry), hdr("originalTopic", orders)}}
-	}
-	produce(t, dlq, msgs...)
 
 	name := testenv.UniqueName("kill-")
 	group := "dlq-worker." + name
@@ -102,19 +90,8 @@ func TestInstancesTakeOverAKilledOne(t *testing.T) {
 		maxInFlight = 500
 	)
 	bs := testenv.KafkaBootstrap(t)
-	dlq := kafkatest.CreateTopic(t, bs, partitions, nil)
-	orders := kafkatest.CreateTopic(t, bs, partitions, nil)
+	dlq, orders := seedProcessDLQ(t, bs, records, partitions, 1)
 	st, dbURL := storetest.NewWithURL(t)
-	msgs := make([]*kafka.Message, records)
-	for i := range msgs {
-		retry := "1"
-		if i%10 == 0 {
-			retry = "5" // exhausted: parked
-		}
-		msgs[i] = &kafka.Message{TopicPartition: kafka.TopicPartition{Partition: int32(i % partitions)}, Key: []byte(strconv.Itoa(i)),
-			Value: []byte("v"), Headers: []kafka.Header{hdr("retryCount", retry), hdr("originalTopic", orders)}}
-	}
-	produce(t, dlq, msgs...)
 
 	name := testenv.UniqueName("multi-")
 	group := "dlq-worker." + name
@@ -153,4 +130,24 @@ func TestInstancesTakeOverAKilledOne(t *testing.T) {
 	dups, windows := duplicateWindows(t, orders, []killPoint{pt})
 	t.Logf("before the kill %v, after %v; %d duplicate copies, the killed worker's window %v (max_in_flight %d); %s",
 		owned, after, dups, windows, maxInFlight, rep)
+}
+
+// seedProcessDLQ creates a DLQ and its target topic and fills the DLQ with records
+// spread over its partitions, values of valueSize bytes, every tenth exhausted (parked),
+// the rest due.
+func seedProcessDLQ(t *testing.T, bs string, records, partitions, valueSize int) (dlq, target string) {
+	t.Helper()
+	dlq = kafkatest.CreateTopic(t, bs, partitions, nil)
+	target = kafkatest.CreateTopic(t, bs, partitions, nil)
+	msgs := make([]*kafka.Message, records)
+	for i := range msgs {
+		retry := "1"
+		if i%10 == 0 {
+			retry = "5"
+		}
+		msgs[i] = &kafka.Message{TopicPartition: kafka.TopicPartition{Partition: int32(i % partitions)}, Key: []byte(strconv.Itoa(i)),
+			Value: make([]byte, valueSize), Headers: []kafka.Header{hdr("retryCount", retry), hdr("originalTopic", target)}}
+	}
+	produce(t, dlq, msgs...)
+	return dlq, target
 }
