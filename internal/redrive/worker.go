@@ -34,6 +34,11 @@ const (
 	stallBase      = 200 * time.Millisecond
 	stallCap       = 30 * time.Second
 	commitInterval = time.Second
+	// Batches are stored by a few goroutines at once, each batch capped, so the COPYs of
+	// consecutive batches overlap instead of one large COPY at a time holding the loop
+	// back. Each storer holds one pooled connection while it writes.
+	storers       = 3
+	storeBatchMax = 2000
 )
 
 type partKey struct {
@@ -84,8 +89,8 @@ type storeBatch struct {
 }
 
 // worker runs one route: a consumer always subscribed to the route's DLQ topics (paused
-// between runs), a producer, and a storer goroutine for PostgreSQL writes. Everything but
-// the storer runs on the loop goroutine, which owns all partition state.
+// between runs), a producer, and storer goroutines for PostgreSQL writes. Everything but
+// the storers runs on the loop goroutine, which owns all partition state.
 type worker struct {
 	route route
 	e     *Engine
@@ -145,8 +150,8 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		e:        e,
 		log:      e.log.With().Str("route", r.Name).Logger(),
 		runReq:   make(chan chan error),
-		storeIn:  make(chan *storeBatch, 1),
-		storeOut: make(chan *storeBatch, 2),
+		storeIn:  make(chan *storeBatch),
+		storeOut: make(chan *storeBatch, storers),
 		parts:    map[partKey]*partition{},
 		topics:   map[string]topicInfo{},
 		lastWarn: map[string]time.Time{},
@@ -212,16 +217,18 @@ func (w *worker) unstall() {
 // loop is the worker goroutine: it polls until stop delivers Stop's context, then drains
 // within that context's deadline and closes.
 func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done chan<- error) {
-	storerDone := make(chan struct{})
+	var storersWG sync.WaitGroup
 	storerCtx, cancelStorer := context.WithCancel(ctx)
-	go func() { defer close(storerDone); w.storer(storerCtx) }()
+	for range storers {
+		storersWG.Go(func() { w.storer(storerCtx) })
+	}
 	var err error
 	for w.fatal == nil {
 		select {
 		case sctx := <-stop:
 			err = w.shutdown(sctx)
 			cancelStorer()
-			<-storerDone
+			storersWG.Wait()
 			done <- err
 			return
 		case reply := <-w.runReq:
@@ -234,7 +241,7 @@ func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done cha
 	w.e.fatal(fmt.Errorf("route %s: %w", w.route.Name, w.fatal))
 	err = errors.Join(w.fatal, w.shutdown(ctx))
 	cancelStorer()
-	<-storerDone
+	storersWG.Wait()
 	<-stop
 	done <- err
 }
@@ -669,16 +676,19 @@ func (w *worker) retryProduces() {
 	w.retries = kept
 }
 
-// flushBatch hands the records waiting for PostgreSQL to the storer when it is free.
+// flushBatch hands the records waiting for PostgreSQL to the free storers, at most
+// storeBatchMax per batch. Batches may finish out of order: the trackers commit only
+// over a contiguous done prefix.
 func (w *worker) flushBatch() {
-	if len(w.batch) == 0 {
-		return
-	}
-	select {
-	case w.storeIn <- &storeBatch{items: w.batch}:
-		w.storing++
-		w.batch = nil
-	default:
+	for len(w.batch) > 0 {
+		n := min(len(w.batch), storeBatchMax)
+		select {
+		case w.storeIn <- &storeBatch{items: w.batch[:n:n]}:
+			w.storing++
+			w.batch = w.batch[n:]
+		default:
+			return
+		}
 	}
 }
 
@@ -718,7 +728,11 @@ func (w *worker) storer(ctx context.Context) {
 			case <-time.After(min(stallBase<<min(attempt, 8), stallCap)):
 			}
 		}
-		w.storeOut <- b
+		select {
+		case w.storeOut <- b:
+		case <-ctx.Done():
+			return // the loop has stopped reading storeOut: b stays uncommitted
+		}
 	}
 }
 
