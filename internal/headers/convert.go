@@ -18,8 +18,8 @@ func From[H Shape](hs []H) []Header {
 	return out
 }
 
-// To converts a header list to another package's type.
-func To[H Shape](hs []Header) []H {
+// To converts a header list, ours or another package's, to another package's type.
+func To[H, F Shape](hs []F) []H {
 	out := make([]H, len(hs))
 	for i, h := range hs {
 		out[i] = H(h)

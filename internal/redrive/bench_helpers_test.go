@@ -102,7 +102,7 @@ func (e *benchEnv) seedDLQ(b *testing.B, retry int, target string) string {
 	for i := 0; i < e.n; i++ {
 		m := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &dlq, Partition: int32(i % benchPartitions)},
 			Key: benchKey(i), Value: benchValue, Timestamp: e.seededAt,
-			Headers: toKafka(headers.Encode(nil, e.benchEnvelope(i, retry, target), headers.DefaultEncodeOptions()))}
+			Headers: headers.To[kafka.Header](headers.Encode(nil, e.benchEnvelope(i, retry, target), headers.DefaultEncodeOptions()))}
 		for {
 			err := p.Produce(m, nil)
 			if err == nil {
@@ -124,14 +124,6 @@ func (e *benchEnv) seedDLQ(b *testing.B, retry int, target string) string {
 	}
 	b.Logf("seeded %d records of %d B into %s in %s", e.n, benchValueSize, dlq, time.Since(start).Round(time.Millisecond))
 	return dlq
-}
-
-func toKafka(hs []headers.Header) []kafka.Header {
-	out := make([]kafka.Header, len(hs))
-	for i, h := range hs {
-		out[i] = kafka.Header(h)
-	}
-	return out
 }
 
 // highWatermarks returns the high watermark of each partition of topic.

@@ -489,7 +489,7 @@ func (w *worker) rewind(m *kafka.Message) {
 func (w *worker) process(p *partition, m *kafka.Message) {
 	now := w.e.clock()
 	from := headers.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)}
-	dec := headers.Decode(toHeaders(m.Headers))
+	dec := headers.Decode(headers.From(m.Headers))
 	d := w.route.classify(dec, from, m.Timestamp, now)
 	if d.act == actRedrive {
 		target, ok, err := w.target(dec.Envelope.OriginalTopic, dec.Envelope.OriginalPartition, m.Key)
@@ -507,7 +507,7 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 			pm := &kafka.Message{
 				TopicPartition: kafka.TopicPartition{Topic: &dec.Envelope.OriginalTopic, Partition: target},
 				Key:            m.Key, Value: m.Value, Timestamp: m.Timestamp,
-				Headers: toKafkaHeaders(headers.Encode(dec.Raw, dec.Envelope.Redriven(from, now), w.route.encodeOpts)),
+				Headers: headers.To[kafka.Header](headers.Encode(dec.Raw, dec.Envelope.Redriven(from, now), w.route.encodeOpts)),
 				Opaque:  &inflight{part: p, src: m, env: dec.Envelope},
 			}
 			if err := w.producer.Produce(pm, nil); err != nil {
@@ -549,7 +549,7 @@ func (w *worker) enqueueStore(p *partition, m *kafka.Message, env headers.Envelo
 	rec := store.NewRecord{
 		DLQ:    store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)},
 		Origin: store.Origin{Topic: env.OriginalTopic, Partition: env.OriginalPartition, Offset: env.OriginalOffset, Timestamp: env.OriginalTimestamp},
-		Key:    m.Key, Value: m.Value, Headers: toStoreHeaders(m.Headers), Timestamp: m.Timestamp,
+		Key:    m.Key, Value: m.Value, Headers: headers.To[store.Header](m.Headers), Timestamp: m.Timestamp,
 		RetryCount: env.RetryCount, ErrorClass: env.ErrorClass, ErrorMessage: env.ErrorMessage,
 		Reason: d.reason, Route: w.route.Name, Status: store.StatusParked,
 	}
@@ -815,30 +815,6 @@ func (w *worker) commitNow(ps []*partition) error {
 		return nil
 	}
 	return err
-}
-
-func toHeaders(hs []kafka.Header) []headers.Header {
-	out := make([]headers.Header, len(hs))
-	for i, h := range hs {
-		out[i] = headers.Header(h)
-	}
-	return out
-}
-
-func toKafkaHeaders(hs []headers.Header) []kafka.Header {
-	out := make([]kafka.Header, len(hs))
-	for i, h := range hs {
-		out[i] = kafka.Header(h)
-	}
-	return out
-}
-
-func toStoreHeaders(hs []kafka.Header) []store.Header {
-	out := make([]store.Header, len(hs))
-	for i, h := range hs {
-		out[i] = store.Header(h)
-	}
-	return out
 }
 
 func partitionLabel(p int32) string { return strconv.FormatInt(int64(p), 10) }
