@@ -13,7 +13,6 @@ import (
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/daemon"
-	"github.com/dlqops/dlq/internal/ops"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -61,16 +60,12 @@ func newRoot(cf *clientFlags) *cobra.Command {
 }
 
 func serve(ctx context.Context, cfg *config.Admin) error {
-	log := daemon.Logger(cfg.Log, "dlq-admin")
-	srv := ops.New(log)
-	if err := daemon.MigrateOnStart(ctx, cfg.Database, log); err != nil {
-		return err
-	}
-	pool, err := daemon.OpenPool(ctx, cfg.Database, srv)
+	base, err := daemon.Start(ctx, "dlq-admin", cfg.Log, cfg.Database)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer base.Pool.Close()
+	log, srv, pool := base.Log, base.Ops, base.Pool
 	authn, err := auth.New(cfg.Tokens)
 	if err != nil {
 		return err

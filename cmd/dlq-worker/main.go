@@ -15,7 +15,6 @@ import (
 	"github.com/dlqops/dlq/internal/daemon"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/kafkaclient"
-	"github.com/dlqops/dlq/internal/ops"
 	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/redrive/audit"
 	"github.com/dlqops/dlq/internal/store"
@@ -60,16 +59,12 @@ func main() {
 }
 
 func run(ctx context.Context, cfg *config.Worker) error {
-	log := daemon.Logger(cfg.Log, "dlq-worker")
-	srv := ops.New(log)
-	if err := daemon.MigrateOnStart(ctx, cfg.Database, log); err != nil {
-		return err
-	}
-	pool, err := daemon.OpenPool(ctx, cfg.Database, srv)
+	base, err := daemon.Start(ctx, "dlq-worker", cfg.Log, cfg.Database)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer base.Pool.Close()
+	log, srv, pool := base.Log, base.Ops, base.Pool
 	admin, err := kafka.NewAdminClient(ptr(kafkaclient.AdminConfig(cfg.Kafka)))
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
