@@ -38,6 +38,16 @@ func (f *clientFlags) client() (*adminclient.Client, error) {
 	return adminclient.New(f.url, f.token, f.http), nil
 }
 
+// clientForID is client plus the record or job id of the command line.
+func (f *clientFlags) clientForID(arg string) (*adminclient.Client, int64, error) {
+	id, err := parseID(arg)
+	if err != nil {
+		return nil, 0, err
+	}
+	c, err := f.client()
+	return c, id, err
+}
+
 // print writes v as JSON, or calls table.
 func (f *clientFlags) print(w io.Writer, v any, table func(*tabwriter.Writer)) error {
 	if f.output == "json" {
@@ -188,11 +198,7 @@ func showCommand(f *clientFlags) *cobra.Command {
 		Short: "Show one record: key, value, headers and their reading",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			id, err := parseID(args[0])
+			c, id, err := f.clientForID(args[0])
 			if err != nil {
 				return err
 			}
@@ -233,11 +239,7 @@ func replayCommand(f *clientFlags) *cobra.Command {
 		Short: "Replay one record (dlq-worker produces it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			id, err := parseID(args[0])
+			c, id, err := f.clientForID(args[0])
 			if err != nil {
 				return err
 			}
@@ -267,11 +269,7 @@ func discardCommand(f *clientFlags) *cobra.Command {
 		Short: "Discard one parked or scheduled record",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			id, err := parseID(args[0])
+			c, id, err := f.clientForID(args[0])
 			if err != nil {
 				return err
 			}
@@ -400,11 +398,7 @@ func jobsCommand(f *clientFlags) *cobra.Command {
 			Short: name + " one job",
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := f.client()
-				if err != nil {
-					return err
-				}
-				id, err := parseID(args[0])
+				c, id, err := f.clientForID(args[0])
 				if err != nil {
 					return err
 				}
