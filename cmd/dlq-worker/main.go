@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/spf13/cobra"
@@ -59,6 +60,9 @@ func main() {
 }
 
 func run(ctx context.Context, cfg *config.Worker) error {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(cfg.MemoryLimitMiB << 20)
+	}
 	base, err := daemon.Start(ctx, "dlq-worker", cfg.Log, cfg.Database)
 	if err != nil {
 		return err

@@ -17,6 +17,10 @@ type Worker struct {
 	Database      Database      `yaml:"database"`
 	Kafka         Kafka         `yaml:"kafka"`
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// MemoryLimitMiB is the Go runtime's soft memory limit: the garbage collector works
+	// harder near it instead of letting the heap double, which keeps the worker's peak
+	// RSS flat as a backlog grows. GOMEMLIMIT in the environment wins.
+	MemoryLimitMiB int64 `yaml:"memory_limit_mib"`
 	// Routes are the redrive routes (see the routes package for every key).
 	Routes []routes.Config `yaml:"routes"`
 }
@@ -34,12 +38,19 @@ func (w *Worker) WithDefaults() {
 	if w.ShutdownGrace == 0 {
 		w.ShutdownGrace = 30 * time.Second
 	}
+	if w.MemoryLimitMiB == 0 {
+		w.MemoryLimitMiB = 160
+	}
 }
 
 // Validate implements Validatable.
 func (w *Worker) Validate() error {
+	var mem error
+	if w.MemoryLimitMiB < 32 {
+		mem = fmt.Errorf("memory_limit_mib: must be at least 32, got %d", w.MemoryLimitMiB)
+	}
 	return errors.Join(w.Log.Validate(), w.HTTP.Validate(), w.Database.Validate(), w.Kafka.Validate(),
-		ValidateGrace(w.ShutdownGrace), routes.ValidateAll(w.Routes))
+		ValidateGrace(w.ShutdownGrace), mem, routes.ValidateAll(w.Routes))
 }
 
 // Admin is dlq-admin's configuration (environment prefix DLQ_ADMIN_).
