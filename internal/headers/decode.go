@@ -110,8 +110,8 @@ var (
 	errTime      = errors.New("not an RFC 3339 timestamp")
 )
 
-type decoder struct {
-	hs   []Header
+type decoder[H Shape] struct {
+	hs   []H
 	last [len(conventions)][numFields]int // 1-based index of the last occurrence, 0 when absent
 	d    Decoded
 }
@@ -119,10 +119,23 @@ type decoder struct {
 // Decode reads the envelope from hs. It never fails: problems and warnings
 // are part of the result.
 func Decode(hs []Header) Decoded {
-	dec := decoder{hs: hs}
-	dec.d.Raw = hs
+	d := decode(hs)
+	d.Raw = hs
+	return d
+}
+
+// DecodeOf is Decode for another package's header type (kafka.Header, the
+// store's Header), without converting the list first. Raw is nil: the caller
+// has its input.
+func DecodeOf[H Shape](hs []H) Decoded {
+	return decode(hs)
+}
+
+func decode[H Shape](hs []H) Decoded {
+	dec := decoder[H]{hs: hs}
 	var dup [len(conventions)][numFields]bool
-	for i, h := range hs {
+	for i := range hs {
+		h := Header(hs[i])
 		s, ok := index[h.Key]
 		if !ok {
 			continue
@@ -158,22 +171,22 @@ func Decode(hs []Header) Decoded {
 	return dec.d
 }
 
-func (dec *decoder) value(c int, f field) ([]byte, bool) {
+func (dec *decoder[H]) value(c int, f field) ([]byte, bool) {
 	i := dec.last[c][f]
 	if i == 0 {
 		return nil, false
 	}
-	return dec.hs[i-1].Value, true
+	return Header(dec.hs[i-1]).Value, true
 }
 
-func (dec *decoder) key(c int, f field) string { return conventions[c].keys[f] }
+func (dec *decoder[H]) key(c int, f field) string { return conventions[c].keys[f] }
 
-func (dec *decoder) warn(key, msg string) {
+func (dec *decoder[H]) warn(key, msg string) {
 	dec.d.Warnings = append(dec.d.Warnings, key+": "+msg)
 }
 
 // first returns the first convention in precedence order that has f.
-func (dec *decoder) first(f field) (int, bool) {
+func (dec *decoder[H]) first(f field) (int, bool) {
 	for c := range conventions {
 		if dec.last[c][f] != 0 {
 			return c, true
@@ -183,7 +196,7 @@ func (dec *decoder) first(f field) (int, bool) {
 }
 
 // firstNonEmpty is first for text fields, where an empty value counts as absent.
-func (dec *decoder) firstNonEmpty(f field) (int, bool) {
+func (dec *decoder[H]) firstNonEmpty(f field) (int, bool) {
 	for c := range conventions {
 		if v, ok := dec.value(c, f); ok && len(v) > 0 {
 			return c, true
@@ -192,19 +205,19 @@ func (dec *decoder) firstNonEmpty(f field) (int, bool) {
 	return 0, false
 }
 
-func (dec *decoder) firstText(f field) string {
+func (dec *decoder[H]) firstText(f field) string {
 	if c, ok := dec.firstNonEmpty(f); ok {
 		return dec.text(c, f)
 	}
 	return ""
 }
 
-func (dec *decoder) text(c int, f field) string {
+func (dec *decoder[H]) text(c int, f field) string {
 	v, _ := dec.value(c, f)
 	return text(string(v))
 }
 
-func (dec *decoder) retryCount() *Problem {
+func (dec *decoder[H]) retryCount() *Problem {
 	c, ok := dec.first(fRetry)
 	if !ok {
 		return nil
@@ -223,7 +236,7 @@ func (dec *decoder) retryCount() *Problem {
 
 // routing takes topic, partition, offset and timestamp from one convention,
 // so a record is never routed with coordinates from two different writers.
-func (dec *decoder) routing() {
+func (dec *decoder[H]) routing() {
 	e := &dec.d.Envelope
 	e.OriginalPartition, e.OriginalOffset = -1, -1
 	c, ok := dec.firstNonEmpty(fTopic)
@@ -246,7 +259,7 @@ func (dec *decoder) routing() {
 }
 
 // nonNegative parses an optional number; a malformed one is a warning.
-func (dec *decoder) nonNegative(c int, f field, bits int) (int64, bool) {
+func (dec *decoder[H]) nonNegative(c int, f field, bits int) (int64, bool) {
 	v, ok := dec.value(c, f)
 	if !ok {
 		return 0, false
@@ -264,7 +277,7 @@ func (dec *decoder) nonNegative(c int, f field, bits int) (int64, bool) {
 
 // time reads an optional timestamp: RFC 3339 in our headers, unix
 // milliseconds in foreign ones. A malformed one is a warning.
-func (dec *decoder) time(c int, f field) time.Time {
+func (dec *decoder[H]) time(c int, f field) time.Time {
 	v, ok := dec.value(c, f)
 	if !ok {
 		return time.Time{}
@@ -288,7 +301,7 @@ func (dec *decoder) time(c int, f field) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-func (dec *decoder) redriveID() *Coordinates {
+func (dec *decoder[H]) redriveID() *Coordinates {
 	v, ok := dec.value(ours, fRedrive)
 	if !ok {
 		return nil
@@ -306,7 +319,7 @@ func (dec *decoder) redriveID() *Coordinates {
 	return nil
 }
 
-func (dec *decoder) parseInt(c int, f field, v []byte, bits int) (int64, error) {
+func (dec *decoder[H]) parseInt(c int, f field, v []byte, bits int) (int64, error) {
 	if conventions[c].binary && len(v) >= binMin[f] && len(v) <= bits/8 && !allDigits(v) {
 		n := int64(int8(v[0])) // sign-extend: Java numbers are two's complement
 		for _, b := range v[1:] {

@@ -51,30 +51,50 @@ func canonical(key string) bool {
 // (empty, -1, zero time, nil) are not written; text is bounded by MaxTextBytes.
 // Convention and NotBefore are decode-side facts and are not written.
 func Encode(hs []Header, e Envelope, opts EncodeOptions) []Header {
-	out := make([]Header, 0, len(hs)+int(numFields))
-	for _, h := range hs {
-		if !canonical(h.Key) && !opts.strips(h.Key) {
-			out = append(out, h)
-		}
-	}
-	return appendCanonical(out, e)
+	return EncodeAs[Header](hs, e, opts)
 }
 
-// appendCanonical writes all our values into one buffer, so a hop costs a
-// constant number of allocations however many fields are set.
-func appendCanonical(out []Header, e Envelope) []Header {
-	type entry struct {
-		key string
-		end int
+// EncodeAs is Encode for other packages' header types: it reads hs of one
+// header type and returns the list as another (kafka.Header, the store's
+// Header), so no conversion copies the list on either side.
+func EncodeAs[H, F Shape](hs []F, e Envelope, opts EncodeOptions) []H {
+	var c canonicalValues
+	c.encode(e)
+	out := make([]H, 0, len(hs)+c.n)
+	for i := range hs {
+		if h := Header(hs[i]); !canonical(h.Key) && !opts.strips(h.Key) {
+			out = append(out, H(h))
+		}
 	}
-	var (
-		entries [numFields]entry
-		n       int
-	)
+	start := 0
+	for _, en := range c.entries[:c.n] {
+		// Full slice expressions: a caller appending to one value must not
+		// overwrite the next.
+		out = append(out, H(Header{Key: en.key, Value: c.buf[start:en.end:en.end]}))
+		start = en.end
+	}
+	return out
+}
+
+type canonicalEntry struct {
+	key string
+	end int // end of the value in canonicalValues.buf
+}
+
+type canonicalValues struct {
+	buf     []byte
+	entries [numFields]canonicalEntry
+	n       int
+}
+
+// encode writes all our values into one buffer, so a hop costs a constant
+// number of allocations however many fields are set.
+func (c *canonicalValues) encode(e Envelope) {
+	entries, n := &c.entries, &c.n
 	buf := make([]byte, 0, 256+len(e.OriginalTopic)+len(e.ErrorClass)+len(e.ErrorMessage))
 	add := func(key string) {
-		entries[n] = entry{key, len(buf)}
-		n++
+		entries[*n] = canonicalEntry{key, len(buf)}
+		*n++
 	}
 	addText := func(key, s string) {
 		if s != "" {
@@ -84,7 +104,7 @@ func appendCanonical(out []Header, e Envelope) []Header {
 	}
 	addTime := func(key string, t time.Time) {
 		if !t.IsZero() {
-			buf = t.UTC().AppendFormat(buf, TimeLayout)
+			buf = appendTime(buf, t)
 			add(key)
 		}
 	}
@@ -118,13 +138,28 @@ func appendCanonical(out []Header, e Envelope) []Header {
 		addText(KeyReplayJob, r.JobID)
 		addText(KeyReplayID, r.ReplayID)
 	}
+	c.buf = buf
+}
 
-	start := 0
-	for _, en := range entries[:n] {
-		// Full slice expressions: a caller appending to one value must not
-		// overwrite the next.
-		out = append(out, Header{Key: en.key, Value: buf[start:en.end:en.end]})
-		start = en.end
+// appendTime appends t.UTC().AppendFormat(buf, TimeLayout), formatting the
+// fixed layout directly for the years it covers (0 to 9999).
+func appendTime(buf []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(buf, TimeLayout)
 	}
-	return out
+	hour, minute, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6 // truncated, as the layout's .000 does
+	buf = append(buf, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-')
+	buf = appendTwo(buf, int(month), '-')
+	buf = appendTwo(buf, day, 'T')
+	buf = appendTwo(buf, hour, ':')
+	buf = appendTwo(buf, minute, ':')
+	buf = appendTwo(buf, sec, '.')
+	return append(buf, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
+func appendTwo(buf []byte, n int, sep byte) []byte {
+	return append(buf, byte('0'+n/10), byte('0'+n%10), sep)
 }

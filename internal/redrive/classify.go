@@ -1,7 +1,6 @@
 package redrive
 
 import (
-	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -57,9 +56,19 @@ func (r *route) classify(d headers.Decoded, from headers.Coordinates, recordTime
 // jitterDraw is a uniform draw in [0, 1) fixed by the record's DLQ position, so that a
 // record read twice (after a crash) gets the same due time.
 func jitterDraw(c headers.Coordinates) float64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(c.Topic))
-	_, _ = h.Write([]byte{byte(c.Partition >> 24), byte(c.Partition >> 16), byte(c.Partition >> 8), byte(c.Partition)})
-	_, _ = h.Write([]byte(strconv.FormatInt(c.Offset, 10)))
-	return float64(h.Sum64()>>11) / (1 << 53)
+	// FNV-1a (64 bits) of the topic, the big-endian partition and the decimal offset,
+	// inlined so that a draw does not allocate.
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
+	for i := 0; i < len(c.Topic); i++ {
+		h = (h ^ uint64(c.Topic[i])) * prime64
+	}
+	for _, b := range [4]byte{byte(c.Partition >> 24), byte(c.Partition >> 16), byte(c.Partition >> 8), byte(c.Partition)} {
+		h = (h ^ uint64(b)) * prime64
+	}
+	var buf [20]byte
+	for _, b := range strconv.AppendInt(buf[:0], c.Offset, 10) {
+		h = (h ^ uint64(b)) * prime64
+	}
+	return float64(h>>11) / (1 << 53)
 }

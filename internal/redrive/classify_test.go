@@ -1,6 +1,8 @@
 package redrive
 
 import (
+	"hash/fnv"
+	"strconv"
 	"testing"
 	"time"
 
@@ -73,3 +75,15 @@ func TestJitterIsStablePerRecord(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// jitterDraw must keep drawing what hash/fnv gave: due times of stored records depend on it.
+func TestJitterDrawMatchesFNV(t *testing.T) {
+	for _, c := range []headers.Coordinates{{}, {Topic: "dlq.orders", Partition: 7, Offset: 123456789},
+		{Topic: "t", Partition: -1, Offset: -5}, {Topic: "x_y-Z", Partition: 1 << 30, Offset: 1<<63 - 1}} {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(c.Topic))
+		_, _ = h.Write([]byte{byte(c.Partition >> 24), byte(c.Partition >> 16), byte(c.Partition >> 8), byte(c.Partition)})
+		_, _ = h.Write([]byte(strconv.FormatInt(c.Offset, 10)))
+		require.Equal(t, float64(h.Sum64()>>11)/(1<<53), jitterDraw(c), "%+v", c)
+	}
+}

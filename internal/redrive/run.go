@@ -194,7 +194,7 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 }
 
 func (w *worker) produceClaimed(c *claimState, rec store.Record) {
-	dec := headers.Decode(headers.From(rec.Headers))
+	dec := headers.DecodeOf(rec.Headers)
 	from := headers.Coordinates{Topic: rec.DLQ.Topic, Partition: rec.DLQ.Partition, Offset: rec.DLQ.Offset}
 	if !w.route.allows(rec.Origin.Topic) {
 		c.park[ReasonTargetNotAllowed] = append(c.park[ReasonTargetNotAllowed], rec.ID)
@@ -214,7 +214,7 @@ func (w *worker) produceClaimed(c *claimState, rec store.Record) {
 	pm := &kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: target},
 		Key:            rec.Key, Value: rec.Value, Timestamp: rec.Timestamp,
-		Headers: headers.To[kafka.Header](headers.Encode(dec.Raw, dec.Envelope.Redriven(from, w.e.clock()), w.route.encodeOpts)),
+		Headers: headers.EncodeAs[kafka.Header](rec.Headers, dec.Envelope.Redriven(from, w.e.clock()), w.route.encodeOpts),
 		Opaque:  &claimed{c: c, rec: rec},
 	}
 	if err := w.producer.Produce(pm, nil); err != nil {

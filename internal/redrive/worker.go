@@ -323,6 +323,14 @@ func (w *worker) noteKafkaError(err kafka.Error) {
 	}
 }
 
+// kafkaUp clears kafkaDown; it runs on the loop, the only goroutine that sets it, so it
+// reads first and spares every record an atomic write.
+func (w *worker) kafkaUp() {
+	if w.kafkaDown.Load() {
+		w.kafkaDown.Store(false)
+	}
+}
+
 // kafkaReady is the readiness of the route's Kafka side; it runs outside the loop.
 func (w *worker) kafkaReady(ctx context.Context) error {
 	if !w.kafkaDown.Load() {
@@ -341,7 +349,7 @@ func (w *worker) kafkaReady(ctx context.Context) error {
 
 // onMessage takes one DLQ record from the consumer.
 func (w *worker) onMessage(m *kafka.Message) {
-	w.kafkaDown.Store(false)
+	w.kafkaUp()
 	p := w.parts[partKey{*m.TopicPartition.Topic, m.TopicPartition.Partition}]
 	if p == nil || !p.reading || int64(m.TopicPartition.Offset) >= p.hw || w.held != nil {
 		// Not ours to process now (a message fetched just before a pause): rewind so that
@@ -489,7 +497,7 @@ func (w *worker) rewind(m *kafka.Message) {
 func (w *worker) process(p *partition, m *kafka.Message) {
 	now := w.e.clock()
 	from := headers.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)}
-	dec := headers.Decode(headers.From(m.Headers))
+	dec := headers.DecodeOf(m.Headers)
 	d := w.route.classify(dec, from, m.Timestamp, now)
 	if d.act == actRedrive {
 		target, ok, err := w.target(dec.Envelope.OriginalTopic, dec.Envelope.OriginalPartition, m.Key)
@@ -504,13 +512,16 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 		case !ok:
 			d = decision{act: actPark, reason: store.ReasonUnknownTopic, detail: "topic " + dec.Envelope.OriginalTopic + " does not exist"}
 		default:
-			pm := &kafka.Message{
-				TopicPartition: kafka.TopicPartition{Topic: &dec.Envelope.OriginalTopic, Partition: target},
+			// Produce copies the message into librdkafka and keeps only the Opaque, so
+			// the message itself is not allocated; the topic lives in the Opaque.
+			o := &inflight{part: p, src: m, env: dec.Envelope}
+			pm := kafka.Message{
+				TopicPartition: kafka.TopicPartition{Topic: &o.env.OriginalTopic, Partition: target},
 				Key:            m.Key, Value: m.Value, Timestamp: m.Timestamp,
-				Headers: headers.To[kafka.Header](headers.Encode(dec.Raw, dec.Envelope.Redriven(from, now), w.route.encodeOpts)),
-				Opaque:  &inflight{part: p, src: m, env: dec.Envelope},
+				Headers: headers.EncodeAs[kafka.Header](m.Headers, dec.Envelope.Redriven(from, now), w.route.encodeOpts),
+				Opaque:  o,
 			}
-			if err := w.producer.Produce(pm, nil); err != nil {
+			if err := w.producer.Produce(&pm, nil); err != nil {
 				f, reason := classifyProduceError(err)
 				if f != failPermanent {
 					w.stall("produce", err, "produce refused; partition stalled")
@@ -632,7 +643,7 @@ func (w *worker) onDelivery(ev kafka.Event) {
 func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
 	err := ack.TopicPartition.Error
 	if err == nil {
-		w.kafkaDown.Store(false)
+		w.kafkaUp()
 		w.inFlight--
 		if o.part.gone {
 			return
