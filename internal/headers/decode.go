@@ -283,7 +283,7 @@ func (dec *decoder[H]) time(c int, f field) time.Time {
 		return time.Time{}
 	}
 	if c == ours {
-		t, err := time.Parse(time.RFC3339Nano, string(v))
+		t, err := parseTime(v)
 		if t = t.UTC().Truncate(time.Millisecond); err != nil || t.Year() < 0 || t.Year() > 9999 {
 			dec.warn(dec.key(c, f), errTime.Error()+": "+quote(v))
 			return time.Time{}
@@ -391,4 +391,31 @@ func quote(v []byte) string {
 		return strconv.Quote(string(v[:max])) + "..."
 	}
 	return strconv.Quote(string(v))
+}
+
+// parseTime is time.Parse(time.RFC3339Nano, string(v)), reading TimeLayout,
+// which is how we write timestamps, directly and without allocating.
+func parseTime(v []byte) (time.Time, error) {
+	if len(v) == len(TimeLayout) && v[4] == '-' && v[7] == '-' && v[10] == 'T' && v[13] == ':' &&
+		v[16] == ':' && v[19] == '.' && v[23] == 'Z' {
+		n := func(i, j int) int {
+			x := 0
+			for _, c := range v[i:j] {
+				if c < '0' || c > '9' {
+					return -1
+				}
+				x = x*10 + int(c-'0')
+			}
+			return x
+		}
+		year, month, day, hour, minute, sec, ms := n(0, 4), n(5, 7), n(8, 10), n(11, 13), n(14, 16), n(17, 19), n(20, 23)
+		if year >= 0 && month >= 1 && month <= 12 && day >= 1 && hour >= 0 && hour <= 23 &&
+			minute >= 0 && minute <= 59 && sec >= 0 && sec <= 59 && ms >= 0 {
+			// time.Date normalizes an out-of-range day: that one is left to time.Parse.
+			if t := time.Date(year, time.Month(month), day, hour, minute, sec, ms*1e6, time.UTC); t.Day() == day {
+				return t, nil
+			}
+		}
+	}
+	return time.Parse(time.RFC3339Nano, string(v))
 }

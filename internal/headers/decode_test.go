@@ -3,10 +3,12 @@ package headers
 import (
 	"encoding/hex"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -155,4 +157,26 @@ func TestValidTopicName(t *testing.T) {
 func TestProblemIsAnError(t *testing.T) {
 	var err error = &Problem{Reason: ReasonUnroutable, Detail: "no original topic header"}
 	require.EqualError(t, err, "unroutable: no original topic header")
+}
+
+func TestParseTimeMatchesTimeParse(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	inputs := []string{"", "2026-02-29T00:00:00.000Z", "2024-02-29T00:00:00.000Z", "2026-04-31T00:00:00.000Z",
+		"2026-13-01T00:00:00.000Z", "2026-00-01T00:00:00.000Z", "2026-01-00T00:00:00.000Z", "2026-01-01T24:00:00.000Z",
+		"2026-01-01T23:60:00.000Z", "2026-01-01T23:59:60.000Z", "0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z",
+		"2026-01-01T00:00:00.000+01:00", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.1234Z", "2026-01-01t00:00:00.000Z",
+		"-026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.-00Z", "+026-01-01T00:00:00.000Z"}
+	for range 5000 {
+		b := []byte(time.UnixMilli(r.Int64N(maxMillis)).UTC().Format(TimeLayout))
+		inputs = append(inputs, string(b))
+		b[r.IntN(len(b))] = "0123456789-:.TZ+x "[r.IntN(18)]
+		inputs = append(inputs, string(b))
+	}
+	for _, in := range inputs {
+		want, wantErr := time.Parse(time.RFC3339Nano, in)
+		got, err := parseTime([]byte(in))
+		require.Equal(t, wantErr == nil, err == nil, "%q", in)
+		require.True(t, want.Equal(got), "%q: %v, want %v", in, got, want)
+		require.Equal(t, want.UTC(), got.UTC(), "%q", in)
+	}
 }
