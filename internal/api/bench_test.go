@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv"
 )
 
 // BenchmarkListEndpoint: GET /v1/records (a page of 50, authenticated, JSON) out of
@@ -21,14 +21,7 @@ import (
 // same keyset SELECT issued raw with pgx. Reports p50/p99 latency.
 func BenchmarkListEndpoint(b *testing.B) {
 	ctx := context.Background()
-	rows := 1_000_000
-	if v := os.Getenv("DLQ_BENCH_ROWS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1000 {
-			b.Fatalf("DLQ_BENCH_ROWS=%q: want a number >= 1000", v)
-		}
-		rows = n
-	}
+	rows := testenv.BenchSize(b, "DLQ_BENCH_ROWS", 1_000_000, 10_000)
 	st, url := storetest.NewWithURL(b)
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {

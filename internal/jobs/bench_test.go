@@ -3,8 +3,6 @@ package jobs_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -26,13 +24,7 @@ import (
 // rows page by page and produces them with the same producer settings, tracking nothing.
 func BenchmarkBulkReplay(b *testing.B) {
 	ctx := context.Background()
-	n := 100_000
-	if v := os.Getenv("DLQ_BENCH_RECORDS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			b.Fatalf("DLQ_BENCH_RECORDS=%q: want a positive number", v)
-		}
-	}
+	n := testenv.BenchSize(b, "DLQ_BENCH_RECORDS", 100_000, 1)
 	bootstrap := testenv.KafkaBootstrap(b)
 	st, url := storetest.NewWithURL(b)
 	pool, err := pgxpool.New(ctx, url)

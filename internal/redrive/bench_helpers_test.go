@@ -46,13 +46,7 @@ type benchEnv struct {
 }
 
 func newBenchEnv(b *testing.B) *benchEnv {
-	n := 1_000_000
-	if v := os.Getenv("DLQ_BENCH_RECORDS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			b.Fatalf("DLQ_BENCH_RECORDS=%q: want a positive number", v)
-		}
-	}
+	n := testenv.BenchSize(b, "DLQ_BENCH_RECORDS", 1_000_000, 1)
 	bs := testenv.KafkaBootstrap(b)
 	return &benchEnv{bootstrap: bs, kafka: config.Kafka{BootstrapServers: bs}, admin: kafkatest.Admin(b, bs), n: n,
 		seededAt: time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)}

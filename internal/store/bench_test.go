@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv"
 )
 
 // Each benchmark runs our store and a raw pgx baseline doing the same work in the same run,
@@ -103,14 +102,7 @@ func benchPark(b *testing.B, withLedger bool) {
 // page and a deep one under a filter, against the same indexed SELECT issued raw.
 func BenchmarkList(b *testing.B) {
 	ctx := context.Background()
-	rows := 1_000_000
-	if v := os.Getenv("DLQ_BENCH_ROWS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1000 {
-			b.Fatalf("DLQ_BENCH_ROWS=%q: want a number >= 1000", v)
-		}
-		rows = n
-	}
+	rows := testenv.BenchSize(b, "DLQ_BENCH_ROWS", 1_000_000, 10_000)
 	s, url := storetest.NewWithURL(b)
 	pool := openPool(b, url)
 	start := time.Now()

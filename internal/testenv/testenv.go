@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,4 +91,19 @@ func WithSearchPath(t testing.TB, connString, schema string) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// BenchSize returns the benchmark size named by the environment variable name, or def
+// when it is unset; a value that is not a number of at least min fails the benchmark.
+func BenchSize(b testing.TB, name string, def, min int) int {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min {
+		b.Fatalf("%s=%q: want a number >= %d", name, v, min)
+	}
+	return n
 }
