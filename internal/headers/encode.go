@@ -58,22 +58,34 @@ func Encode(hs []Header, e Envelope, opts EncodeOptions) []Header {
 // header type and returns the list as another (kafka.Header, the store's
 // Header), so no conversion copies the list on either side.
 func EncodeAs[H, F Shape](hs []F, e Envelope, opts EncodeOptions) []H {
-	var c canonicalValues
+	var s Scratch
+	return AppendEncoded(make([]H, 0, len(hs)+int(numFields)), &s, hs, e, opts)
+}
+
+// Scratch is the buffer AppendEncoded writes our header values into; its zero
+// value is ready to use.
+type Scratch struct{ c canonicalValues }
+
+// AppendEncoded is EncodeAs appending the list to dst and writing our values
+// into s, both reused from call to call: the result is valid only until s is
+// used again. It is for hot loops whose consumer copies the headers before the
+// next record, as a Kafka producer does.
+func AppendEncoded[H, F Shape](dst []H, s *Scratch, hs []F, e Envelope, opts EncodeOptions) []H {
+	c := &s.c
 	c.encode(e)
-	out := make([]H, 0, len(hs)+c.n)
 	for i := range hs {
 		if h := Header(hs[i]); !canonical(h.Key) && !opts.strips(h.Key) {
-			out = append(out, H(h))
+			dst = append(dst, H(h))
 		}
 	}
 	start := 0
 	for _, en := range c.entries[:c.n] {
 		// Full slice expressions: a caller appending to one value must not
 		// overwrite the next.
-		out = append(out, H(Header{Key: en.key, Value: c.buf[start:en.end:en.end]}))
+		dst = append(dst, H(Header{Key: en.key, Value: c.buf[start:en.end:en.end]}))
 		start = en.end
 	}
-	return out
+	return dst
 }
 
 type canonicalEntry struct {
@@ -87,11 +99,16 @@ type canonicalValues struct {
 	n       int
 }
 
-// encode writes all our values into one buffer, so a hop costs a constant
-// number of allocations however many fields are set.
+// encode writes all our values into one buffer, reusing c's, so a hop costs a
+// constant number of allocations however many fields are set (none once the
+// buffer is large enough).
 func (c *canonicalValues) encode(e Envelope) {
 	entries, n := &c.entries, &c.n
-	buf := make([]byte, 0, 256+len(e.OriginalTopic)+len(e.ErrorClass)+len(e.ErrorMessage))
+	*n = 0
+	buf := c.buf[:0]
+	if need := 256 + len(e.OriginalTopic) + len(e.ErrorClass) + len(e.ErrorMessage); cap(buf) < need {
+		buf = make([]byte, 0, need)
+	}
 	add := func(key string) {
 		entries[*n] = canonicalEntry{key, len(buf)}
 		*n++

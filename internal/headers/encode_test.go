@@ -241,3 +241,22 @@ func TestAppendTimeMatchesFormat(t *testing.T) {
 		require.Equal(t, tm.UTC().Format(TimeLayout), string(appendTime(nil, tm)), "%v", tm)
 	}
 }
+
+// AppendEncoded with one Scratch and one list reused from record to record writes what
+// EncodeAs writes for each, and allocates nothing once its buffers are large enough.
+func TestAppendEncodedReusesItsBuffers(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	in := []Header{h("traceparent", "00-abc-01"), h(KeyRetryCount, "1"), h("kafka_exception-stacktrace", "trace")}
+	opts := DefaultEncodeOptions()
+	var s Scratch
+	var dst []Header
+	for i := range 2000 {
+		e := randomEnvelope(r)
+		dst = AppendEncoded(dst[:0], &s, in, e, opts)
+		require.Equal(t, EncodeAs[Header](in, e, opts), dst, "iteration %d", i)
+		require.Equal(t, e, Decode(dst).Envelope, "iteration %d", i)
+	}
+	e := randomEnvelope(r)
+	allocs := testing.AllocsPerRun(100, func() { dst = AppendEncoded(dst[:0], &s, in, e, opts) })
+	require.Zero(t, allocs)
+}

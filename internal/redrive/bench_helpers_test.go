@@ -225,19 +225,7 @@ func (e *benchEnv) startBenchEngine(b *testing.B, st *store.Store, rc routes.Con
 }
 
 func offsetResets(b *testing.B, reg *prometheus.Registry) int {
-	mfs, err := reg.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
-	n := 0
-	for _, mf := range mfs {
-		if mf.GetName() == "dlq_worker_offset_resets_total" {
-			for _, m := range mf.GetMetric() {
-				n += int(m.GetCounter().GetValue())
-			}
-		}
-	}
-	return n
+	return int(counterSum(b, reg, "dlq_worker_offset_resets_total", nil))
 }
 
 func stopEngine(b *testing.B, eng *redrive.Engine) {

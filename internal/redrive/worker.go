@@ -69,11 +69,13 @@ func (p *partition) log(l zerolog.Logger) *zerolog.Logger {
 	return &l
 }
 
-// inflight is the Opaque of a produced DLQ record.
+// inflight is the Opaque of a produced DLQ record: what a retry or a park needs to
+// build it again from the record as read (its envelope is decoded again then).
 type inflight struct {
-	part *partition
-	src  *kafka.Message
-	env  headers.Envelope
+	part   *partition
+	src    *kafka.Message
+	topic  string
+	target int32
 }
 
 // parkItem is a record on its way to PostgreSQL.
@@ -127,7 +129,12 @@ type worker struct {
 	inFlight   int
 	topics     map[string]topicInfo
 	retries    []retry // produces waiting for a backoff
-	stallN     int     // consecutive transient failures, for the stall backoff
+	// The message Produce reads, its header list and our header values: reused from
+	// record to record because Produce copies them into librdkafka.
+	out        kafka.Message
+	outHdrs    []kafka.Header
+	outVals    headers.Scratch
+	stallN     int // consecutive transient failures, for the stall backoff
 	lastWarn   map[string]time.Time
 	fatal      error
 	lastCommit time.Time
@@ -140,7 +147,7 @@ type topicInfo struct {
 
 type retry struct {
 	at time.Time
-	m  *kafka.Message
+	o  *inflight
 }
 
 func newWorker(e *Engine, rc routes.Config) (*worker, error) {
@@ -512,16 +519,8 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 		case !ok:
 			d = decision{act: actPark, reason: store.ReasonUnknownTopic, detail: "topic " + dec.Envelope.OriginalTopic + " does not exist"}
 		default:
-			// Produce copies the message into librdkafka and keeps only the Opaque, so
-			// the message itself is not allocated; the topic lives in the Opaque.
-			o := &inflight{part: p, src: m, env: dec.Envelope}
-			pm := kafka.Message{
-				TopicPartition: kafka.TopicPartition{Topic: &o.env.OriginalTopic, Partition: target},
-				Key:            m.Key, Value: m.Value, Timestamp: m.Timestamp,
-				Headers: headers.EncodeAs[kafka.Header](m.Headers, dec.Envelope.Redriven(from, now), w.route.encodeOpts),
-				Opaque:  o,
-			}
-			if err := w.producer.Produce(&pm, nil); err != nil {
+			o := &inflight{part: p, src: m, topic: dec.Envelope.OriginalTopic, target: target}
+			if err := w.send(o, dec.Envelope, now); err != nil {
 				f, reason := classifyProduceError(err)
 				if f != failPermanent {
 					w.stall("produce", err, "produce refused; partition stalled")
@@ -541,6 +540,18 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 	mustAdd(p, m)
 	w.inFlight++
 	w.enqueueStore(p, m, dec.Envelope, d)
+}
+
+// send produces o's record to its target, its headers encoded for the next hop from env,
+// the envelope it was read with.
+func (w *worker) send(o *inflight, env headers.Envelope, now time.Time) error {
+	from := headers.Coordinates{Topic: o.part.key.topic, Partition: o.part.key.partition, Offset: int64(o.src.TopicPartition.Offset)}
+	w.outHdrs = headers.AppendEncoded(w.outHdrs[:0], &w.outVals, o.src.Headers, env.Redriven(from, now), w.route.encodeOpts)
+	w.out = kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &o.topic, Partition: o.target},
+		Key: o.src.Key, Value: o.src.Value, Timestamp: o.src.Timestamp, Headers: w.outHdrs, Opaque: o}
+	err := w.producer.Produce(&w.out, nil)
+	w.out = kafka.Message{} // holds no record until the next
+	return err
 }
 
 // requeueRead makes a stalled partition part of the run again after the stall backoff.
@@ -658,11 +669,12 @@ func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
 	case failFatal:
 		w.fatal = err
 	case failPermanent:
-		w.enqueueStore(o.part, o.src, o.env, decision{act: actPark, reason: reason, detail: err.Error()})
+		w.enqueueStore(o.part, o.src, headers.DecodeOf(o.src.Headers).Envelope, decision{act: actPark, reason: reason, detail: err.Error()})
 	default:
+		// The acknowledgement carries no key, value or headers (go.delivery.report.fields
+		// is none): the retry is built again from the record as read.
 		o.part.counts.errors++
-		ack.TopicPartition.Error = nil
-		w.retries = append(w.retries, retry{at: time.Now().Add(w.stall("produce", err, "produce failed; retrying after a backoff")), m: ack})
+		w.retries = append(w.retries, retry{at: time.Now().Add(w.stall("produce", err, "produce failed; retrying after a backoff")), o: o})
 	}
 }
 
@@ -675,11 +687,11 @@ func (w *worker) retryProduces() {
 			kept = append(kept, r)
 			continue
 		}
-		if o, ok := r.m.Opaque.(*inflight); ok && o.part.gone {
+		if r.o.part.gone {
 			w.inFlight--
 			continue
 		}
-		if err := w.producer.Produce(r.m, nil); err != nil {
+		if err := w.send(r.o, headers.DecodeOf(r.o.src.Headers).Envelope, w.e.clock()); err != nil {
 			r.at = now.Add(w.stall("produce", err, "produce refused; retrying after a backoff"))
 			kept = append(kept, r)
 		}
