@@ -463,6 +463,10 @@ func (w *worker) drainFor(ps []*partition, deadline time.Time) {
 		select {
 		case ev := <-w.producer.Events():
 			w.onDelivery(ev)
+		case f := <-w.send.failed:
+			w.onProduceFailure(f.o, f.err)
+		case w.sendIn() <- w.sendQ:
+			w.sendQ = nil
 		case b := <-w.storeOut:
 			w.onStored(b)
 		case <-time.After(pollInterval):
@@ -493,7 +497,8 @@ func (w *worker) shutdown(ctx context.Context) error {
 	if err != nil {
 		w.log.Warn().Err(err).Msg("final commit failed: the records after the last commit will be read again")
 	}
-	cerr := w.consumer.Close()
+	cerr := w.consumer.Close() // may revoke, and a revocation drains through the sender
+	w.send.close()
 	flushMs := 5000
 	if dl, ok := ctx.Deadline(); ok {
 		flushMs = max(0, int(time.Until(dl)/time.Millisecond))

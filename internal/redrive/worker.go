@@ -129,12 +129,9 @@ type worker struct {
 	inFlight   int
 	topics     map[string]topicInfo
 	retries    []retry // produces waiting for a backoff
-	// The message Produce reads, its header list and our header values: reused from
-	// record to record because Produce copies them into librdkafka.
-	out        kafka.Message
-	outHdrs    []kafka.Header
-	outVals    headers.Scratch
-	stallN     int // consecutive transient failures, for the stall backoff
+	send       *sender
+	sendQ      []sendJob // redriven records not handed to the sender yet
+	stallN     int       // consecutive transient failures, for the stall backoff
 	lastWarn   map[string]time.Time
 	fatal      error
 	lastCommit time.Time
@@ -190,6 +187,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		w.consumer.Close()
 		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
 	}
+	w.send = newSender(w.producer, r.encodeOpts)
 	return w, nil
 }
 
@@ -229,6 +227,7 @@ func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done cha
 	for range storers {
 		storersWG.Go(func() { w.storer(storerCtx) })
 	}
+	w.send.start()
 	var err error
 	for w.fatal == nil {
 		select {
@@ -255,6 +254,7 @@ func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done cha
 
 // step is one turn of the loop.
 func (w *worker) step(ctx context.Context) {
+	defer w.flushSends()
 	w.drainDeliveries()
 	w.drainStored()
 	w.flushBatch()
@@ -270,7 +270,7 @@ func (w *worker) step(ctx context.Context) {
 		return
 	}
 	timeout := pollInterval
-	if len(w.producer.Events()) > 0 || len(w.storeOut) > 0 {
+	if len(w.producer.Events()) > 0 || len(w.storeOut) > 0 || len(w.send.failed) > 0 {
 		timeout = 0
 	}
 	// Records that are ready are taken in a burst: the rest of a turn costs as much as a
@@ -295,6 +295,10 @@ func (w *worker) waitWork() {
 		w.onDelivery(ev)
 	case b := <-w.storeOut:
 		w.onStored(b)
+	case f := <-w.send.failed:
+		w.onProduceFailure(f.o, f.err)
+	case w.sendIn() <- w.sendQ:
+		w.sendQ = nil
 	case <-t.C:
 	}
 }
@@ -519,21 +523,10 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 		case !ok:
 			d = decision{act: actPark, reason: store.ReasonUnknownTopic, detail: "topic " + dec.Envelope.OriginalTopic + " does not exist"}
 		default:
-			o := &inflight{part: p, src: m, topic: dec.Envelope.OriginalTopic, target: target}
-			if err := w.send(o, dec.Envelope, now); err != nil {
-				f, reason := classifyProduceError(err)
-				if f != failPermanent {
-					w.stall("produce", err, "produce refused; partition stalled")
-					w.rewind(m)
-					p.reading = false
-					w.requeueRead(p)
-					return
-				}
-				d = decision{act: actPark, reason: reason, detail: err.Error()}
-				break
-			}
 			mustAdd(p, m)
 			w.inFlight++
+			o := &inflight{part: p, src: m, topic: dec.Envelope.OriginalTopic, target: target}
+			w.sendQ = append(w.sendQ, sendJob{o: o, env: dec.Envelope, now: now})
 			return
 		}
 	}
@@ -542,16 +535,23 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 	w.enqueueStore(p, m, dec.Envelope, d)
 }
 
-// send produces o's record to its target, its headers encoded for the next hop from env,
-// the envelope it was read with.
-func (w *worker) send(o *inflight, env headers.Envelope, now time.Time) error {
-	from := headers.Coordinates{Topic: o.part.key.topic, Partition: o.part.key.partition, Offset: int64(o.src.TopicPartition.Offset)}
-	w.outHdrs = headers.AppendEncoded(w.outHdrs[:0], &w.outVals, o.src.Headers, env.Redriven(from, now), w.route.encodeOpts)
-	w.out = kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &o.topic, Partition: o.target},
-		Key: o.src.Key, Value: o.src.Value, Timestamp: o.src.Timestamp, Headers: w.outHdrs, Opaque: o}
-	err := w.producer.Produce(&w.out, nil)
-	w.out = kafka.Message{} // holds no record until the next
-	return err
+// flushSends hands the queued redriven records to the sender unless it is still busy
+// with earlier ones; they wait for the next turn then.
+func (w *worker) flushSends() {
+	select {
+	case w.sendIn() <- w.sendQ:
+		w.sendQ = nil
+	default:
+	}
+}
+
+// sendIn is the sender's input when records wait for it, else nil (a select case that is
+// never ready), for the loop's waits.
+func (w *worker) sendIn() chan<- []sendJob {
+	if len(w.sendQ) == 0 {
+		return nil
+	}
+	return w.send.in
 }
 
 // requeueRead makes a stalled partition part of the run again after the stall backoff.
@@ -620,12 +620,15 @@ func (w *worker) topic(name string) (topicInfo, error) {
 	return info, nil
 }
 
-// drainDeliveries takes the produce acknowledgements waiting on the producer's channel.
+// drainDeliveries takes the produce acknowledgements waiting on the producer's channel
+// and the records the sender could not produce.
 func (w *worker) drainDeliveries() {
 	for {
 		select {
 		case ev := <-w.producer.Events():
 			w.onDelivery(ev)
+		case f := <-w.send.failed:
+			w.onProduceFailure(f.o, f.err)
 		default:
 			return
 		}
@@ -665,6 +668,12 @@ func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
 		w.unstall()
 		return
 	}
+	w.onProduceFailure(o, err)
+}
+
+// onProduceFailure handles a redriven record that Produce refused or whose delivery
+// failed: park it, retry it after a backoff, or stop the worker.
+func (w *worker) onProduceFailure(o *inflight, err error) {
 	switch f, reason := classifyProduceError(err); f {
 	case failFatal:
 		w.fatal = err
@@ -691,10 +700,7 @@ func (w *worker) retryProduces() {
 			w.inFlight--
 			continue
 		}
-		if err := w.send(r.o, headers.DecodeOf(r.o.src.Headers).Envelope, w.e.clock()); err != nil {
-			r.at = now.Add(w.stall("produce", err, "produce refused; retrying after a backoff"))
-			kept = append(kept, r)
-		}
+		w.sendQ = append(w.sendQ, sendJob{o: r.o, env: headers.DecodeOf(r.o.src.Headers).Envelope, now: w.e.clock()})
 	}
 	w.retries = kept
 }

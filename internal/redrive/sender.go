@@ -1,0 +1,91 @@
+package redrive
+
+import (
+	"sync"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/dlqops/dlq/internal/headers"
+)
+
+// sendJob is a redriven record for the sender: env is its envelope as read, now the
+// time of its hop.
+type sendJob struct {
+	o   *inflight
+	env headers.Envelope
+	now time.Time
+}
+
+// sendFailure is a record Produce refused; the loop decides what to do with it.
+type sendFailure struct {
+	o   *inflight
+	err error
+}
+
+// sender encodes and produces redriven records on a goroutine of its own, so that the
+// loop's polling and classifying overlap with the encoding and librdkafka's copy of each
+// record instead of waiting for them. It touches nothing of the loop's state: a job's
+// partition key and source record do not change, and a refusal goes back to the loop.
+type sender struct {
+	producer *kafka.Producer
+	opts     headers.EncodeOptions
+	in       chan []sendJob
+	failed   chan sendFailure
+	stop     chan struct{} // closed when the loop no longer reads failed
+	wg       sync.WaitGroup
+
+	// Reused from record to record: Produce copies them into librdkafka.
+	msg  kafka.Message
+	hdrs []kafka.Header
+	vals headers.Scratch
+}
+
+// senderBatches is how many batches of jobs may wait for the sender.
+const senderBatches = 4
+
+func newSender(p *kafka.Producer, opts headers.EncodeOptions) *sender {
+	return &sender{producer: p, opts: opts, in: make(chan []sendJob, senderBatches),
+		failed: make(chan sendFailure, 64), stop: make(chan struct{})}
+}
+
+func (s *sender) start() { s.wg.Go(s.run) }
+
+// close stops the sender; jobs it has not produced yet are abandoned (their records stay
+// uncommitted in the DLQ). The loop calls it before it closes the producer.
+func (s *sender) close() {
+	close(s.stop)
+	close(s.in)
+	s.wg.Wait()
+}
+
+func (s *sender) run() {
+	for jobs := range s.in {
+		for _, j := range jobs {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			if err := s.send(j); err != nil {
+				select {
+				case s.failed <- sendFailure{o: j.o, err: err}:
+				case <-s.stop:
+					return
+				}
+			}
+		}
+	}
+}
+
+// send produces j's record to its target, its headers encoded for the next hop.
+func (s *sender) send(j sendJob) error {
+	o := j.o
+	from := headers.Coordinates{Topic: o.part.key.topic, Partition: o.part.key.partition, Offset: int64(o.src.TopicPartition.Offset)}
+	s.hdrs = headers.AppendEncoded(s.hdrs[:0], &s.vals, o.src.Headers, j.env.Redriven(from, j.now), s.opts)
+	s.msg = kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &o.topic, Partition: o.target},
+		Key: o.src.Key, Value: o.src.Value, Timestamp: o.src.Timestamp, Headers: s.hdrs, Opaque: o}
+	err := s.producer.Produce(&s.msg, nil)
+	s.msg = kafka.Message{} // holds no record until the next
+	return err
+}
