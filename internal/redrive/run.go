@@ -503,6 +503,12 @@ func (w *worker) shutdown(ctx context.Context) error {
 	if dl, ok := ctx.Deadline(); ok {
 		flushMs = max(0, int(time.Until(dl)/time.Millisecond))
 	}
+	// Flush counts events nobody reads any more as outstanding, and its own poll blocks
+	// while the events channel is full: drain them (nothing is committed after this).
+	go func() {
+		for range w.producer.Events() { // closed by Close
+		}
+	}()
 	if left := w.producer.Flush(flushMs); left > 0 {
 		w.log.Warn().Int("records", left).Msg("records still unacknowledged at shutdown: they stay uncommitted in the DLQ")
 	}

@@ -181,6 +181,9 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	pc := kafkaclient.ProducerConfig(e.kafka)
 	pc["allow.auto.create.topics"] = false // metadata lookups must never create a topic
 	pc["go.delivery.report.fields"] = "none"
+	// Acknowledgements never outnumber the records in flight; the 1,000,000 default is a
+	// 16 MB buffer of pointers the garbage collector scans on every cycle.
+	pc["go.events.channel.size"] = max(r.MaxInFlight*2, 1000)
 	pc["queue.buffering.max.messages"] = max(r.MaxInFlight*2, 1000)
 	pc["client.id"] = e.instanceID
 	if w.producer, err = kafka.NewProducer(&pc); err != nil {
