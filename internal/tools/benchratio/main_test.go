@@ -18,9 +18,22 @@ PASS`
 	require.Equal(t, []string{"BenchmarkPark", "BenchmarkCodec"}, order)
 	got := ratios(results["BenchmarkPark"])
 	require.Equal(t, []ratio{
-		{unit: "B/op", ours: 20, raw: 10, ratio: "2.00"},
-		{unit: "ns/op", ours: 1500, raw: 1000, ratio: "1.50"},
-		{unit: "rec/s", ours: 40000, raw: 50000, ratio: "0.80"},
+		{unit: "B/op", ours: 20, raw: 10, ratio: "2.00", rounds: "1"},
+		{unit: "ns/op", ours: 1500, raw: 1000, ratio: "1.50", rounds: "1"},
+		{unit: "rec/s", ours: 40000, raw: 50000, ratio: "0.80", rounds: "1"},
 	}, got)
 	require.Empty(t, ratios(results["BenchmarkCodec"]), "no raw side, no ratio")
+}
+
+func TestRoundsCompareMedians(t *testing.T) {
+	out := `BenchmarkRedrive/raw-2     	1	1 ns/op	  100000 rec/s
+BenchmarkRedrive/ours-2    	1	1 ns/op	   70000 rec/s
+BenchmarkRedrive/raw#01-2  	1	1 ns/op	  120000 rec/s
+BenchmarkRedrive/ours#01-2 	1	1 ns/op	  108000 rec/s
+BenchmarkRedrive/raw#02-2  	1	1 ns/op	  110000 rec/s
+BenchmarkRedrive/ours#02-2 	1	1 ns/op	   88000 rec/s`
+	results, order := parse(strings.NewReader(out))
+	require.Equal(t, []string{"BenchmarkRedrive"}, order)
+	got := ratios(results["BenchmarkRedrive"])
+	require.Equal(t, ratio{unit: "rec/s", ours: 88000, raw: 110000, ratio: "0.80", rounds: "3 (0.70–0.90)"}, got[1])
 }
