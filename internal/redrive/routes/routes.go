@@ -33,7 +33,7 @@ type Config struct {
 	Backoff *Backoff `yaml:"backoff"`
 	// RateLimit caps redriven records per second; 0 means unlimited.
 	RateLimit float64 `yaml:"rate_limit"`
-	// MaxInFlight bounds records read but not yet acknowledged or stored. Default 5000.
+	// MaxInFlight bounds records read but not yet acknowledged or stored. Default 10000.
 	MaxInFlight int `yaml:"max_in_flight"`
 	// AllowedTargets restricts the topics records may be redriven to (names or ^patterns);
 	// empty allows every topic. A record for another topic is parked as target_not_allowed.
@@ -83,7 +83,7 @@ func (b Backoff) Policy() backoff.Policy {
 // Defaults.
 const (
 	DefaultMaxRetries  = 5
-	DefaultMaxInFlight = 5000
+	DefaultMaxInFlight = 10000
 	DefaultSchedule    = "@every 1m"
 )
 
