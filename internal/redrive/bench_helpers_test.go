@@ -268,8 +268,9 @@ func (e *benchEnv) rawPipe(b *testing.B, dlq, target string) func() {
 	}
 	b.Cleanup(func() { _ = c.Close() })
 	pc := kafkaclient.ProducerConfig(e.kafka)
-	pc["go.delivery.report.fields"] = "none" // as the engine's producer
-	pc["go.events.channel.size"] = 2 * routes.DefaultMaxInFlight // as the engine's producer
+	// As the engine's producer.
+	pc["go.delivery.report.fields"] = "none"
+	pc["go.events.channel.size"] = 2 * routes.DefaultMaxInFlight
 	p, err := kafka.NewProducer(&pc)
 	if err != nil {
 		b.Fatal(err)

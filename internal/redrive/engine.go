@@ -266,6 +266,8 @@ func (w *worker) trigger(ctx context.Context, why string) {
 	case err == nil:
 	case errors.Is(err, errRunBusy), errors.Is(err, errRunPaused):
 		w.log.Info().Str("trigger", why).Msg("run skipped: " + err.Error())
+	case errors.Is(err, ErrRunInterrupted):
+		w.log.Info().Str("trigger", why).Msg("run interrupted; the next one continues from its commits")
 	case ctx.Err() != nil:
 	default:
 		w.log.Warn().Err(err).Str("trigger", why).Msg("run failed; the next trigger retries")

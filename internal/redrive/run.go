@@ -16,6 +16,9 @@ import (
 var (
 	errRunBusy   = errors.New("a run of this route is in progress")
 	errRunPaused = errors.New("route paused by an operator")
+	// ErrRunInterrupted is RunNow's answer for a run that an operator's pause or a
+	// shutdown ended early: what it finished is committed, the rest waits for a later run.
+	ErrRunInterrupted = errors.New("run interrupted before the end of the DLQ")
 )
 
 type phase uint8
@@ -326,6 +329,10 @@ func (w *worker) finishRun(ctx context.Context) {
 	w.log.Info().Int64("run_id", r.id).Dur("elapsed", elapsed).Int64("redriven", total.redriven).
 		Int64("scheduled", total.scheduled).Int64("parked", total.parked).Msg("run finished")
 	w.run = nil
+	if r.interrupted {
+		r.reply <- ErrRunInterrupted
+		return
+	}
 	r.reply <- nil
 }
 

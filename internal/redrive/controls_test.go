@@ -1,0 +1,74 @@
+package redrive_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/redrive"
+	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv"
+)
+
+// Operator controls reach the worker through PostgreSQL alone (the admin API writes them
+// there): a pause ends the run in progress (RunNow says so, the ledger marks the run
+// failed, nothing more is redriven) and refuses new runs; a run an operator requests while
+// the route is paused waits for the resume and then starts by itself; nothing is lost.
+func TestOperatorControls(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	ctx := context.Background()
+	bs := testenv.KafkaBootstrap(t)
+	dlq, orders := seedProcessDLQ(t, bs, n, 2, 16)
+	st := storetest.New(t)
+	rc := route(testenv.UniqueName("controls-"), dlq)
+	rc.Backoff = &routes.Backoff{None: true}
+	rc.RateLimit = 500 // a run lasts about 6 s: time to pause it in the middle
+	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 2)
+	targetEnd := watermarks(t, bs, orders)
+	run := runInBackground(e, rc.Name)
+	require.Eventually(t, func() bool { return total(targetEnd()) >= n/10 }, time.Minute, 20*time.Millisecond)
+
+	operator := store.Actor{Name: "alice"}
+	_, err := st.PauseRoute(ctx, rc.Name, true, operator)
+	require.NoError(t, err)
+	select {
+	case err := <-run:
+		require.ErrorIs(t, err, redrive.ErrRunInterrupted)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run went on for 30 s after the pause")
+	}
+	paused := total(targetEnd())
+	require.Less(t, paused, int64(n*9/10), "the run ended before the pause reached it")
+	runs, err := st.ListRuns(ctx, rc.Name, 1)
+	require.NoError(t, err)
+	require.Equal(t, store.RunFailed, runs[0].Status)
+	require.Equal(t, "interrupted", runs[0].Error)
+
+	// Paused: neither a direct run nor an operator's request starts one.
+	require.ErrorContains(t, e.RunNow(ctx, rc.Name), "paused")
+	_, err = st.RequestRun(ctx, rc.Name, operator)
+	require.NoError(t, err)
+	time.Sleep(time.Second) // ten control polls
+	require.Equal(t, paused, total(targetEnd()), "records redriven while the route was paused")
+
+	_, err = st.PauseRoute(ctx, rc.Name, false, operator)
+	require.NoError(t, err)
+	waitCommitted(t, committedOffsets(t, bs, dlq, rc.Group, 2), watermarks(t, bs, dlq), time.Minute)
+	controls, err := st.RouteControls(ctx)
+	require.NoError(t, err)
+	for _, c := range controls {
+		if c.Route == rc.Name {
+			require.True(t, c.RunRequestedAt.IsZero(), "the run request was not taken")
+		}
+	}
+	rep := requireConserved(t, st, dlq, rc.Group)
+	require.Equal(t, n, rep.Checked)
+	require.Equal(t, n*9/10, rep.OnTarget)
+	t.Logf("paused after %d of %d redriven; %s", paused, n*9/10, rep)
+}
