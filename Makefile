@@ -30,8 +30,10 @@ test: up ## Run the whole test suite against the real stack
 	$(WITH_STACK) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
+# -p 1: one package's benchmarks at a time, or two packages share the two cores and the
+# broker unevenly between their raw and our sides.
 bench: up ## Run the benchmarks: our figures beside a raw baseline from the same run
-	$(WITH_STACK) go test -run '^$$' -bench . -benchmem -timeout 60m ./... | tee .cache/bench.txt
+	$(WITH_STACK) go test -p 1 -run '^$$' -bench . -benchmem -timeout 60m ./... | tee .cache/bench.txt
 	go run ./internal/tools/benchratio < .cache/bench.txt
 
 FUZZTIME ?= 10m
