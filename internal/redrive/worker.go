@@ -33,7 +33,7 @@ const (
 	metadataTTL    = 30 * time.Second
 	stallBase      = 200 * time.Millisecond
 	stallCap       = 30 * time.Second
-	commitInterval = time.Second
+	commitInterval = 250 * time.Millisecond // acknowledged, uncommitted work is what a crash sends again
 	// Batches are stored by a few goroutines at once, each batch capped, so the COPYs of
 	// consecutive batches overlap instead of one large COPY at a time holding the loop
 	// back. Each storer holds one pooled connection while it writes.
