@@ -91,8 +91,9 @@ type storeBatch struct {
 }
 
 // worker runs one route: a consumer always subscribed to the route's DLQ topics (paused
-// between runs), a producer, and storer goroutines for PostgreSQL writes. Everything but
-// the storers runs on the loop goroutine, which owns all partition state.
+// between runs), a producer fed by a sender goroutine, and storer goroutines for
+// PostgreSQL writes. Everything else runs on the loop goroutine, which owns all partition
+// state.
 type worker struct {
 	route route
 	e     *Engine
