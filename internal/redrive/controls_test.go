@@ -1,10 +1,13 @@
 package redrive_test
 
 import (
+	"bytes"
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/redrive"
@@ -12,6 +15,7 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
 
 // Operator controls reach the worker through PostgreSQL alone (the admin API writes them
@@ -71,4 +75,39 @@ func TestOperatorControls(t *testing.T) {
 	require.Equal(t, n, rep.Checked)
 	require.Equal(t, n*9/10, rep.OnTarget)
 	t.Logf("paused after %d of %d redriven; %s", paused, n*9/10, rep)
+}
+
+// A record the producer refuses before sending it (above its message.max.bytes, here a
+// 1.5 MB value in a DLQ that accepts it) comes back from the sender to the loop and is
+// parked too_large, byte for byte; the records around it are redriven; nothing is lost.
+func TestRefusedProduceIsParked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bs := testenv.KafkaBootstrap(t)
+	orders := kafkatest.CreateTopic(t, bs, 1, nil)
+	dlq := kafkatest.CreateTopic(t, bs, 1, map[string]string{"max.message.bytes": "2000000"})
+	huge := bytes.Repeat([]byte{0xab}, 1_500_000)
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bs, "acks": "all", "message.max.bytes": 2_000_000})
+	require.NoError(t, err)
+	defer p.Close()
+	for i, v := range [][]byte{[]byte("before"), huge, []byte("after")} {
+		require.NoError(t, p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &dlq, Partition: 0},
+			Key: []byte(strconv.Itoa(i)), Value: v, Headers: []kafka.Header{hdr("retryCount", "1"), hdr("originalTopic", orders)}}, nil))
+		require.NoError(t, (<-p.Events()).(*kafka.Message).TopicPartition.Error)
+	}
+
+	st := storetest.New(t)
+	rc := route(testenv.UniqueName("refused-"), dlq)
+	rc.Backoff = &routes.Backoff{None: true}
+	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 1)
+	runNow(t, e, rc.Name)
+
+	page, err := st.List(ctx, store.Filter{}, "", 10)
+	require.NoError(t, err)
+	require.Len(t, page.Records, 1)
+	require.Equal(t, store.ReasonTooLarge, page.Records[0].Reason)
+	require.Equal(t, huge, page.Records[0].Value)
+	rep := requireConserved(t, st, dlq, rc.Group)
+	require.Equal(t, 2, rep.OnTarget)
 }

@@ -684,8 +684,8 @@ func (w *worker) onProduceFailure(o *inflight, err error) {
 	case failPermanent:
 		w.enqueueStore(o.part, o.src, headers.DecodeOf(o.src.Headers).Envelope, decision{act: actPark, reason: reason, detail: err.Error()})
 	default:
-		// The acknowledgement carries no key, value or headers (go.delivery.report.fields
-		// is none): the retry is built again from the record as read.
+		// Built again from the record as read: a failed acknowledgement carries no key,
+		// value or headers (go.delivery.report.fields is none).
 		o.part.counts.errors++
 		w.retries = append(w.retries, retry{at: time.Now().Add(w.stall("produce", err, "produce failed; retrying after a backoff")), o: o})
 	}
