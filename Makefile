@@ -43,10 +43,11 @@ fuzz: ## Fuzz the header decoder (FUZZTIME=10m); a finding lands in internal/hea
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 -timeout 0 ./internal/headers/
 
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck
+lint: ## gofmt, go vet, staticcheck, go mod tidy
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	go vet ./...
 	go tool staticcheck ./...
+	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 .PHONY: dev
 dev: up build ## Stack up, demo topics, migrations, both binaries running with config/*.example.yaml
