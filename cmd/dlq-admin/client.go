@@ -30,6 +30,10 @@ type clientFlags struct {
 
 func (f *clientFlags) client() (*adminclient.Client, error) {
 	if f.token == "" {
+		// Read here, not as the flag's default, so that --help never prints it.
+		f.token = os.Getenv("DLQ_ADMIN_TOKEN")
+	}
+	if f.token == "" {
 		return nil, errors.New("no token: give --token or set DLQ_ADMIN_TOKEN")
 	}
 	if f.output != "table" && f.output != "json" {
@@ -139,7 +143,7 @@ func ts(t *time.Time) string {
 func clientCommands(root *cobra.Command, f *clientFlags) {
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.url, "url", envOr("DLQ_ADMIN_URL", "http://127.0.0.1:8080"), "API server (environment: DLQ_ADMIN_URL)")
-	pf.StringVar(&f.token, "token", os.Getenv("DLQ_ADMIN_TOKEN"), "bearer token (environment: DLQ_ADMIN_TOKEN)")
+	pf.StringVar(&f.token, "token", "", "bearer token (default: the environment's DLQ_ADMIN_TOKEN)")
 	pf.StringVarP(&f.output, "output", "o", "table", "table or json")
 	root.AddCommand(listCommand(f), showCommand(f), replayCommand(f), discardCommand(f), bulkCommand(f),
 		jobsCommand(f), statsCommand(f), tokenCommand())

@@ -177,3 +177,19 @@ func TestCLICommands(t *testing.T) {
 	root.SetArgs([]string{"list", "--url", s.url, "--token", ""})
 	require.ErrorContains(t, root.Execute(), "no token")
 }
+
+// dlq-admin --help never prints the token the environment holds.
+func TestHelpHidesToken(t *testing.T) {
+	const secret = "dlq_do-not-print-this-0123456789"
+	t.Setenv("DLQ_ADMIN_TOKEN", secret)
+	for _, args := range [][]string{{"--help"}, {"list", "--help"}, {"bulk", "replay", "--help"}} {
+		root := newRoot(&clientFlags{})
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(args)
+		require.NoError(t, root.ExecuteContext(context.Background()))
+		require.Contains(t, out.String(), "DLQ_ADMIN_TOKEN", args)
+		require.NotContains(t, out.String(), secret, args)
+	}
+}

@@ -70,6 +70,9 @@ func (s *Server) checkTarget(c *call, field, target string) error {
 	if target == "" {
 		return nil
 	}
+	if err := text(field, target); err != nil {
+		return err
+	}
 	if !slices.Contains(s.cfg.ReplayTopics, target) || !c.principal.Sees(target) {
 		return badParam(field, "%q is not an allowed replay topic (replay_topics in the configuration)", target)
 	}
@@ -109,7 +112,7 @@ func idempotencyKey(c *call) (string, error) {
 	if len(k) > 200 {
 		return "", badParam("Idempotency-Key", "at most 200 characters")
 	}
-	return k, nil
+	return k, text("Idempotency-Key", k)
 }
 
 // submit stores a job; a retried request with the same idempotency key gets the same job.
@@ -129,7 +132,7 @@ func reason(field, r string) (string, error) {
 	if r == "" || len(r) > maxReasonBytes {
 		return "", badParam(field, "required, at most %d bytes", maxReasonBytes)
 	}
-	return r, nil
+	return r, text(field, r)
 }
 
 func (s *Server) discardRecord(c *call) (int, any, error) {
@@ -382,7 +385,7 @@ func routeParam(c *call) (string, error) {
 	if r == "" || len(r) > 200 {
 		return "", badParam("route", "from 1 to 200 characters")
 	}
-	return r, nil
+	return r, text("route", r)
 }
 
 func (s *Server) pauseRoute(paused bool) handler {

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -73,10 +72,10 @@ func newServer(t testing.TB, st *store.Store) (*api.Server, string) {
 	t.Helper()
 	a, err := auth.New(tokens)
 	require.NoError(t, err)
-	srv, err := api.New(api.Config{Store: st, Auth: a, ReplayTopics: []string{"orders.replay", "payments.replay"},
-		MaxBodyBytes: 1 << 20, Log: zerolog.Nop(), Registerer: prometheus.NewRegistry()})
-	require.NoError(t, err)
 	o := ops.New(zerolog.Nop())
+	srv, err := api.New(api.Config{Store: st, Auth: a, ReplayTopics: []string{"orders.replay", "payments.replay"},
+		MaxBodyBytes: 1 << 20, Log: zerolog.Nop(), Registerer: o.Registry})
+	require.NoError(t, err)
 	o.Mux.Handle("/v1/", srv)
 	ts := httptest.NewServer(o.Mux)
 	t.Cleanup(ts.Close)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -32,8 +33,20 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 		if len(vs) > 1 {
 			return nil, badParam(name, "given more than once")
 		}
+		if err := text(name, vs[0]); err != nil {
+			return nil, err
+		}
 	}
 	return q, nil
+}
+
+// text refuses what PostgreSQL cannot store in a text value (NUL, invalid UTF-8), as a
+// 400 naming the parameter instead of a 500 from the database.
+func text(name, v string) error {
+	if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+		return badParam(name, "must be valid UTF-8 without NUL")
+	}
+	return nil
 }
 
 func limitParam(q url.Values) (int, error) {
@@ -127,6 +140,12 @@ func filterFromBody(in *Filter) (store.Filter, error) {
 		Route: in.Route, Key: in.Key}
 	if len(in.OriginalTopics) > 0 {
 		return f, badParam("filter.original_topics", "is set from the token's topics, not by the caller")
+	}
+	for name, v := range map[string]string{"filter.dlq_topic": f.DLQTopic, "filter.original_topic": f.OriginalTopic,
+		"filter.error_class": f.ErrorClass, "filter.error_contains": f.ErrorContains, "filter.route": f.Route} {
+		if err := text(name, v); err != nil {
+			return f, err
+		}
 	}
 	if in.StoredFrom != nil {
 		f.StoredFrom = *in.StoredFrom

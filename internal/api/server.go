@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,15 +74,19 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Registerer.Register(s.requests); err != nil {
 		return nil, err
 	}
-	paths := map[string]bool{}
+	allow := map[string][]string{}
+	var paths []string
 	for _, rt := range s.Routes() {
 		s.mux.Handle(rt.Method+" "+rt.Path, s.endpoint(rt))
-		if !paths[rt.Path] {
-			paths[rt.Path] = true
-			s.mux.Handle(rt.Path, s.fallback(probMethod.with("see Allow"), rt.Path))
+		if allow[rt.Path] == nil {
+			paths = append(paths, rt.Path)
 		}
+		allow[rt.Path] = append(allow[rt.Path], rt.Method)
 	}
-	s.mux.Handle("/v1/", s.fallback(probNotFound.with("no such endpoint"), "unknown"))
+	for _, p := range paths {
+		s.mux.Handle(p, s.fallback(probMethod.with("see Allow"), p, strings.Join(allow[p], ", ")))
+	}
+	s.mux.Handle("/v1/", s.fallback(probNotFound.with("no such endpoint"), "unknown", ""))
 	return s, nil
 }
 
@@ -139,6 +144,7 @@ func (s *Server) endpoint(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rid := requestID(r)
 		w.Header().Set("X-Request-Id", rid)
+		secureHeaders(w)
 		log := s.log.With().Str("request_id", rid).Str("method", r.Method).Str("route", rt.Path).Logger()
 		status, actor, err := s.serve(w, r, rt, rid, log)
 		s.requests.WithLabelValues(rt.Method, rt.Path, strconv.Itoa(status)).Inc()
@@ -183,10 +189,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route, rid str
 	return status, p.Name, nil
 }
 
-// fallback answers paths and methods no route serves, as a problem.
-func (s *Server) fallback(p *Problem, label string) http.Handler {
+// fallback answers paths and methods no route serves, as a problem; allow lists the
+// methods of a known path (405). The method label is a fixed value: the client's method
+// is any text it likes, and a label per value would grow the registry without bound.
+func (s *Server) fallback(p *Problem, label, allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, p.with(p.Detail), requestID(r))
-		s.requests.WithLabelValues(r.Method, label, strconv.Itoa(p.Status)).Inc()
+		rid := requestID(r)
+		w.Header().Set("X-Request-Id", rid)
+		secureHeaders(w)
+		if allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		writeProblem(w, p.with(p.Detail), rid)
+		s.requests.WithLabelValues(unmatchedMethod, label, strconv.Itoa(p.Status)).Inc()
 	})
+}
+
+// unmatchedMethod labels requests no route matched.
+const unmatchedMethod = "other"
+
+// secureHeaders keep answers (payloads, tokens' views) out of caches and stop browsers from
+// sniffing a JSON body into something they would execute.
+func secureHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
 }
