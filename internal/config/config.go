@@ -87,40 +87,78 @@ func applyEnv(v reflect.Value, prefix string) error {
 	return nil
 }
 
-var errLine = regexp.MustCompile(`line (\d+):`)
+// errLine reads yaml.v3's type errors: "line 6: cannot unmarshal !!int `30` into ...";
+// values longer than 10 bytes are shown as their first 7 and "...".
+var errLine = regexp.MustCompile("line (\\d+): cannot unmarshal \\S+(?: `([^`]*)`)?")
 
-// keysAtErrorLines names the YAML keys on the lines a decode error points at, since
-// yaml.v3 type errors give only line numbers.
+// keyAt is a mapping key: its path and value node.
+type keyAt struct {
+	path  string
+	value *yaml.Node
+}
+
+// keysAtErrorLines names the YAML keys an error points at, since yaml.v3 type errors give
+// only line numbers: the keys on that line, narrowed to the one holding the quoted value
+// when several share the line (a flow mapping). List items are named by their `name`
+// key when they have one (routes[orders]), else by their index (routes[0]).
 func keysAtErrorLines(raw []byte, err error) string {
 	var root yaml.Node
 	if yaml.Unmarshal(raw, &root) != nil {
 		return ""
 	}
-	byLine := map[int]string{}
+	byLine := map[int][]keyAt{}
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
-		if n.Kind == yaml.MappingNode {
+		switch n.Kind {
+		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				p := strings.TrimPrefix(path+"."+n.Content[i].Value, ".")
-				byLine[n.Content[i].Line] = p
+				byLine[n.Content[i].Line] = append(byLine[n.Content[i].Line], keyAt{p, n.Content[i+1]})
 				walk(n.Content[i+1], p)
 			}
-			return
-		}
-		for _, c := range n.Content {
-			walk(c, path)
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, path+"["+itemName(c, i)+"]")
+			}
+		default:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
 		}
 	}
 	walk(&root, "")
 	var keys []string
 	for _, m := range errLine.FindAllStringSubmatch(err.Error(), -1) {
 		line, _ := strconv.Atoi(m[1])
-		if k, ok := byLine[line]; ok {
-			keys = append(keys, k)
+		cands := byLine[line]
+		var hits []string
+		for _, k := range cands {
+			if m[2] != "" && k.value.Kind == yaml.ScalarNode && (k.value.Value == m[2] ||
+				strings.HasSuffix(m[2], "...") && strings.HasPrefix(k.value.Value, strings.TrimSuffix(m[2], "..."))) {
+				hits = append(hits, k.path)
+			}
 		}
+		if len(hits) == 0 {
+			for _, k := range cands {
+				hits = append(hits, k.path)
+			}
+		}
+		keys = append(keys, hits...)
 	}
 	if len(keys) == 0 {
 		return ""
 	}
 	return " (key " + strings.Join(keys, ", ") + ")"
+}
+
+// itemName is how a list item is named in a key path: its `name` when it has one.
+func itemName(n *yaml.Node, i int) string {
+	if n.Kind == yaml.MappingNode {
+		for j := 0; j+1 < len(n.Content); j += 2 {
+			if n.Content[j].Value == "name" && n.Content[j+1].Kind == yaml.ScalarNode && n.Content[j+1].Value != "" {
+				return n.Content[j+1].Value
+			}
+		}
+	}
+	return strconv.Itoa(i)
 }

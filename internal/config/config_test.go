@@ -56,3 +56,28 @@ func TestLoadMissingFile(t *testing.T) {
 	var a Admin
 	require.ErrorContains(t, Load(filepath.Join(t.TempDir(), "nope.yaml"), "DLQ_ADMIN_", &a), "no such file")
 }
+
+// A type error names the key that holds the bad value, also inside a flow mapping (all keys
+// on one line) and inside a list of named items.
+func TestLoadTypeErrorNamesTheKey(t *testing.T) {
+	for name, tc := range map[string]struct{ file, want string }{
+		"flow mapping": {
+			file: "database:\n  url: x\nroutes:\n  - name: orders\n    topics: [orders.dlq]\n    backoff: {base: 30, factor: 2, cap: 1h, jitter: 0.2}\n",
+			want: "(key routes[orders].backoff.base)",
+		},
+		"block mapping": {
+			file: "database:\n  url: x\nroutes:\n  - name: a\n    topics: [a.dlq]\n  - name: b\n    topics: [b.dlq]\n    backoff:\n      base: 1s\n      cap: forever\n",
+			want: "(key routes[b].backoff.cap)",
+		},
+		"unnamed item": {
+			file: "database:\n  url: x\nroutes:\n  - topics: [a.dlq]\n    max_retries: lots\n",
+			want: "(key routes[0].max_retries)",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var w Worker
+			err := Load(writeFile(t, tc.file), "DLQ_WORKER_", &w)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
