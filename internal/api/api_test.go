@@ -376,6 +376,7 @@ func TestRoutesRunsStats(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.park("orders", 3)
+	require.NoError(t, b.store.RegisterRoutes(context.Background(), []string{"orders-route"}, "dlq-worker/w1"))
 	r := b.do("POST", "/v1/routes/orders-route/pause", operatorToken, nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	var rc api.RouteControl

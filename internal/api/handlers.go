@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -48,10 +49,14 @@ func (s *Server) visibleRecord(c *call) (store.Record, error) {
 		return store.Record{}, err
 	}
 	if !c.principal.Sees(rec.Origin.Topic) {
-		return store.Record{}, store.ErrNotFound
+		return store.Record{}, errOutOfScope
 	}
 	return rec, nil
 }
+
+// errOutOfScope answers like a missing object: a token does not learn what exists outside
+// its topics.
+var errOutOfScope = fmt.Errorf("%w: outside the token's topics", store.ErrNotFound)
 
 func (s *Server) getRecord(c *call) (int, any, error) {
 	if _, err := query(c.r); err != nil {
@@ -283,7 +288,7 @@ func (s *Server) checkVisible(c *call, id int64) error {
 		return err
 	}
 	if !c.principal.Sees(rec.Origin.Topic) {
-		return store.ErrNotFound
+		return errOutOfScope
 	}
 	return nil
 }
@@ -293,7 +298,7 @@ func (s *Server) listJobs(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	jobs, err := s.cfg.Store.ListJobs(c.r.Context(), before, limit)
+	jobs, err := s.cfg.Store.ListJobs(c.r.Context(), before, limit, c.principal.Topics...)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -320,12 +325,25 @@ func pageParams(c *call) (before int64, limit int, err error) {
 	return before, limit, err
 }
 
-func (s *Server) getJob(c *call) (int, any, error) {
+// visibleJob loads the job of the path, as not found when it may touch records of topics
+// the token does not see.
+func (s *Server) visibleJob(c *call) (store.Job, error) {
 	id, err := pathID(c)
 	if err != nil {
-		return 0, nil, err
+		return store.Job{}, err
 	}
 	job, err := s.cfg.Store.GetJob(c.r.Context(), id)
+	if err != nil {
+		return store.Job{}, err
+	}
+	if !c.principal.SeesAll(job.Topics) {
+		return store.Job{}, errOutOfScope
+	}
+	return job, nil
+}
+
+func (s *Server) getJob(c *call) (int, any, error) {
+	job, err := s.visibleJob(c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -333,11 +351,11 @@ func (s *Server) getJob(c *call) (int, any, error) {
 }
 
 func (s *Server) cancelJob(c *call) (int, any, error) {
-	id, err := pathID(c)
+	job, err := s.visibleJob(c)
 	if err != nil {
 		return 0, nil, err
 	}
-	job, err := s.cfg.Store.CancelJob(c.r.Context(), id, c.actor)
+	job, err = s.cfg.Store.CancelJob(c.r.Context(), job.ID, c.actor)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -439,7 +457,7 @@ func (s *Server) listAudit(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	entries, err := s.cfg.Store.ListAudit(c.r.Context(), before, limit)
+	entries, err := s.cfg.Store.ListAudit(c.r.Context(), before, limit, c.principal.Topics...)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -49,6 +49,9 @@ type Route struct {
 	Method, Path string
 	Role         auth.Role
 	handle       handler
+	// Unscoped routes are refused to tokens limited to topics: routes and runs concern a
+	// DLQ topic, which carries records of any original topic.
+	Unscoped bool
 }
 
 // handler returns the status and body of a success, or an error for problemFor.
@@ -93,23 +96,23 @@ func New(cfg Config) (*Server, error) {
 // Routes is the route table; the tests check it against the spec.
 func (s *Server) Routes() []Route {
 	return []Route{
-		{"GET", "/v1/records", auth.Viewer, s.listRecords},
-		{"GET", "/v1/records/{id}", auth.Viewer, s.getRecord},
-		{"POST", "/v1/records/{id}/replay", auth.Operator, s.replayRecord},
-		{"POST", "/v1/records/{id}/discard", auth.Operator, s.discardRecord},
-		{"POST", "/v1/records/{id}/retry-now", auth.Operator, s.retryNow},
-		{"POST", "/v1/bulk/replay", auth.Admin, s.bulk(store.JobReplay)},
-		{"POST", "/v1/bulk/discard", auth.Admin, s.bulk(store.JobDiscard)},
-		{"GET", "/v1/jobs", auth.Viewer, s.listJobs},
-		{"GET", "/v1/jobs/{id}", auth.Viewer, s.getJob},
-		{"POST", "/v1/jobs/{id}/cancel", auth.Operator, s.cancelJob},
-		{"GET", "/v1/stats", auth.Viewer, s.stats},
-		{"GET", "/v1/routes", auth.Viewer, s.listRoutes},
-		{"POST", "/v1/routes/{route}/pause", auth.Operator, s.pauseRoute(true)},
-		{"POST", "/v1/routes/{route}/resume", auth.Operator, s.pauseRoute(false)},
-		{"POST", "/v1/routes/{route}/run", auth.Operator, s.runRoute},
-		{"GET", "/v1/runs", auth.Viewer, s.listRuns},
-		{"GET", "/v1/audit", auth.Viewer, s.listAudit},
+		{"GET", "/v1/records", auth.Viewer, s.listRecords, false},
+		{"GET", "/v1/records/{id}", auth.Viewer, s.getRecord, false},
+		{"POST", "/v1/records/{id}/replay", auth.Operator, s.replayRecord, false},
+		{"POST", "/v1/records/{id}/discard", auth.Operator, s.discardRecord, false},
+		{"POST", "/v1/records/{id}/retry-now", auth.Operator, s.retryNow, false},
+		{"POST", "/v1/bulk/replay", auth.Admin, s.bulk(store.JobReplay), false},
+		{"POST", "/v1/bulk/discard", auth.Admin, s.bulk(store.JobDiscard), false},
+		{"GET", "/v1/jobs", auth.Viewer, s.listJobs, false},
+		{"GET", "/v1/jobs/{id}", auth.Viewer, s.getJob, false},
+		{"POST", "/v1/jobs/{id}/cancel", auth.Operator, s.cancelJob, false},
+		{"GET", "/v1/stats", auth.Viewer, s.stats, false},
+		{"GET", "/v1/routes", auth.Viewer, s.listRoutes, true},
+		{"POST", "/v1/routes/{route}/pause", auth.Operator, s.pauseRoute(true), true},
+		{"POST", "/v1/routes/{route}/resume", auth.Operator, s.pauseRoute(false), true},
+		{"POST", "/v1/routes/{route}/run", auth.Operator, s.runRoute, true},
+		{"GET", "/v1/runs", auth.Viewer, s.listRuns, true},
+		{"GET", "/v1/audit", auth.Viewer, s.listAudit, false},
 	}
 }
 
@@ -127,13 +130,20 @@ type call struct {
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-func requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Request-Id"); validRequestID.MatchString(id) {
-		return id
-	}
+// requestID is the server's id of a request, always generated here: a client's
+// X-Request-Id is any text the client likes, so it is only kept beside it (clientRequestID).
+func requestID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
 	return hex.EncodeToString(b[:])
+}
+
+// clientRequestID is the client's X-Request-Id when it is short and plain, else "".
+func clientRequestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); validRequestID.MatchString(id) {
+		return id
+	}
+	return ""
 }
 
 // endpoint authenticates, authorizes, caps the body, runs the handler and writes its
@@ -142,7 +152,7 @@ func requestID(r *http.Request) string {
 func (s *Server) endpoint(rt Route) http.Handler {
 	mutating := rt.Method != http.MethodGet
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rid := requestID(r)
+		rid := requestID()
 		w.Header().Set("X-Request-Id", rid)
 		secureHeaders(w)
 		log := s.log.With().Str("request_id", rid).Str("method", r.Method).Str("route", rt.Path).Logger()
@@ -175,11 +185,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route, rid str
 	if !p.Role.Allows(rt.Role) {
 		return fail(probForbidden.with("this needs the "+string(rt.Role)+" role"), p.Name)
 	}
+	if rt.Unscoped && len(p.Topics) > 0 {
+		return fail(probForbidden.with("routes and runs need a token without topics"), p.Name)
+	}
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		return fail(&http.MaxBytesError{Limit: s.cfg.MaxBodyBytes}, p.Name)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	c := &call{w: w, r: r, principal: p, actor: store.Actor{Name: p.Name, RequestID: rid},
+	c := &call{w: w, r: r, principal: p, actor: store.Actor{Name: p.Name, RequestID: rid, ClientRequestID: clientRequestID(r)},
 		log: log.With().Str("actor", p.Name).Logger()}
 	status, body, err := rt.handle(c)
 	if err != nil {
@@ -194,7 +207,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route, rid str
 // is any text it likes, and a label per value would grow the registry without bound.
 func (s *Server) fallback(p *Problem, label, allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rid := requestID(r)
+		rid := requestID()
 		w.Header().Set("X-Request-Id", rid)
 		secureHeaders(w)
 		if allow != "" {

@@ -254,7 +254,9 @@ type AuditEntry struct {
 	Affected  int64     `json:"affected"`
 	Outcome   string    `json:"outcome"`
 	RequestID string    `json:"request_id,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
+	// ClientRequestID is the X-Request-Id the client sent, beside the server's RequestID.
+	ClientRequestID string `json:"client_request_id,omitempty"`
+	Reason          string `json:"reason,omitempty"`
 }
 
 // AuditList is a page of the audit log.
@@ -388,5 +390,5 @@ func toRun(r *store.Run) Run {
 func toAudit(e *store.AuditEntry) AuditEntry {
 	return AuditEntry{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, RecordIDs: e.RecordIDs,
 		Filter: toFilter(e.Filter), JobID: e.JobID, Route: e.Route, Affected: e.Affected, Outcome: e.Outcome,
-		RequestID: e.RequestID, Reason: e.Reason}
+		RequestID: e.RequestID, ClientRequestID: e.ClientRequestID, Reason: e.Reason}
 }

@@ -59,6 +59,23 @@ func (p Principal) Sees(topic string) bool {
 	return len(p.Topics) == 0 || slices.Contains(p.Topics, topic)
 }
 
+// SeesAll reports whether the principal may see objects that concern every one of topics;
+// nil topics stand for any topic, which only a principal without topics sees.
+func (p Principal) SeesAll(topics []string) bool {
+	if len(p.Topics) == 0 {
+		return true
+	}
+	if topics == nil {
+		return false
+	}
+	for _, t := range topics {
+		if !slices.Contains(p.Topics, t) {
+			return false
+		}
+	}
+	return true
+}
+
 // ErrUnauthenticated: no token, a malformed header or an unknown token.
 var ErrUnauthenticated = errors.New("missing or invalid bearer token")
 

@@ -58,22 +58,28 @@ func (s *Store) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job
 				return err
 			}
 		}
-		var err error
-		job, err = scanJob(tx.QueryRow(ctx, sqlSubmitJob, string(req.Kind), req.Filter, req.RecordIDs,
-			req.TargetTopic, req.ResetRetry, req.RatePerSecond, req.ConfirmedCount,
-			actor.Name, actor.RequestID, now, nullIfEmpty(req.IdempotencyKey)))
-		if err != nil {
-			return err
-		}
+		topics := filterTopics(req.Filter)
 		if len(ids) > 0 {
 			if err := lockReservable(ctx, tx, ids, now); err != nil {
 				return err
 			}
+			if err := tx.QueryRow(ctx, sqlRecordTopics, ids).Scan(&topics); err != nil {
+				return err
+			}
+		}
+		var err error
+		job, err = scanJob(tx.QueryRow(ctx, sqlSubmitJob, string(req.Kind), req.Filter, req.RecordIDs,
+			req.TargetTopic, req.ResetRetry, req.RatePerSecond, req.ConfirmedCount,
+			actor.Name, actor.RequestID, now, nullIfEmpty(req.IdempotencyKey), topics))
+		if err != nil {
+			return err
+		}
+		if len(ids) > 0 {
 			if _, err := tx.Exec(ctx, sqlReserve, ids, job.ID); err != nil {
 				return err
 			}
 		}
-		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
 			Action: "create_" + string(req.Kind) + "_job", RecordIDs: req.RecordIDs, Filter: req.Filter,
 			JobID: job.ID, Affected: req.ConfirmedCount, Outcome: "ok", Reason: req.Reason})
 	})
@@ -81,6 +87,20 @@ func (s *Store) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job
 		return Job{}, false, err
 	}
 	return job, replayed, nil
+}
+
+// filterTopics are the original topics a filter can select: its original topic, else the
+// topics it is limited to; nil (any) for ids or an unlimited filter.
+func filterTopics(f *Filter) []string {
+	switch {
+	case f == nil:
+		return nil
+	case f.OriginalTopic != "":
+		return []string{f.OriginalTopic}
+	case len(f.OriginalTopics) > 0:
+		return f.OriginalTopics
+	}
+	return nil
 }
 
 func validateJobSpec(spec *JobSpec) error {
@@ -158,7 +178,7 @@ func (s *Store) DiscardRecord(ctx context.Context, id int64, reason string, acto
 		if outcome != nil {
 			affected = 0
 		}
-		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
 			Action: "discard", RecordIDs: []int64{id}, Affected: affected, Outcome: outcomeOf(outcome), Reason: reason})
 	})
 	if err != nil {
@@ -221,7 +241,7 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 			leased = append(leased, id)
 		}
 		slices.Sort(leased)
-		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
 			Action: "begin_replay", RecordIDs: leased, JobID: jobID, Affected: int64(len(leased)), Outcome: "ok"})
 	})
 	if err != nil {
@@ -272,7 +292,7 @@ func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, a
 			return err
 		}
 		slices.Sort(changed)
-		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
 			Action: action, RecordIDs: changed, JobID: jobID, Affected: int64(len(changed)), Outcome: "ok"})
 	})
 	return len(changed), err
@@ -292,11 +312,14 @@ func (s *Store) ReleaseJob(ctx context.Context, id int64, owner string) error {
 const sqlAsyncCommit = `SET LOCAL synchronous_commit = off`
 
 const sqlSubmitJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
-		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $10, $11)
+		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key, topics)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $10, $11, $12)
 	RETURNING ` + jobColumns
 
 const sqlJobByIdempotencyKey = `SELECT ` + jobColumns + ` FROM jobs WHERE created_by = $1 AND idempotency_key = $2`
+
+// The original topics of the records of ids, ” for a record without one.
+const sqlRecordTopics = `SELECT array_agg(DISTINCT coalesce(original_topic, '')) FROM dead_letters WHERE id = ANY($1)`
 
 const sqlLockRecords = `SELECT id FROM dead_letters WHERE id = ANY($1) ORDER BY id FOR UPDATE`
 

@@ -20,28 +20,33 @@ type AuditEntry struct {
 	Route     string
 	Affected  int64
 	// Outcome is "ok", "conflict", "not_found" or "error".
-	Outcome   string
-	RequestID string
+	Outcome string
+	// RequestID is the server's id of the request; ClientRequestID the X-Request-Id the
+	// client sent, if any.
+	RequestID       string
+	ClientRequestID string
 	// Reason is what the operator gave, e.g. for a discard.
 	Reason string
 }
 
 func writeAudit(ctx context.Context, tx pgx.Tx, e AuditEntry) error {
 	_, err := tx.Exec(ctx, sqlInsertAudit, e.At, e.Actor, e.Action, e.RecordIDs, e.Filter,
-		nullIfZeroID(e.JobID), nullIfEmpty(e.Route), e.Affected, e.Outcome, e.RequestID, cleanText(e.Reason))
+		nullIfZeroID(e.JobID), nullIfEmpty(e.Route), e.Affected, e.Outcome, e.RequestID, cleanText(e.Reason),
+		cleanText(e.ClientRequestID))
 	return err
 }
 
 // ListAudit returns up to limit audit entries with ids below beforeID (0 for the newest),
-// newest first.
-func (s *Store) ListAudit(ctx context.Context, beforeID int64, limit int) ([]AuditEntry, error) {
+// newest first. With topics (a scoped token's), only the entries that concern records of
+// those topics alone.
+func (s *Store) ListAudit(ctx context.Context, beforeID int64, limit int, topics ...string) ([]AuditEntry, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
 	if beforeID <= 0 {
 		beforeID = 1<<63 - 1
 	}
-	rows, err := s.pool.Query(ctx, sqlListAudit, beforeID, limit)
+	rows, err := s.pool.Query(ctx, sqlListAudit, beforeID, limit, scope(topics))
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -50,9 +55,17 @@ func (s *Store) ListAudit(ctx context.Context, beforeID int64, limit int) ([]Aud
 		var jobID *int64
 		var route *string
 		err := row.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.RecordIDs, &e.Filter, &jobID, &route,
-			&e.Affected, &e.Outcome, &e.RequestID, &e.Reason)
+			&e.Affected, &e.Outcome, &e.RequestID, &e.Reason, &e.ClientRequestID)
 		e.JobID, e.Route = deref(jobID), deref(route)
 		utc(&e.At)
 		return e, err
 	})
+}
+
+// scope is the $3 of the scoped listings: NULL for no topics (everything).
+func scope(topics []string) []string {
+	if len(topics) == 0 {
+		return nil
+	}
+	return topics
 }

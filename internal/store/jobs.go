@@ -59,6 +59,8 @@ type Job struct {
 	LeaseOwner string
 	LeaseUntil time.Time
 	Error      string
+	// Topics are the original topics the job may touch; nil when any.
+	Topics     []string
 	CreatedBy  string
 	RequestID  string
 	CreatedAt  time.Time
@@ -87,7 +89,7 @@ func (s *Store) CreateJob(ctx context.Context, spec JobSpec, actor Actor) (Job, 
 		if err != nil {
 			return err
 		}
-		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
 			Action: "create_" + string(spec.Kind) + "_job", RecordIDs: spec.RecordIDs, Filter: spec.Filter,
 			JobID: job.ID, Affected: spec.ConfirmedCount, Outcome: "ok"})
 	})
@@ -101,14 +103,15 @@ func (s *Store) GetJob(ctx context.Context, id int64) (Job, error) {
 }
 
 // ListJobs returns up to limit jobs with ids below beforeID (0 for the newest), newest first.
-func (s *Store) ListJobs(ctx context.Context, beforeID int64, limit int) ([]Job, error) {
+// With topics (a scoped token's), only the jobs that touch records of those topics alone.
+func (s *Store) ListJobs(ctx context.Context, beforeID int64, limit int, topics ...string) ([]Job, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
 	if beforeID <= 0 {
 		beforeID = 1<<63 - 1
 	}
-	rows, err := s.pool.Query(ctx, sqlListJobs, beforeID, limit)
+	rows, err := s.pool.Query(ctx, sqlListJobs, beforeID, limit, scope(topics))
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -178,7 +181,7 @@ func (s *Store) jobTransition(ctx context.Context, id int64, actor Actor, action
 		if outcome == nil && job.Status != JobCancelled {
 			result = string(job.Status)
 		}
-		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
 			Action: action, JobID: id, Affected: job.Done, Outcome: result})
 	})
 	if err != nil {
@@ -199,7 +202,7 @@ func scanJob(row scanner) (Job, error) {
 	)
 	err := row.Scan(&j.ID, &j.Kind, &j.Filter, &j.RecordIDs, &j.TargetTopic, &j.ResetRetry, &j.RatePerSecond,
 		&j.ConfirmedCount, &j.Status, &j.Total, &j.Done, &j.Failed, &j.Cursor, &owner, &leaseUntil,
-		&j.Error, &j.CreatedBy, &j.RequestID, &j.CreatedAt, &started, &j.UpdatedAt, &finished)
+		&j.Error, &j.CreatedBy, &j.RequestID, &j.CreatedAt, &started, &j.UpdatedAt, &finished, &j.Topics)
 	j.LeaseOwner, j.LeaseUntil, j.StartedAt, j.FinishedAt = deref(owner), deref(leaseUntil), deref(started), deref(finished)
 	utc(&j.LeaseUntil, &j.CreatedAt, &j.StartedAt, &j.UpdatedAt, &j.FinishedAt)
 	return j, err

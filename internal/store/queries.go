@@ -139,7 +139,7 @@ const sqlListLedger = `SELECT run_id, dlq_topic, dlq_partition, from_offset, to_
 
 const jobColumns = `id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 	confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
-	error, created_by, request_id, created_at, started_at, updated_at, finished_at`
+	error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics`
 
 const sqlCreateJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at)
@@ -150,7 +150,10 @@ const sqlGetJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
 
 const sqlJobExists = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`
 
-const sqlListJobs = `SELECT ` + jobColumns + ` FROM jobs WHERE id < $1 ORDER BY id DESC LIMIT $2`
+// $3 the topics of a scoped token, NULL for an unscoped one: a scoped token sees the jobs
+// whose every topic it sees (a job with NULL topics may touch any topic).
+const sqlListJobs = `SELECT ` + jobColumns + ` FROM jobs
+	WHERE id < $1 AND ($3::text[] IS NULL OR topics <@ $3) ORDER BY id DESC LIMIT $2`
 
 // $1 owner, $2 lease until, $3 now.
 const sqlClaimJob = `WITH next AS (
@@ -183,22 +186,29 @@ const routeControlColumns = `route, paused, run_requested_at, updated_by, update
 const sqlRouteControls = `SELECT ` + routeControlColumns + ` FROM route_controls ORDER BY route`
 
 // Route actions: $1 route, $2 now, $3 actor, then their own parameters. $4 paused.
-const sqlPauseRoute = `INSERT INTO route_controls (route, paused, updated_by, updated_at)
-	VALUES ($1, $4, $3, $2)
-	ON CONFLICT (route) DO UPDATE SET paused = $4, updated_by = $3, updated_at = $2
+// Only routes a worker registered are updated: an unknown name is not found.
+const sqlPauseRoute = `UPDATE route_controls SET paused = $4, updated_by = $3, updated_at = $2
+	WHERE route = $1
 	RETURNING ` + routeControlColumns
 
-const sqlRequestRun = `INSERT INTO route_controls (route, run_requested_at, updated_by, updated_at)
-	VALUES ($1, $2, $3, $2)
-	ON CONFLICT (route) DO UPDATE SET run_requested_at = $2, updated_by = $3, updated_at = $2
+const sqlRequestRun = `UPDATE route_controls SET run_requested_at = $2, updated_by = $3, updated_at = $2
+	WHERE route = $1
 	RETURNING ` + routeControlColumns
 
 const sqlAckRunRequest = `UPDATE route_controls SET run_requested_at = NULL
 	WHERE route = $1 AND run_requested_at = $2`
 
+// The row's topics are its job's, else those of its records (” for a record without an
+// original topic), else NULL (any topic: routes, refusals before a record was found).
 const sqlInsertAudit = `INSERT INTO audit_log (at, actor, action, record_ids, filter, job_id, route,
-		affected, outcome, request_id, reason)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+		affected, outcome, request_id, reason, client_request_id, topics)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, CASE
+		WHEN $6::bigint IS NOT NULL THEN (SELECT topics FROM jobs WHERE id = $6)
+		WHEN cardinality($4::bigint[]) > 0 THEN (SELECT array_agg(DISTINCT coalesce(original_topic, ''))
+			FROM dead_letters WHERE id = ANY($4))
+		END)`
 
-const sqlListAudit = `SELECT id, at, actor, action, record_ids, filter, job_id, route, affected, outcome, request_id, reason
-	FROM audit_log WHERE id < $1 ORDER BY id DESC LIMIT $2`
+// $3 as in sqlListJobs.
+const sqlListAudit = `SELECT id, at, actor, action, record_ids, filter, job_id, route, affected, outcome,
+		request_id, reason, client_request_id
+	FROM audit_log WHERE id < $1 AND ($3::text[] IS NULL OR topics <@ $3) ORDER BY id DESC LIMIT $2`

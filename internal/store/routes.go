@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,7 +29,8 @@ func (s *Store) RouteControls(ctx context.Context) ([]RouteControl, error) {
 	return collect(rows, scanRouteControl)
 }
 
-// PauseRoute pauses (paused true) or resumes a route.
+// PauseRoute pauses (paused true) or resumes a route. Only routes a worker registered
+// exist: another name is ErrNotFound (with the audit row of the refusal).
 func (s *Store) PauseRoute(ctx context.Context, route string, paused bool, actor Actor) (RouteControl, error) {
 	action := "resume_route"
 	if paused {
@@ -36,7 +39,7 @@ func (s *Store) PauseRoute(ctx context.Context, route string, paused bool, actor
 	return s.routeAction(ctx, route, actor, action, sqlPauseRoute, paused)
 }
 
-// RequestRun asks the workers of a route to run it now.
+// RequestRun asks the workers of a route to run it now; ErrNotFound as PauseRoute.
 func (s *Store) RequestRun(ctx context.Context, route string, actor Actor) (RouteControl, error) {
 	return s.routeAction(ctx, route, actor, "request_run", sqlRequestRun)
 }
@@ -55,16 +58,24 @@ func (s *Store) routeAction(ctx context.Context, route string, actor Actor, acti
 		return RouteControl{}, &ValidationError{Field: "route", Reason: "empty"}
 	}
 	var rc RouteControl
+	var outcome error
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		rc, err = scanRouteControl(tx.QueryRow(ctx, query, append([]any{route, now, actor.Name}, args...)...))
-		if err != nil {
+		affected := int64(1)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			outcome, affected = ErrNotFound, 0
+		case err != nil:
 			return err
 		}
-		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
-			Action: action, Route: route, Affected: 1, Outcome: "ok"})
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
+			Action: action, Route: route, Affected: affected, Outcome: outcomeOf(outcome)})
 	})
+	if err == nil && outcome != nil {
+		err = fmt.Errorf("route %q: %w", route, outcome)
+	}
 	return rc, err
 }
 

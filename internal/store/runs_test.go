@@ -58,6 +58,13 @@ func TestRouteControls(t *testing.T) {
 	s := storetest.New(t, store.WithClock(clock.Now))
 	ops := store.Actor{Name: "ops"}
 
+	_, err := s.PauseRoute(ctx, "orders", true, ops)
+	require.ErrorIs(t, err, store.ErrNotFound, "only routes a worker registered exist")
+	all, err := s.RouteControls(ctx)
+	require.NoError(t, err)
+	require.Empty(t, all, "a refused name leaves no route behind")
+	require.NoError(t, s.RegisterRoutes(ctx, []string{"orders", "payments"}, "dlq-worker/w1"))
+
 	rc, err := s.PauseRoute(ctx, "orders", true, ops)
 	require.NoError(t, err)
 	require.True(t, rc.Paused)
@@ -73,7 +80,7 @@ func TestRouteControls(t *testing.T) {
 	require.NoError(t, err)
 	// The worker acknowledges the request it saw; the newer one survives.
 	require.NoError(t, s.AckRunRequest(ctx, "orders", requested))
-	all, err := s.RouteControls(ctx)
+	all, err = s.RouteControls(ctx)
 	require.NoError(t, err)
 	require.Len(t, all, 2)
 	require.Equal(t, "orders", all[0].Route)
@@ -88,7 +95,9 @@ func TestRouteControls(t *testing.T) {
 
 	audit, err := s.ListAudit(ctx, 0, 10)
 	require.NoError(t, err)
-	require.Len(t, audit, 5)
+	require.Len(t, audit, 6, "five actions and the refusal")
 	require.Equal(t, "resume_route", audit[0].Action)
 	require.Equal(t, "orders", audit[0].Route)
+	require.Equal(t, "pause_route", audit[5].Action)
+	require.Equal(t, "not_found", audit[5].Outcome)
 }

@@ -81,7 +81,7 @@ func (s *Store) transition(ctx context.Context, id int64, actor Actor, action st
 			jobID = rec.JobID
 		}
 		return writeAudit(ctx, tx, AuditEntry{
-			At: now, Actor: actor.Name, RequestID: actor.RequestID, Action: action,
+			At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID, Action: action,
 			RecordIDs: []int64{id}, JobID: jobID, Affected: affected, Outcome: outcomeOf(outcome),
 		})
 	})

@@ -93,6 +93,9 @@ type Record struct {
 
 // Actor is who asks for an operator action, for the audit log.
 type Actor struct {
-	Name      string
-	RequestID string
+	Name string
+	// RequestID is the server's id of the request; ClientRequestID the client's own
+	// X-Request-Id, kept beside it in the audit log.
+	RequestID       string
+	ClientRequestID string
 }

@@ -1,0 +1,182 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/api"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// The scope × endpoint matrix (OWASP API1, broken object level authorization): for every
+// endpoint, the token scoped to orders reaches orders' objects and nothing of payments.
+// Records and jobs outside its topics answer 404, lists leave them out, routes and runs
+// (which concern DLQ topics of any original topic) answer 403. A new endpoint fails the
+// test until it has its row.
+func TestScopeMatrix(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, b.store.RegisterRoutes(ctx, []string{"orders-route"}, "test"))
+	o := b.park("orders", 8)
+	p := b.park("payments", 8)
+	submit := func(ids ...int64) int64 {
+		job, _, err := b.store.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: ids, ConfirmedCount: int64(len(ids))}}, store.Actor{Name: "otto"})
+		require.NoError(t, err)
+		return job.ID
+	}
+	ordersJob, paymentsJob, mixedJob := submit(o[0]), submit(p[0]), submit(o[7], p[7])
+	anyJob, _, err := b.store.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
+		Filter: &store.Filter{Statuses: []store.Status{store.StatusParked}}, ConfirmedCount: 1}}, store.Actor{Name: "ada"})
+	require.NoError(t, err)
+	r := b.do("POST", path("/v1/records/%d/discard", p[1]), operatorToken, api.DiscardRequest{Reason: "customer jane@example.com left"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	r = b.do("POST", path("/v1/records/%d/discard", o[1]), operatorToken, api.DiscardRequest{Reason: "orders cleanup"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+
+	notFound := func(t *testing.T, r response) {
+		t.Helper()
+		require.Equal(t, http.StatusNotFound, r.status, "%s", r.body)
+		require.Equal(t, "urn:dlq:problem:not-found", r.problem(t).Type)
+	}
+	forbidden := func(t *testing.T, r response) {
+		t.Helper()
+		require.Equal(t, http.StatusForbidden, r.status, "%s", r.body)
+		require.Equal(t, "urn:dlq:problem:forbidden", r.problem(t).Type)
+	}
+	reached := func(t *testing.T, r response) {
+		t.Helper()
+		require.NotContains(t, []int{401, 403, 404}, r.status, "%s", r.body)
+		require.Less(t, r.status, 500, "%s", r.body)
+	}
+	jobIDs := func(r response) []int64 {
+		var l api.JobList
+		r.decode(t, &l)
+		var ids []int64
+		for _, j := range l.Jobs {
+			ids = append(ids, j.ID)
+		}
+		return ids
+	}
+	matrix := map[string]func(t *testing.T){
+		"GET /v1/records": func(t *testing.T) {
+			var page api.RecordPage
+			b.do("GET", "/v1/records?limit=500", scopedToken, nil).decode(t, &page)
+			require.Len(t, page.Records, len(o))
+			for _, rec := range page.Records {
+				require.Equal(t, "orders", rec.Original.Topic)
+			}
+		},
+		"GET /v1/records/{id}": func(t *testing.T) {
+			notFound(t, b.do("GET", path("/v1/records/%d", p[2]), scopedToken, nil))
+			reached(t, b.do("GET", path("/v1/records/%d", o[2]), scopedToken, nil))
+		},
+		"POST /v1/records/{id}/replay": func(t *testing.T) {
+			notFound(t, b.do("POST", path("/v1/records/%d/replay", p[2]), scopedToken, nil))
+			reached(t, b.do("POST", path("/v1/records/%d/replay", o[2]), scopedToken, nil))
+		},
+		"POST /v1/records/{id}/discard": func(t *testing.T) {
+			notFound(t, b.do("POST", path("/v1/records/%d/discard", p[3]), scopedToken, api.DiscardRequest{Reason: "x"}))
+			reached(t, b.do("POST", path("/v1/records/%d/discard", o[3]), scopedToken, api.DiscardRequest{Reason: "x"}))
+		},
+		"POST /v1/records/{id}/retry-now": func(t *testing.T) {
+			notFound(t, b.do("POST", path("/v1/records/%d/retry-now", p[4]), scopedToken, nil))
+			reached(t, b.do("POST", path("/v1/records/%d/retry-now", o[4]), scopedToken, nil))
+		},
+		"POST /v1/bulk/replay": func(t *testing.T) {
+			notFound(t, b.do("POST", "/v1/bulk/replay", scopedToken, api.BulkRequest{IDs: []int64{o[5], p[5]}, DryRun: true}))
+			reached(t, b.do("POST", "/v1/bulk/replay", scopedToken, api.BulkRequest{IDs: []int64{o[5]}, DryRun: true}))
+		},
+		"POST /v1/bulk/discard": func(t *testing.T) {
+			notFound(t, b.do("POST", "/v1/bulk/discard", scopedToken, api.BulkRequest{IDs: []int64{p[5]}, DryRun: true, Reason: "x"}))
+			reached(t, b.do("POST", "/v1/bulk/discard", scopedToken, api.BulkRequest{IDs: []int64{o[5]}, DryRun: true, Reason: "x"}))
+		},
+		"GET /v1/jobs": func(t *testing.T) {
+			scoped := jobIDs(b.do("GET", "/v1/jobs?limit=500", scopedToken, nil))
+			require.Contains(t, scoped, ordersJob)
+			require.NotContains(t, scoped, paymentsJob)
+			require.NotContains(t, scoped, mixedJob)
+			require.NotContains(t, scoped, anyJob.ID)
+			all := jobIDs(b.do("GET", "/v1/jobs?limit=500", viewerToken, nil))
+			require.Subset(t, all, []int64{ordersJob, paymentsJob, mixedJob, anyJob.ID})
+		},
+		"GET /v1/jobs/{id}": func(t *testing.T) {
+			for _, id := range []int64{paymentsJob, mixedJob, anyJob.ID} {
+				notFound(t, b.do("GET", path("/v1/jobs/%d", id), scopedToken, nil))
+			}
+			reached(t, b.do("GET", path("/v1/jobs/%d", ordersJob), scopedToken, nil))
+		},
+		"POST /v1/jobs/{id}/cancel": func(t *testing.T) {
+			notFound(t, b.do("POST", path("/v1/jobs/%d/cancel", paymentsJob), scopedToken, nil))
+			job, err := b.store.GetJob(ctx, paymentsJob)
+			require.NoError(t, err)
+			require.Equal(t, store.JobPending, job.Status, "nothing happened to it")
+			reached(t, b.do("POST", path("/v1/jobs/%d/cancel", ordersJob), scopedToken, nil))
+		},
+		"GET /v1/stats": func(t *testing.T) {
+			var st api.Stats
+			b.do("GET", "/v1/stats", scopedToken, nil).decode(t, &st)
+			require.NotEmpty(t, st.Counts)
+			for _, c := range st.Counts {
+				require.Equal(t, "orders", c.OriginalTopic)
+			}
+		},
+		"GET /v1/routes": func(t *testing.T) {
+			forbidden(t, b.do("GET", "/v1/routes", scopedToken, nil))
+			reached(t, b.do("GET", "/v1/routes", viewerToken, nil))
+		},
+		"POST /v1/routes/{route}/pause": func(t *testing.T) {
+			forbidden(t, b.do("POST", "/v1/routes/orders-route/pause", scopedToken, nil))
+			reached(t, b.do("POST", "/v1/routes/orders-route/pause", operatorToken, nil))
+			notFound(t, b.do("POST", "/v1/routes/nosuch/pause", operatorToken, nil))
+		},
+		"POST /v1/routes/{route}/resume": func(t *testing.T) {
+			forbidden(t, b.do("POST", "/v1/routes/orders-route/resume", scopedToken, nil))
+			reached(t, b.do("POST", "/v1/routes/orders-route/resume", operatorToken, nil))
+			notFound(t, b.do("POST", "/v1/routes/nosuch/resume", operatorToken, nil))
+		},
+		"POST /v1/routes/{route}/run": func(t *testing.T) {
+			forbidden(t, b.do("POST", "/v1/routes/orders-route/run", scopedToken, nil))
+			reached(t, b.do("POST", "/v1/routes/orders-route/run", operatorToken, nil))
+			notFound(t, b.do("POST", "/v1/routes/nosuch/run", operatorToken, nil))
+		},
+		"GET /v1/runs": func(t *testing.T) {
+			forbidden(t, b.do("GET", "/v1/runs", scopedToken, nil))
+			reached(t, b.do("GET", "/v1/runs", viewerToken, nil))
+		},
+		"GET /v1/audit": func(t *testing.T) {
+			var audit api.AuditList
+			b.do("GET", "/v1/audit?limit=500", scopedToken, nil).decode(t, &audit)
+			var sawOrders bool
+			for _, e := range audit.Entries {
+				require.NotContains(t, e.Reason, "jane@example.com")
+				require.Empty(t, e.Route, "route actions concern every topic")
+				for _, id := range e.RecordIDs {
+					require.Contains(t, o, id, "%+v", e)
+				}
+				require.NotContains(t, []int64{paymentsJob, mixedJob, anyJob.ID}, e.JobID, "%+v", e)
+				sawOrders = sawOrders || e.Reason == "orders cleanup"
+			}
+			require.True(t, sawOrders, "%+v", audit)
+			var all api.AuditList
+			b.do("GET", "/v1/audit?limit=500", viewerToken, nil).decode(t, &all)
+			require.Greater(t, len(all.Entries), len(audit.Entries))
+		},
+	}
+	for _, rt := range b.api.Routes() {
+		key := rt.Method + " " + rt.Path
+		check, ok := matrix[key]
+		require.True(t, ok, "%s has no row in the scope matrix", key)
+		t.Run(key, check)
+	}
+	require.Len(t, matrix, len(b.api.Routes()))
+
+	// No phantom route was created by the refused names.
+	var routes api.RouteList
+	b.do("GET", "/v1/routes", viewerToken, nil).decode(t, &routes)
+	require.Len(t, routes.Routes, 1)
+	require.Equal(t, "orders-route", routes.Routes[0].Route)
+}
