@@ -78,5 +78,5 @@ func serve(ctx context.Context, cfg *config.Admin) error {
 		return err
 	}
 	srv.Mux.Handle("/v1/", handler)
-	return daemon.Run(ctx, log, srv, cfg.HTTP.Listen, cfg.ShutdownGrace)
+	return daemon.Run(ctx, log, srv, cfg.HTTP.Listener(), cfg.ShutdownGrace)
 }

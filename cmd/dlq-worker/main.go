@@ -95,7 +95,7 @@ func run(ctx context.Context, cfg *config.Worker) error {
 	if err != nil {
 		return err
 	}
-	if err := daemon.Run(ctx, log, srv, cfg.HTTP.Listen, cfg.ShutdownGrace, engine, runner); err != nil {
+	if err := daemon.Run(ctx, log, srv, cfg.HTTP.Listener(), cfg.ShutdownGrace, engine, runner); err != nil {
 		return err
 	}
 	return engine.Err()

@@ -2,6 +2,7 @@ package config
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -22,10 +23,15 @@ func TestAdminExampleLoads(t *testing.T) {
 func TestAdminRejects(t *testing.T) {
 	const tok = "tokens:\n  - {name: a, role: admin, sha256: 1734d503f6aa6a047c36d113cbad769f719c93784b469b771c4c3e7c63adbefd}\n"
 	for name, tc := range map[string]struct{ file, want string }{
-		"plain token":   {"tokens:\n  - {name: a, role: admin, sha256: hunter2}\n", "tokens[0].sha256"},
-		"bad role":      {"tokens:\n  - {name: a, role: root, sha256: 1734d503f6aa6a047c36d113cbad769f719c93784b469b771c4c3e7c63adbefd}\n", "tokens[0].role"},
-		"bad topic":     {tok + "replay_topics: ['no spaces']\n", "replay_topics[0]"},
-		"tiny body cap": {tok + "max_body_bytes: 10\n", "max_body_bytes"},
+		"plain token":             {"tokens:\n  - {name: a, role: admin, sha256: hunter2}\n", "tokens[0].sha256"},
+		"bad role":                {"tokens:\n  - {name: a, role: root, sha256: 1734d503f6aa6a047c36d113cbad769f719c93784b469b771c4c3e7c63adbefd}\n", "tokens[0].role"},
+		"bad topic":               {tok + "replay_topics: ['no spaces']\n", "replay_topics[0]"},
+		"tiny body cap":           {tok + "max_body_bytes: 10\n", "max_body_bytes"},
+		"all interfaces in clear": {tok + "http: {listen: ':8080'}\n", "http.listen"},
+		"public address in clear": {tok + "http: {listen: '10.1.2.3:8080'}\n", "http.allow_insecure"},
+		"cert without key":        {tok + "http: {listen: '10.1.2.3:8080', tls_cert_file: /x.crt}\n", "http.tls_cert_file, http.tls_key_file"},
+		"zero timeout":            {tok + "http: {read_timeout: -1s}\n", "http.read_timeout"},
+		"no connections":          {tok + "http: {max_conns: -1}\n", "http.max_conns"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var a Admin
@@ -33,4 +39,24 @@ func TestAdminRejects(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// A non-loopback listener needs TLS, or allow_insecure for a TLS proxy in front.
+func TestAdminListen(t *testing.T) {
+	const tok = "tokens:\n  - {name: a, role: admin, sha256: 1734d503f6aa6a047c36d113cbad769f719c93784b469b771c4c3e7c63adbefd}\n"
+	for _, http := range []string{
+		"{listen: '127.0.0.1:8080'}",
+		"{listen: 'localhost:8080'}",
+		"{listen: '[::1]:8080'}",
+		"{listen: '0.0.0.0:8443', tls_cert_file: /etc/dlq/tls.crt, tls_key_file: /etc/dlq/tls.key}",
+		"{listen: ':8080', allow_insecure: true}",
+	} {
+		var a Admin
+		require.NoError(t, Load(writeFile(t, "database:\n  url: postgres://x\n"+tok+"http: "+http+"\n"), "DLQ_ADMIN_", &a), http)
+	}
+	var a Admin
+	require.NoError(t, Load(writeFile(t, "database:\n  url: postgres://x\n"+tok), "DLQ_ADMIN_", &a))
+	require.Equal(t, 30*time.Second, a.HTTP.ReadTimeout)
+	require.Equal(t, 60*time.Second, a.HTTP.IdleTimeout)
+	require.Equal(t, 256, a.HTTP.MaxConns)
 }

@@ -35,6 +35,7 @@ func (w *Worker) WithDefaults() {
 	if w.HTTP.Listen == "" {
 		w.HTTP.Listen = "127.0.0.1:9464"
 	}
+	w.HTTP.WithDefaults()
 	if w.ShutdownGrace == 0 {
 		w.ShutdownGrace = 30 * time.Second
 	}
@@ -74,6 +75,7 @@ func (a *Admin) WithDefaults() {
 	if a.HTTP.Listen == "" {
 		a.HTTP.Listen = "127.0.0.1:8080"
 	}
+	a.HTTP.WithDefaults()
 	if a.ShutdownGrace == 0 {
 		a.ShutdownGrace = 15 * time.Second
 	}
@@ -85,6 +87,11 @@ func (a *Admin) WithDefaults() {
 // Validate implements Validatable.
 func (a *Admin) Validate() error {
 	errs := []error{a.Log.Validate(), a.HTTP.Validate(), a.Database.Validate(), ValidateGrace(a.ShutdownGrace)}
+	if !a.HTTP.Loopback() && a.HTTP.TLSCertFile == "" && !a.HTTP.AllowInsecure {
+		// Bearer tokens would cross the network in clear.
+		errs = append(errs, fmt.Errorf("http.listen: %q is not a loopback address: set http.tls_cert_file and "+
+			"http.tls_key_file, or http.allow_insecure: true behind a TLS-terminating proxy", a.HTTP.Listen))
+	}
 	if len(a.Tokens) == 0 {
 		errs = append(errs, errors.New("tokens: at least one is required (generate one with `dlq-admin token new`)"))
 	} else if _, err := auth.New(a.Tokens); err != nil {

@@ -1,16 +1,58 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/dlqops/dlq/internal/ops"
 )
 
 // HTTP is the operations listener: /healthz, /readyz and /metrics (and the API on dlq-admin).
 type HTTP struct {
 	Listen string `yaml:"listen"`
+	// Timeouts of each connection (see ops.Listen) and the cap on connections at once.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	ReadTimeout       time.Duration `yaml:"read_timeout"`
+	WriteTimeout      time.Duration `yaml:"write_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	MaxConns          int           `yaml:"max_conns"`
+	// TLSCertFile and TLSKeyFile (PEM) make the listener serve TLS; both or neither.
+	TLSCertFile string `yaml:"tls_cert_file"`
+	TLSKeyFile  string `yaml:"tls_key_file"`
+	// AllowInsecure lets dlq-admin listen on a non-loopback address without TLS: for a
+	// TLS-terminating proxy in front of it.
+	AllowInsecure bool `yaml:"allow_insecure"`
+}
+
+// WithDefaults fills the timeouts and the connection cap.
+func (h *HTTP) WithDefaults() {
+	l := h.Listener().WithDefaults()
+	h.ReadHeaderTimeout, h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.MaxConns =
+		l.ReadHeaderTimeout, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns
+}
+
+// Listener is the ops server's view of h.
+func (h HTTP) Listener() ops.Listen {
+	return ops.Listen{Addr: h.Listen, ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
+		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxConns: h.MaxConns,
+		CertFile: h.TLSCertFile, KeyFile: h.TLSKeyFile}
+}
+
+// Loopback reports whether the listen address accepts only local connections.
+func (h HTTP) Loopback() bool {
+	host, _, err := net.SplitHostPort(h.Listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Log selects the log level and format.
@@ -57,12 +99,26 @@ func (l Log) Validate() error {
 	return fmt.Errorf("log.format: %q is not one of json, console, auto", l.Format)
 }
 
-// Validate checks that the listen address is host:port.
+// Validate checks that the listen address is host:port, the bounds positive, and TLS
+// given as a certificate and its key.
 func (h HTTP) Validate() error {
+	var errs []error
 	if _, _, err := net.SplitHostPort(h.Listen); err != nil {
-		return fmt.Errorf("http.listen: %q is not host:port: %v", h.Listen, err)
+		errs = append(errs, fmt.Errorf("http.listen: %q is not host:port: %v", h.Listen, err))
 	}
-	return nil
+	for key, d := range map[string]time.Duration{"read_header_timeout": h.ReadHeaderTimeout,
+		"read_timeout": h.ReadTimeout, "write_timeout": h.WriteTimeout, "idle_timeout": h.IdleTimeout} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("http.%s: must be positive, got %s", key, d))
+		}
+	}
+	if h.MaxConns < 1 {
+		errs = append(errs, fmt.Errorf("http.max_conns: must be at least 1, got %d", h.MaxConns))
+	}
+	if (h.TLSCertFile == "") != (h.TLSKeyFile == "") {
+		errs = append(errs, errors.New("http.tls_cert_file, http.tls_key_file: give both or neither"))
+	}
+	return errors.Join(errs...)
 }
 
 // WithDefaults fills the pool size.

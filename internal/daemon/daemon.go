@@ -24,13 +24,13 @@ type Component interface {
 	Stop(ctx context.Context) error
 }
 
-// Run starts the ops server on listen, then each component in order, blocks until SIGINT
+// Run starts the ops server as listen says, then each component in order, blocks until SIGINT
 // or SIGTERM (or ctx ends), then stops the components in reverse order within grace.
-func Run(ctx context.Context, log zerolog.Logger, srv *ops.Server, listen string, grace time.Duration, components ...Component) error {
+func Run(ctx context.Context, log zerolog.Logger, srv *ops.Server, listen ops.Listen, grace time.Duration, components ...Component) error {
 	ctx, stopSignals := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stopSignals()
 	if err := srv.Start(listen); err != nil {
-		return fmt.Errorf("http.listen %s: %w", listen, err)
+		return fmt.Errorf("http.listen %s: %w", listen.Addr, err)
 	}
 	started := make([]Component, 0, len(components))
 	var startErr error

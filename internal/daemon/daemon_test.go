@@ -86,7 +86,7 @@ func TestRunLifecycle(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- daemon.Run(ctx, zerolog.Nop(), srv, "127.0.0.1:0", time.Second, recorder{"a", &log, false}, recorder{"b", &log, false})
+		done <- daemon.Run(ctx, zerolog.Nop(), srv, ops.Listen{Addr: "127.0.0.1:0"}, time.Second, recorder{"a", &log, false}, recorder{"b", &log, false})
 	}()
 	var status map[string]any
 	require.Eventually(t, func() bool {
@@ -106,7 +106,7 @@ func TestRunLifecycle(t *testing.T) {
 	require.Equal(t, []string{"start a", "start b", "stop b", "stop a"}, log)
 
 	log = nil
-	err := daemon.Run(context.Background(), zerolog.Nop(), ops.New(zerolog.Nop()), "127.0.0.1:0", time.Second,
+	err := daemon.Run(context.Background(), zerolog.Nop(), ops.New(zerolog.Nop()), ops.Listen{Addr: "127.0.0.1:0"}, time.Second,
 		recorder{"a", &log, false}, recorder{"b", &log, true}, recorder{"c", &log, false})
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	require.Equal(t, []string{"start a", "start b", "stop a"}, log)

@@ -93,17 +93,17 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// Start listens on addr and serves in the background. It returns once the port is bound,
-// so a bad address fails start-up.
-func (s *Server) Start(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+// Start listens as l says and serves in the background. It returns once the port is bound
+// (and the TLS certificate loaded), so a bad address or certificate fails start-up.
+func (s *Server) Start(l Listen) error {
+	ln, srv, err := l.listen(s)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	s.ln = ln
 	s.mu.Unlock()
-	s.srv = &http.Server{Handler: s.Mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = srv
 	s.stopped = make(chan struct{})
 	go func() {
 		defer close(s.stopped)
@@ -111,7 +111,7 @@ func (s *Server) Start(addr string) error {
 			s.log.Error().Err(err).Msg("ops server stopped")
 		}
 	}()
-	s.log.Info().Str("addr", ln.Addr().String()).Msg("serving /healthz /readyz /metrics")
+	s.log.Info().Str("addr", ln.Addr().String()).Bool("tls", l.TLS()).Msg("serving /healthz /readyz /metrics")
 	return nil
 }
 
