@@ -72,7 +72,7 @@ func serve(ctx context.Context, cfg *config.Admin) error {
 	}
 	handler, err := api.New(api.Config{
 		Store: store.New(pool, store.WithLogger(log)), Auth: authn, ReplayTopics: cfg.ReplayTopics,
-		MaxBodyBytes: cfg.MaxBodyBytes, Log: log, Registerer: srv.Registry,
+		MaxBodyBytes: cfg.MaxBodyBytes, Limits: cfg.Limits, Log: log, Registerer: srv.Registry,
 	})
 	if err != nil {
 		return err

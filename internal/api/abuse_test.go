@@ -2,15 +2,21 @@ package api_test
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/api"
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
 )
 
 // The abuse suite: each test is one check of the README's security section, named with
@@ -105,4 +111,78 @@ func TestAbuseInvalidText(t *testing.T) {
 	hasField(t, r, "filter.error_contains")
 	r = b.do("POST", "/v1/bulk/discard", adminToken, api.BulkRequest{Filter: &api.Filter{Route: "r\x00"}, DryRun: true, Reason: "x"})
 	hasField(t, r, "filter.route")
+}
+
+// auditRows returns the audit rows of the test's schema, oldest first.
+func auditRows(t *testing.T, st *store.Store) []store.AuditEntry {
+	t.Helper()
+	rows, err := st.ListAudit(context.Background(), 0, store.MaxPageSize)
+	require.NoError(t, err)
+	slices.Reverse(rows)
+	return rows
+}
+
+// API2 and API1 (every attempt leaves a trace, as the README promises): every refused request is in
+// the audit log exactly once, with the server's and the client's request ids, even when
+// the refusal rolled back the transaction that would have written it: 401, 403, an
+// out-of-scope 404, a 400 target refusal, 409s of replays and bulk jobs.
+func TestAbuseRefusalsAreAudited(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	orders := b.park("orders", 3)
+	payments := b.park("payments", 1)
+	discarded := orders[2]
+	require.Equal(t, http.StatusOK, b.do("POST", path("/v1/records/%d/discard", discarded), operatorToken, api.DiscardRequest{Reason: "x"}).status)
+	before := len(auditRows(t, b.store))
+
+	type refusal struct {
+		r                response
+		actor, outcome   string
+		action, clientID string
+	}
+	var refusals []refusal
+	refuse := func(status int, actor, outcome, action, method, p, token string, body any) {
+		t.Helper()
+		clientID := fmt.Sprintf("client-%d", len(refusals))
+		r := b.do(method, p, token, body, "X-Request-Id", clientID)
+		require.Equal(t, status, r.status, "%s %s: %s", method, p, r.body)
+		require.NotEqual(t, clientID, r.header.Get("X-Request-Id"), "the server's own id")
+		refusals = append(refusals, refusal{r, actor, outcome, action, clientID})
+	}
+	refuse(401, "anonymous", "unauthorized", "GET /v1/records", "GET", "/v1/records", "", nil)
+	refuse(403, "vera", "forbidden", "POST /v1/records/{id}/discard", "POST", path("/v1/records/%d/discard", orders[0]), viewerToken, api.DiscardRequest{Reason: "x"})
+	refuse(404, "sam", "not_found", "GET /v1/records/{id}", "GET", path("/v1/records/%d", payments[0]), scopedToken, nil)
+	refuse(400, "otto", "invalid", "POST /v1/records/{id}/replay", "POST", path("/v1/records/%d/replay", orders[0]), operatorToken, api.ReplayRequest{TargetTopic: "elsewhere"})
+	refuse(409, "otto", "conflict", "POST /v1/records/{id}/replay", "POST", path("/v1/records/%d/replay", discarded), operatorToken, nil)
+	wrong := int64(99)
+	refuse(409, "ada", "conflict", "POST /v1/bulk/replay", "POST", "/v1/bulk/replay", adminToken, api.BulkRequest{Filter: &api.Filter{}, ConfirmCount: &wrong})
+	// The store audits this one in its own transaction; it must not be written twice.
+	r := b.do("POST", path("/v1/records/%d/discard", discarded), operatorToken, api.DiscardRequest{Reason: "again"})
+	require.Equal(t, http.StatusConflict, r.status)
+
+	rows := auditRows(t, b.store)[before:]
+	require.Len(t, rows, len(refusals)+1, "%+v", rows)
+	for i, want := range refusals {
+		got := rows[i]
+		require.Equal(t, want.actor, got.Actor, "%+v", got)
+		require.Equal(t, want.outcome, got.Outcome, "%+v", got)
+		require.Equal(t, want.action, got.Action, "%+v", got)
+		require.Equal(t, want.r.header.Get("X-Request-Id"), got.RequestID)
+		require.Equal(t, want.clientID, got.ClientRequestID)
+	}
+	require.Equal(t, "discard", rows[len(refusals)].Action)
+	require.Equal(t, "conflict", rows[len(refusals)].Outcome)
+}
+
+// API4: refusals of unauthenticated requests are audited at most
+// limits.unauthenticated_audit_per_second (burst 10); the rest are counted.
+func TestAbuseUnauthenticatedAuditIsRateLimited(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	b := setupWith(t, storetest.New(t), func(c *api.Config) { c.Clock = func() time.Time { return now } })
+	for range 50 {
+		require.Equal(t, http.StatusUnauthorized, b.do("GET", "/v1/stats", "not-a-token", nil).status)
+	}
+	require.Len(t, auditRows(t, b.store), 10, "the burst; the clock does not move")
+	require.Contains(t, string(b.do("GET", "/metrics", "", nil).body), "dlq_admin_unaudited_refusals_total 40")
 }

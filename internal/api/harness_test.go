@@ -56,9 +56,9 @@ func setup(t *testing.T) *bundle {
 	return setupWith(t, st)
 }
 
-func setupWith(t *testing.T, st *store.Store) *bundle {
+func setupWith(t *testing.T, st *store.Store, opts ...func(*api.Config)) *bundle {
 	t.Helper()
-	srv, url := newServer(t, st)
+	srv, url := newServer(t, st, opts...)
 	return &bundle{t: t, store: st, api: srv, url: url}
 }
 
@@ -68,13 +68,18 @@ func setupBench(b *testing.B, st *store.Store) string {
 	return url
 }
 
-func newServer(t testing.TB, st *store.Store) (*api.Server, string) {
+// newServer serves the API on st; opts adjust the configuration.
+func newServer(t testing.TB, st *store.Store, opts ...func(*api.Config)) (*api.Server, string) {
 	t.Helper()
 	a, err := auth.New(tokens)
 	require.NoError(t, err)
 	o := ops.New(zerolog.Nop())
-	srv, err := api.New(api.Config{Store: st, Auth: a, ReplayTopics: []string{"orders.replay", "payments.replay"},
-		MaxBodyBytes: 1 << 20, Log: zerolog.Nop(), Registerer: o.Registry})
+	cfg := api.Config{Store: st, Auth: a, ReplayTopics: []string{"orders.replay", "payments.replay"},
+		MaxBodyBytes: 1 << 20, Log: zerolog.Nop(), Registerer: o.Registry}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	srv, err := api.New(cfg)
 	require.NoError(t, err)
 	o.Mux.Handle("/v1/", srv)
 	ts := httptest.NewServer(o.Mux)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/store"
@@ -30,17 +31,22 @@ type Config struct {
 	MaxBodyBytes int64
 	Log          zerolog.Logger
 	Registerer   prometheus.Registerer
-	// Clock bounds bulk selections to the records stored before the request; time.Now
-	// when nil.
+	// Limits bound what callers may consume; zero values take the defaults.
+	Limits Limits
+	// Clock bounds bulk selections to the records stored before the request and drives
+	// the rate limits; time.Now when nil.
 	Clock func() time.Time
 }
 
 // Server is the API's http.Handler.
 type Server struct {
-	cfg      Config
-	log      zerolog.Logger
-	mux      *http.ServeMux
-	requests *prometheus.CounterVec
+	cfg       Config
+	log       zerolog.Logger
+	mux       *http.ServeMux
+	requests  *prometheus.CounterVec
+	unaudited prometheus.Counter
+	// anonAudit limits the audit rows of refused requests without a valid token.
+	anonAudit *rate.Limiter
 }
 
 // Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
@@ -65,6 +71,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	cfg.Limits.WithDefaults()
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg: cfg,
 		log: cfg.Log.With().Str("component", "api").Logger(),
@@ -73,9 +83,16 @@ func New(cfg Config) (*Server, error) {
 			Name: "dlq_admin_requests_total",
 			Help: "Admin API requests by route and status code.",
 		}, []string{"method", "route", "code"}),
+		unaudited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dlq_admin_unaudited_refusals_total",
+			Help: "Refused requests without a valid token that were not audited, beyond limits.unauthenticated_audit_per_second.",
+		}),
+		anonAudit: rate.NewLimiter(rate.Limit(cfg.Limits.UnauthenticatedAuditPerSecond), unauthenticatedAuditBurst),
 	}
-	if err := cfg.Registerer.Register(s.requests); err != nil {
-		return nil, err
+	for _, c := range []prometheus.Collector{s.requests, s.unaudited} {
+		if err := cfg.Registerer.Register(c); err != nil {
+			return nil, err
+		}
 	}
 	allow := map[string][]string{}
 	var paths []string
@@ -147,16 +164,21 @@ func clientRequestID(r *http.Request) string {
 }
 
 // endpoint authenticates, authorizes, caps the body, runs the handler and writes its
-// answer, then counts and logs the outcome. Every mutating request is logged with its
-// actor, allowed or not; the token itself never is.
+// answer, then audits a refusal, counts and logs the outcome. Every mutating request is
+// logged with its actor, allowed or not; the token itself never is.
 func (s *Server) endpoint(rt Route) http.Handler {
 	mutating := rt.Method != http.MethodGet
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rid := requestID()
 		w.Header().Set("X-Request-Id", rid)
 		secureHeaders(w)
-		log := s.log.With().Str("request_id", rid).Str("method", r.Method).Str("route", rt.Path).Logger()
-		status, actor, err := s.serve(w, r, rt, rid, log)
+		log := s.log.With().Str("request_id", rid).Str("method", rt.Method).Str("route", rt.Path).Logger()
+		c := &call{w: w, r: r, actor: store.Actor{Name: "anonymous", RequestID: rid, ClientRequestID: clientRequestID(r)}, log: log}
+		status, err := s.serve(c, rt)
+		actor := c.actor.Name
+		if audited(rt, status, err) {
+			s.auditRefusal(c, rt, status, err)
+		}
 		s.requests.WithLabelValues(rt.Method, rt.Path, strconv.Itoa(status)).Inc()
 		ev := log.Debug()
 		switch {
@@ -172,34 +194,35 @@ func (s *Server) endpoint(rt Route) http.Handler {
 	})
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt Route, rid string, log zerolog.Logger) (int, string, error) {
-	fail := func(err error, actor string) (int, string, error) {
+// serve answers c; c.principal and c.actor name the caller once authenticated.
+func (s *Server) serve(c *call, rt Route) (int, error) {
+	w, r := c.w, c.r
+	fail := func(err error) (int, error) {
 		p, _ := problemFor(err)
-		writeProblem(w, p, rid)
-		return p.Status, actor, err
+		writeProblem(w, p, c.actor.RequestID)
+		return p.Status, err
 	}
 	p, err := s.cfg.Auth.Authenticate(r.Header.Get("Authorization"))
 	if err != nil {
-		return fail(probUnauthorized.with("give a valid token: Authorization: Bearer <token>"), "anonymous")
+		return fail(probUnauthorized.with("give a valid token: Authorization: Bearer <token>"))
 	}
+	c.principal, c.actor.Name, c.log = p, p.Name, c.log.With().Str("actor", p.Name).Logger()
 	if !p.Role.Allows(rt.Role) {
-		return fail(probForbidden.with("this needs the "+string(rt.Role)+" role"), p.Name)
+		return fail(probForbidden.with("this needs the " + string(rt.Role) + " role"))
 	}
 	if rt.Unscoped && len(p.Topics) > 0 {
-		return fail(probForbidden.with("routes and runs need a token without topics"), p.Name)
+		return fail(probForbidden.with("routes and runs need a token without topics"))
 	}
 	if r.ContentLength > s.cfg.MaxBodyBytes {
-		return fail(&http.MaxBytesError{Limit: s.cfg.MaxBodyBytes}, p.Name)
+		return fail(&http.MaxBytesError{Limit: s.cfg.MaxBodyBytes})
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	c := &call{w: w, r: r, principal: p, actor: store.Actor{Name: p.Name, RequestID: rid, ClientRequestID: clientRequestID(r)},
-		log: log.With().Str("actor", p.Name).Logger()}
 	status, body, err := rt.handle(c)
 	if err != nil {
-		return fail(err, p.Name)
+		return fail(err)
 	}
 	writeJSON(w, status, body)
-	return status, p.Name, nil
+	return status, nil
 }
 
 // fallback answers paths and methods no route serves, as a problem; allow lists the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/redrive/routes"
@@ -66,6 +67,8 @@ type Admin struct {
 	ReplayTopics []string `yaml:"replay_topics"`
 	// MaxBodyBytes caps request bodies (413 above it).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// Limits bound what callers may consume.
+	Limits api.Limits `yaml:"limits"`
 }
 
 // WithDefaults implements Validatable.
@@ -82,11 +85,12 @@ func (a *Admin) WithDefaults() {
 	if a.MaxBodyBytes == 0 {
 		a.MaxBodyBytes = 1 << 20
 	}
+	a.Limits.WithDefaults()
 }
 
 // Validate implements Validatable.
 func (a *Admin) Validate() error {
-	errs := []error{a.Log.Validate(), a.HTTP.Validate(), a.Database.Validate(), ValidateGrace(a.ShutdownGrace)}
+	errs := []error{a.Log.Validate(), a.HTTP.Validate(), a.Database.Validate(), ValidateGrace(a.ShutdownGrace), a.Limits.Validate()}
 	if !a.HTTP.Loopback() && a.HTTP.TLSCertFile == "" && !a.HTTP.AllowInsecure {
 		// Bearer tokens would cross the network in clear.
 		errs = append(errs, fmt.Errorf("http.listen: %q is not a loopback address: set http.tls_cert_file and "+

@@ -185,7 +185,7 @@ func (s *Store) DiscardRecord(ctx context.Context, id int64, reason string, acto
 		return Record{}, err
 	}
 	if outcome != nil {
-		return Record{}, fmt.Errorf("discard record %d: %w", id, outcome)
+		return Record{}, fmt.Errorf("discard record %d: %w", id, &refusal{outcome})
 	}
 	return rec, nil
 }

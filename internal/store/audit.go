@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,25 @@ type AuditEntry struct {
 	ClientRequestID string
 	// Reason is what the operator gave, e.g. for a discard.
 	Reason string
+}
+
+// Audit writes one audit row on its own: the refusal of a request that the admin API
+// turned down before, or in a transaction that rolled back.
+func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error { return writeAudit(ctx, tx, e) })
+}
+
+// refusal marks an error whose audit row the store wrote and committed.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// IsAuditedRefusal reports whether err is a refusal the store already audited (the
+// outcome not_found or conflict of a transition, a discard, a job or route action).
+func IsAuditedRefusal(err error) bool {
+	var r *refusal
+	return errors.As(err, &r)
 }
 
 func writeAudit(ctx context.Context, tx pgx.Tx, e AuditEntry) error {

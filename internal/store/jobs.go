@@ -188,7 +188,7 @@ func (s *Store) jobTransition(ctx context.Context, id int64, actor Actor, action
 		return Job{}, err
 	}
 	if outcome != nil {
-		return Job{}, fmt.Errorf("%s %d: %w", action, id, outcome)
+		return Job{}, fmt.Errorf("%s %d: %w", action, id, &refusal{outcome})
 	}
 	return job, nil
 }

@@ -74,7 +74,7 @@ func (s *Store) routeAction(ctx context.Context, route string, actor Actor, acti
 			Action: action, Route: route, Affected: affected, Outcome: outcomeOf(outcome)})
 	})
 	if err == nil && outcome != nil {
-		err = fmt.Errorf("route %q: %w", route, outcome)
+		err = fmt.Errorf("route %q: %w", route, &refusal{outcome})
 	}
 	return rc, err
 }

@@ -89,7 +89,7 @@ func (s *Store) transition(ctx context.Context, id int64, actor Actor, action st
 		return Record{}, err
 	}
 	if outcome != nil {
-		return Record{}, fmt.Errorf("%s record %d: %w", action, id, outcome)
+		return Record{}, fmt.Errorf("%s record %d: %w", action, id, &refusal{outcome})
 	}
 	return rec, nil
 }

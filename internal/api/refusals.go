@@ -1,0 +1,78 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// auditTimeout bounds the write of a refusal's audit row, which outlives a client that
+// went away.
+const auditTimeout = 5 * time.Second
+
+// refusalOutcomes name the audit outcome of each refused status.
+var refusalOutcomes = map[int]string{
+	http.StatusBadRequest:            "invalid",
+	http.StatusUnauthorized:          "unauthorized",
+	http.StatusForbidden:             "forbidden",
+	http.StatusNotFound:              "not_found",
+	http.StatusConflict:              "conflict",
+	http.StatusRequestEntityTooLarge: "too_large",
+	http.StatusTooManyRequests:       "rate_limited",
+}
+
+// audited reports whether a refused request gets an audit row: every 401, 403 and 429,
+// a 404 for an object outside the token's topics, and every refused mutation, unless the
+// store already wrote the row in its own transaction.
+func audited(rt Route, status int, err error) bool {
+	if _, ok := refusalOutcomes[status]; !ok || store.IsAuditedRefusal(err) {
+		return false
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusTooManyRequests:
+		return true
+	case errors.Is(err, errOutOfScope):
+		return true
+	}
+	return rt.Method != http.MethodGet
+}
+
+// auditRefusal writes the audit row of a refused request on its own, outside the
+// transaction the refusal rolled back. Rows for callers without a valid token are rate
+// limited; the ones beyond the limit are only counted.
+func (s *Server) auditRefusal(c *call, rt Route, status int, err error) {
+	anonymous := c.principal.Name == ""
+	if anonymous && !s.anonAudit.AllowN(s.cfg.Clock(), 1) {
+		s.unaudited.Inc()
+		return
+	}
+	e := store.AuditEntry{At: s.cfg.Clock().UTC(), Actor: c.actor.Name, Action: rt.Method + " " + rt.Path,
+		Outcome: refusalOutcomes[status], RequestID: c.actor.RequestID, ClientRequestID: c.actor.ClientRequestID}
+	var p *Problem
+	if errors.As(err, &p) {
+		e.Reason = p.Detail
+	}
+	if !anonymous {
+		// The object the request named, so that the row is listed with its topics.
+		if id, err := strconv.ParseInt(c.r.PathValue("id"), 10, 64); err == nil && id > 0 {
+			if strings.HasPrefix(rt.Path, "/v1/jobs/") {
+				e.JobID = id
+			} else {
+				e.RecordIDs = []int64{id}
+			}
+		}
+		if route := c.r.PathValue("route"); text("route", route) == nil && len(route) <= 200 {
+			e.Route = route
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.r.Context()), auditTimeout)
+	defer cancel()
+	if err := s.cfg.Store.Audit(ctx, e); err != nil {
+		c.log.Error().Err(err).Msg("cannot write the audit row of a refused request")
+	}
+}
