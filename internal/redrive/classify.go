@@ -8,10 +8,6 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 )
 
-// ReasonTargetNotAllowed parks a record whose original topic is outside the route's
-// allow-list.
-const ReasonTargetNotAllowed store.Reason = "target_not_allowed"
-
 // action is what happens to a DLQ record.
 type action uint8
 
@@ -39,8 +35,8 @@ func (r *route) classify(d headers.Decoded, from headers.Coordinates, recordTime
 		return decision{act: actPark, reason: store.ReasonExhausted,
 			detail: "retry count " + strconv.Itoa(e.RetryCount) + " reached max_retries " + strconv.Itoa(r.maxRetries)}
 	}
-	if !r.allows(e.OriginalTopic) {
-		return decision{act: actPark, reason: ReasonTargetNotAllowed, detail: e.OriginalTopic + " is not in allowed_targets"}
+	if _, refused := r.rules.Target(e.OriginalTopic, ""); refused != nil {
+		return decision{act: actPark, reason: refused.Reason, detail: refused.Detail}
 	}
 	last := e.LastFailure
 	if last.IsZero() {

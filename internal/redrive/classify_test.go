@@ -49,12 +49,12 @@ func TestClassify(t *testing.T) {
 		"exhausted early": {route: func(rc *routes.Config) { rc.MaxRetries = ptr(2) }, headers: hs("retryCount", "2", "originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonExhausted}},
 		"no topic":        {headers: hs("retryCount", "1"), want: decision{act: actPark, reason: store.ReasonUnroutable}},
 		"bad retry count": {headers: hs("retryCount", "x", "originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonInvalidRetryCount}},
-		"not allowed":     {route: func(rc *routes.Config) { rc.AllowedTargets = []string{"^payments\\..*"} }, headers: hs("originalTopic", "orders"), want: decision{act: actPark, reason: ReasonTargetNotAllowed}},
+		"not allowed":     {route: func(rc *routes.Config) { rc.AllowedTargets = []string{"^payments\\..*"} }, headers: hs("originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonTargetNotAllowed}},
 		"allowed by name": {route: func(rc *routes.Config) {
 			rc.AllowedTargets = []string{"orders"}
 			rc.Backoff = &routes.Backoff{None: true}
 		}, headers: hs("originalTopic", "orders"), want: decision{act: actRedrive}},
-		"allowed, exactly": {route: func(rc *routes.Config) { rc.AllowedTargets = []string{"order"} }, headers: hs("originalTopic", "orders"), want: decision{act: actPark, reason: ReasonTargetNotAllowed}},
+		"allowed, exactly": {route: func(rc *routes.Config) { rc.AllowedTargets = []string{"order"} }, headers: hs("originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonTargetNotAllowed}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := testRoute(t, tc.route)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/redrive/tracker"
 	"github.com/dlqops/dlq/internal/store"
@@ -199,11 +200,12 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 func (w *worker) produceClaimed(c *claimState, rec store.Record) {
 	dec := headers.DecodeOf(rec.Headers)
 	from := headers.Coordinates{Topic: rec.DLQ.Topic, Partition: rec.DLQ.Partition, Offset: rec.DLQ.Offset}
-	if !w.route.allows(rec.Origin.Topic) {
-		c.park[ReasonTargetNotAllowed] = append(c.park[ReasonTargetNotAllowed], rec.ID)
+	topic, refused := w.route.rules.Target(rec.Origin.Topic, "")
+	if refused != nil {
+		c.park[refused.Reason] = append(c.park[refused.Reason], rec.ID)
 		return
 	}
-	target, ok, err := w.target(rec.Origin.Topic, rec.Origin.Partition, rec.Key)
+	target, ok, err := w.topics.Partition(topic, rec.Origin.Partition, rec.Key)
 	switch {
 	case err != nil:
 		w.stall("metadata", err, "cannot look up the original topic of a scheduled record")
@@ -213,14 +215,10 @@ func (w *worker) produceClaimed(c *claimState, rec store.Record) {
 		c.park[store.ReasonUnknownTopic] = append(c.park[store.ReasonUnknownTopic], rec.ID)
 		return
 	}
-	topic := rec.Origin.Topic
-	pm := &kafka.Message{
-		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: target},
-		Key:            rec.Key, Value: rec.Value, Timestamp: rec.Timestamp,
-		Headers: headers.EncodeAs[kafka.Header](rec.Headers, dec.Envelope.Redriven(from, w.e.clock()), w.route.encodeOpts),
-		Opaque:  &claimed{c: c, rec: rec},
-	}
-	if err := w.producer.Produce(pm, nil); err != nil {
+	err = delivery.Produce(&w.claimEnc, w.producer, nil, delivery.Destination{Topic: topic, Partition: target},
+		delivery.Source[store.Header]{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: rec.Headers},
+		dec.Envelope.Redriven(from, w.e.clock()), w.route.rules.Encode, &claimed{c: c, rec: rec})
+	if err != nil {
 		w.onClaimFailure(c, rec, err)
 		return
 	}
@@ -241,10 +239,10 @@ func (w *worker) onClaimAck(o *claimed, ack *kafka.Message) {
 }
 
 func (w *worker) onClaimFailure(c *claimState, rec store.Record, err error) {
-	switch f, reason := classifyProduceError(err); f {
-	case failFatal:
+	switch class, reason := delivery.Classify(err); class {
+	case delivery.Fatal:
 		w.fatal = err
-	case failPermanent:
+	case delivery.Permanent:
 		c.park[reason] = append(c.park[reason], rec.ID)
 	default:
 		w.stall("produce", err, "cannot produce a scheduled record; it is released for a later run")

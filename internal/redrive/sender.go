@@ -6,6 +6,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
 )
 
@@ -35,10 +36,7 @@ type sender struct {
 	stop     chan struct{} // closed when the loop no longer reads failed
 	wg       sync.WaitGroup
 
-	// Reused from record to record: Produce copies them into librdkafka.
-	msg  kafka.Message
-	hdrs []kafka.Header
-	vals headers.Scratch
+	enc delivery.Encoder
 }
 
 // senderBatches is how many batches of jobs may wait for the sender.
@@ -82,10 +80,7 @@ func (s *sender) run() {
 func (s *sender) send(j sendJob) error {
 	o := j.o
 	from := headers.Coordinates{Topic: o.part.key.topic, Partition: o.part.key.partition, Offset: int64(o.src.TopicPartition.Offset)}
-	s.hdrs = headers.AppendEncoded(s.hdrs[:0], &s.vals, o.src.Headers, j.env.Redriven(from, j.now), s.opts)
-	s.msg = kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &o.topic, Partition: o.target},
-		Key: o.src.Key, Value: o.src.Value, Timestamp: o.src.Timestamp, Headers: s.hdrs, Opaque: o}
-	err := s.producer.Produce(&s.msg, nil)
-	s.msg = kafka.Message{} // holds no record until the next
-	return err
+	return delivery.Produce(&s.enc, s.producer, nil, delivery.Destination{Topic: o.topic, Partition: o.target},
+		delivery.Source[kafka.Header]{Key: o.src.Key, Value: o.src.Value, Timestamp: o.src.Timestamp, Headers: o.src.Headers},
+		j.env.Redriven(from, j.now), s.opts, o)
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
+	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
-	"github.com/dlqops/dlq/internal/redrive/partitioner"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/redrive/tracker"
 	"github.com/dlqops/dlq/internal/store"
@@ -128,19 +128,15 @@ type worker struct {
 	throttleAt time.Time // when the throttle began
 	throttleP  bool      // the throttle outlasted throttleHold and paused the reading partitions
 	inFlight   int
-	topics     map[string]topicInfo
-	retries    []retry // produces waiting for a backoff
+	topics     *delivery.Topics
+	claimEnc   delivery.Encoder // builds scheduled records on the loop; the sender has its own
+	retries    []retry          // produces waiting for a backoff
 	send       *sender
 	sendQ      []sendJob // redriven records not handed to the sender yet
 	stallN     int       // consecutive transient failures, for the stall backoff
 	lastWarn   map[string]time.Time
 	fatal      error
 	lastCommit time.Time
-}
-
-type topicInfo struct {
-	partitions int32 // 0: the topic does not exist
-	at         time.Time
 }
 
 type retry struct {
@@ -158,7 +154,6 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		storeIn:  make(chan *storeBatch),
 		storeOut: make(chan *storeBatch, storers),
 		parts:    map[partKey]*partition{},
-		topics:   map[string]topicInfo{},
 		lastWarn: map[string]time.Time{},
 	}
 	w.stalled.Store("")
@@ -179,8 +174,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	if w.consumer, err = kafka.NewConsumer(&cc); err != nil {
 		return nil, fmt.Errorf("route %s: consumer: %w", r.Name, err)
 	}
-	pc := kafkaclient.ProducerConfig(e.kafka)
-	pc["allow.auto.create.topics"] = false // metadata lookups must never create a topic
+	pc := delivery.ProducerConfig(e.kafka)
 	pc["go.delivery.report.fields"] = "none"
 	// Acknowledgements never outnumber the records in flight; the 1,000,000 default is a
 	// 16 MB buffer of pointers the garbage collector scans on every cycle.
@@ -191,7 +185,8 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		w.consumer.Close()
 		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
 	}
-	w.send = newSender(w.producer, r.encodeOpts)
+	w.topics = delivery.NewTopics(w.producer, metadataTTL, callTimeout)
+	w.send = newSender(w.producer, r.rules.Encode)
 	return w, nil
 }
 
@@ -515,7 +510,7 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 	dec := headers.DecodeOf(m.Headers)
 	d := w.route.classify(dec, from, m.Timestamp, now)
 	if d.act == actRedrive {
-		target, ok, err := w.target(dec.Envelope.OriginalTopic, dec.Envelope.OriginalPartition, m.Key)
+		target, ok, err := w.topics.Partition(dec.Envelope.OriginalTopic, dec.Envelope.OriginalPartition, m.Key)
 		switch {
 		case err != nil:
 			// The cluster does not answer: stall this partition, read the record again later.
@@ -587,43 +582,6 @@ func (w *worker) enqueueStore(p *partition, m *kafka.Message, env headers.Envelo
 	w.batch = append(w.batch, parkItem{part: p, offset: rec.DLQ.Offset, rec: rec})
 }
 
-// target resolves the partition to produce to: the original one when it still exists,
-// else the Java producer's choice for the key, else librdkafka's (null key).
-func (w *worker) target(topic string, original int32, key []byte) (int32, bool, error) {
-	info, err := w.topic(topic)
-	if err != nil || info.partitions == 0 {
-		return 0, false, err
-	}
-	switch {
-	case original >= 0 && original < info.partitions:
-		return original, true, nil
-	case key != nil:
-		return partitioner.ForKey(key, info.partitions), true, nil
-	}
-	return kafka.PartitionAny, true, nil
-}
-
-func (w *worker) topic(name string) (topicInfo, error) {
-	if info, ok := w.topics[name]; ok && time.Since(info.at) < metadataTTL {
-		return info, nil
-	}
-	md, err := w.producer.GetMetadata(&name, false, int(callTimeout/time.Millisecond))
-	if err != nil {
-		return topicInfo{}, err
-	}
-	tm, ok := md.Topics[name]
-	info := topicInfo{at: time.Now()}
-	switch {
-	case !ok, tm.Error.Code() == kafka.ErrUnknownTopicOrPart, tm.Error.Code() == kafka.ErrUnknownTopic:
-	case tm.Error.Code() != kafka.ErrNoError:
-		return topicInfo{}, tm.Error
-	default:
-		info.partitions = int32(len(tm.Partitions))
-	}
-	w.topics[name] = info
-	return info, nil
-}
-
 // drainDeliveries takes the produce acknowledgements waiting on the producer's channel
 // and the records the sender could not produce.
 func (w *worker) drainDeliveries() {
@@ -678,10 +636,10 @@ func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
 // onProduceFailure handles a redriven record that Produce refused or whose delivery
 // failed: park it, retry it after a backoff, or stop the worker.
 func (w *worker) onProduceFailure(o *inflight, err error) {
-	switch f, reason := classifyProduceError(err); f {
-	case failFatal:
+	switch class, reason := delivery.Classify(err); class {
+	case delivery.Fatal:
 		w.fatal = err
-	case failPermanent:
+	case delivery.Permanent:
 		w.enqueueStore(o.part, o.src, headers.DecodeOf(o.src.Headers).Envelope, decision{act: actPark, reason: reason, detail: err.Error()})
 	default:
 		// Built again from the record as read: a failed acknowledgement carries no key,

@@ -31,7 +31,9 @@ const (
 	ReasonTooLarge          Reason = "too_large"
 	ReasonUnknownTopic      Reason = "unknown_topic"
 	ReasonUnauthorized      Reason = "unauthorized"
-	ReasonManual            Reason = "manual"
+	// ReasonTargetNotAllowed: the record's target is outside its route's allowed_targets.
+	ReasonTargetNotAllowed Reason = "target_not_allowed"
+	ReasonManual           Reason = "manual"
 )
 
 // Coordinates name one record in a topic.

@@ -1,0 +1,72 @@
+package delivery
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// Rules are one route's delivery rules: the topics its records may go to and the foreign
+// headers dropped on the way.
+type Rules struct {
+	allowed []*regexp.Regexp // nil allows all
+	// Encode is what the outgoing headers drop.
+	Encode headers.EncodeOptions
+}
+
+// NewRules compiles a validated route.
+func NewRules(rc routes.Config) *Rules {
+	r := &Rules{Encode: headers.DefaultEncodeOptions()}
+	for _, t := range rc.AllowedTargets {
+		if !strings.HasPrefix(t, "^") {
+			t = "^" + regexp.QuoteMeta(t) + "$"
+		}
+		r.allowed = append(r.allowed, regexp.MustCompile(t)) // validated
+	}
+	r.Encode.StripKeys = append(r.Encode.StripKeys, rc.StripHeaders...)
+	r.Encode.StripPrefixes = append(r.Encode.StripPrefixes, rc.StripHeaderPrefixes...)
+	return r
+}
+
+// Allows reports whether the route's records may go to topic.
+func (r *Rules) Allows(topic string) bool {
+	if len(r.allowed) == 0 {
+		return true
+	}
+	for _, re := range r.allowed {
+		if re.MatchString(topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// Refusal is why a record may not go where it was asked to; Reason is the one it is
+// parked with.
+type Refusal struct {
+	Reason store.Reason
+	Detail string
+}
+
+func (r *Refusal) Error() string { return string(r.Reason) + ": " + r.Detail }
+
+// Target is the topic a record of original topic origin goes to: origin itself, or
+// explicit when an operator named one (the admin API admits only its replay_topics).
+// Either way it must be allowed: a record parked target_not_allowed leaves only through
+// an explicit, allowed target.
+func (r *Rules) Target(origin, explicit string) (string, *Refusal) {
+	target := explicit
+	if target == "" {
+		target = origin
+	}
+	switch {
+	case target == "":
+		return "", &Refusal{Reason: store.ReasonUnroutable, Detail: "no original topic and no target topic given"}
+	case !r.Allows(target):
+		return "", &Refusal{Reason: store.ReasonTargetNotAllowed, Detail: target + " is not in allowed_targets"}
+	}
+	return target, nil
+}
