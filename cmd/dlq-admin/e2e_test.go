@@ -37,7 +37,8 @@ type stack struct {
 	url   string
 }
 
-func newStack(t *testing.T, replayTopics ...string) stack {
+// newStack runs the routes of routeNames (records of other routes are not replayed).
+func newStack(t *testing.T, routeNames []string, replayTopics ...string) stack {
 	t.Helper()
 	st := storetest.New(t)
 	a, err := auth.New([]auth.Token{{Name: "ada", SHA256: auth.Hash(adminToken), Role: auth.Admin}})
@@ -48,7 +49,7 @@ func newStack(t *testing.T, replayTopics ...string) stack {
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	r, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
-		Owner: "e2e", Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
+		Routes: jobstest.Routes(routeNames...), Owner: "e2e", Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
 	require.NoError(t, err)
 	require.NoError(t, r.Start(context.Background()))
 	t.Cleanup(func() {
@@ -77,7 +78,7 @@ func TestBulkReplayEndToEnd(t *testing.T) {
 	t.Parallel()
 	const n = 10_000
 	target := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
-	s := newStack(t, target)
+	s := newStack(t, []string{"orders", "payments"}, target)
 	jobstest.Park(t, s.store, "orders", n)
 	jobstest.Park(t, s.store, "payments", 10)
 
@@ -132,7 +133,7 @@ func TestBulkReplayEndToEnd(t *testing.T) {
 func TestCLICommands(t *testing.T) {
 	t.Parallel()
 	topic := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
-	s := newStack(t)
+	s := newStack(t, []string{topic})
 	jobstest.Park(t, s.store, topic, 4)
 
 	out, err := s.cli(t, "list", "--original-topic", topic, "--limit", "2")

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/jobs/jobstest"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -50,7 +51,7 @@ func BenchmarkBulkReplay(b *testing.B) {
 	})
 	b.Run("ours", func(b *testing.B) {
 		target := kafkatest.CreateTopic(b, bootstrap, 3, nil)
-		startRunner(b, st, "bench", 30*time.Second)
+		startRunner(b, st, "bench", 30*time.Second, jobstest.Route("orders"))
 		for i := 0; i < b.N; i++ {
 			if i > 0 {
 				// Park the rows again, and vacuum away the dead versions that leaves, so

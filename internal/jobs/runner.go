@@ -24,8 +24,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
-	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -33,6 +34,10 @@ import (
 type Config struct {
 	Store *store.Store
 	Kafka config.Kafka
+	// Routes are the worker's routes: a record is replayed under the rules of the route
+	// that parked it (allowed_targets, stripped headers); a record of a route missing
+	// here is not replayed.
+	Routes []routes.Config
 	// Owner names this instance in leases (e.g. host/pid); unique per running process.
 	Owner string
 	// Lease is how long a job and its records stay held without a heartbeat: how long a
@@ -52,9 +57,11 @@ type Runner struct {
 	log     zerolog.Logger
 	records *prometheus.CounterVec
 	jobs    *prometheus.CounterVec
+	rules   map[string]*delivery.Rules // by route name
 
 	mu       sync.Mutex
 	producer *kafka.Producer
+	topics   *delivery.Topics
 	cancel   context.CancelFunc // ends the work at once (a Stop past its deadline)
 	stopping chan struct{}      // closed by Stop: finish the current batch, then exit
 	done     chan struct{}      // closed when the loop has exited
@@ -89,6 +96,10 @@ func New(cfg Config) (*Runner, error) {
 			Help: "Operator jobs this instance finished, by kind and status.",
 		}, []string{"kind", "status"}),
 	}
+	r.rules = make(map[string]*delivery.Rules, len(cfg.Routes))
+	for _, rc := range cfg.Routes {
+		r.rules[rc.Name] = delivery.NewRules(rc)
+	}
 	for _, c := range []prometheus.Collector{r.records, r.jobs} {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, err
@@ -99,10 +110,7 @@ func New(cfg Config) (*Runner, error) {
 
 // Start opens the producer and starts claiming jobs. The work outlives ctx: Stop ends it.
 func (r *Runner) Start(ctx context.Context) error {
-	cm := kafkaclient.ProducerConfig(r.cfg.Kafka)
-	// Java-compatible key hashing when a record's original partition is unknown or the
-	// target is another topic, so keyed order survives the round trip.
-	cm["partitioner"] = "murmur2_random"
+	cm := delivery.ProducerConfig(r.cfg.Kafka)
 	p, err := kafka.NewProducer(&cm)
 	if err != nil {
 		return fmt.Errorf("jobs: producer: %w", err)
@@ -110,6 +118,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.mu.Lock()
 	r.producer, r.cancel = p, cancel
+	r.topics = delivery.NewTopics(p, metadataTTL, metadataTimeout)
 	r.stopping, r.done = make(chan struct{}), make(chan struct{})
 	r.mu.Unlock()
 	go r.drainEvents(p)
@@ -187,6 +196,12 @@ func (r *Runner) stopRequested() bool {
 	}
 }
 
+// Metadata lookups: how long an answer is kept, how long one may take.
+const (
+	metadataTTL     = 30 * time.Second
+	metadataTimeout = 10 * time.Second
+)
+
 // errLost: the job was cancelled or another instance holds it now.
 var errLost = errors.New("job cancelled or taken over")
 
@@ -200,6 +215,19 @@ func (r *Runner) run(ctx context.Context, job store.Job) {
 	x := &execution{Runner: r, job: job, log: log, progress: job.JobProgress}
 	if x.progress.Total == 0 {
 		x.progress.Total = job.ConfirmedCount
+	}
+	if job.Kind == store.JobReplay && job.TargetTopic != "" {
+		// A missing target fails the job before it touches a record.
+		n, err := r.topics.Partitions(job.TargetTopic)
+		if err != nil {
+			log.Warn().Err(err).Msg("cannot look up the target topic; the job resumes when its lease expires")
+			return
+		}
+		if n == 0 {
+			x.firstFailure = "target topic " + job.TargetTopic + " does not exist"
+			r.finishFailed(ctx, x)
+			return
+		}
 	}
 	jctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -237,6 +265,15 @@ func (r *Runner) finish(ctx context.Context, x *execution) {
 			status = store.JobFailed
 		}
 	}
+	r.end(ctx, x, status, msg)
+}
+
+// finishFailed ends a job that failed as a whole, before it touched a record.
+func (r *Runner) finishFailed(ctx context.Context, x *execution) {
+	r.end(ctx, x, store.JobFailed, x.firstFailure)
+}
+
+func (r *Runner) end(ctx context.Context, x *execution, status store.JobStatus, msg string) {
 	// The final write survives a stop that arrives now.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -260,6 +297,7 @@ type execution struct {
 	log          zerolog.Logger
 	progress     store.JobProgress
 	firstFailure string
+	enc          delivery.Encoder // the sending stage's
 }
 
 // batch is one step of a job between its two stages.
@@ -413,15 +451,19 @@ func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, erro
 	b.results = make([]produced, len(b.sent))
 	b.reports = make(chan kafka.Event, len(b.sent))
 	for i := range b.sent {
-		msg, err := x.message(&b.sent[i], i)
-		if err == nil {
-			err = p.Produce(msg, b.reports)
-		}
-		if err != nil {
-			b.results[i].err = err
+		err := x.produce(p, &b.sent[i], b.reports, i)
+		var refused *delivery.Refusal
+		switch {
+		case err == nil:
+			b.inFlight++
 			continue
+		case errors.As(err, &refused), errors.Is(err, errUnknownRoute):
+		case errors.Is(err, errLookup):
+			// The cluster did not answer: the records still leased wait for their lease
+			// to expire, and the job resumes with them.
+			return nil, err
 		}
-		b.inFlight++
+		b.results[i].err = err
 	}
 	return b, nil
 }
@@ -456,10 +498,11 @@ func (x *execution) settle(ctx context.Context, b *batch) error {
 		}
 	}
 	var done []store.Redriven
-	var failed []int64
+	failed := map[store.Reason][]int64{}
 	for i, res := range b.results {
 		if res.err != nil {
-			failed = append(failed, b.sent[i].ID)
+			reason := parkReason(res.err)
+			failed[reason] = append(failed[reason], b.sent[i].ID)
 			b.refuse(b.sent[i].ID, res.err.Error(), 1)
 			continue
 		}
@@ -475,8 +518,8 @@ func (x *execution) settle(ctx context.Context, b *batch) error {
 		}
 		b.done += n
 	}
-	if len(failed) > 0 {
-		if _, err := x.cfg.Store.AbortReplays(ctx, x.job.ID, x.cfg.Owner, failed, x.actor()); err != nil {
+	for reason, ids := range failed {
+		if _, err := x.cfg.Store.AbortReplays(ctx, x.job.ID, x.cfg.Owner, ids, reason, x.actor()); err != nil {
 			return err
 		}
 	}
@@ -499,37 +542,55 @@ func recordIDs(recs []store.Record) []int64 {
 	return out
 }
 
-var errNoTarget = errors.New("no original topic and the job names no target topic")
+// errUnknownRoute: the record's route is not in this worker's configuration, so nothing
+// says where it may go.
+var errUnknownRoute = errors.New("the record's route is not configured on this worker")
 
-// message is the replayed record: key, value, timestamp and every foreign header exactly
-// as stored; our headers rewritten with the replay metadata (and the retry count reset if
-// the job asks).
-func (x *execution) message(rec *store.Record, i int) (*kafka.Message, error) {
-	target := x.job.TargetTopic
-	if target == "" {
-		target = rec.Origin.Topic
+// errLookup: a metadata lookup got no answer.
+var errLookup = errors.New("metadata lookup")
+
+// parkReason is the reason a record whose replay failed is parked with: the precise one
+// for a refusal or a permanent produce error, "" (the one it had) otherwise.
+func parkReason(err error) store.Reason {
+	if refused := (*delivery.Refusal)(nil); errors.As(err, &refused) {
+		return refused.Reason
 	}
-	if target == "" {
-		return nil, errNoTarget
+	if class, reason := delivery.Classify(err); class == delivery.Permanent {
+		return reason
 	}
-	partition := kafka.PartitionAny
-	if target == rec.Origin.Topic && rec.Origin.Partition >= 0 {
-		partition = rec.Origin.Partition
+	return ""
+}
+
+// produce sends the replay of rec through the delivery path: to its original topic, or
+// the job's target, if its route allows it and it exists; key, value, timestamp and
+// every foreign header exactly as stored; our headers rewritten with the replay metadata
+// (and the retry count reset if the job asks). A *delivery.Refusal says why it may not go.
+func (x *execution) produce(p *kafka.Producer, rec *store.Record, reports chan kafka.Event, i int) error {
+	rules := x.rules[rec.Route]
+	if rules == nil {
+		return fmt.Errorf("route %q: %w", rec.Route, errUnknownRoute)
 	}
-	hs := headers.From(rec.Headers)
-	env := headers.Decode(hs).Envelope
+	topic, refused := rules.Target(rec.Origin.Topic, x.job.TargetTopic)
+	if refused != nil {
+		return refused
+	}
+	original := int32(-1)
+	if topic == rec.Origin.Topic {
+		original = rec.Origin.Partition
+	}
+	partition, ok, err := x.topics.Partition(topic, original, rec.Key)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w of %s: %w", errLookup, topic, err)
+	case !ok:
+		return &delivery.Refusal{Reason: store.ReasonUnknownTopic, Detail: "topic " + topic + " does not exist"}
+	}
+	env := headers.DecodeOf(rec.Headers).Envelope
 	if x.job.ResetRetry {
 		env.RetryCount = 0
 	}
 	env.Replay = &headers.Replay{Actor: x.job.CreatedBy, JobID: strconv.FormatInt(x.job.ID, 10), ReplayID: rec.ReplayID}
-	out := headers.Encode(hs, env, headers.EncodeOptions{})
-	return &kafka.Message{
-		TopicPartition: kafka.TopicPartition{Topic: &target, Partition: partition},
-		Key:            rec.Key,
-		Value:          rec.Value,
-		Timestamp:      rec.Timestamp,
-		TimestampType:  kafka.TimestampCreateTime,
-		Headers:        headers.To[kafka.Header](out),
-		Opaque:         i,
-	}, nil
+	return delivery.Produce(&x.enc, p, reports, delivery.Destination{Topic: topic, Partition: partition},
+		delivery.Source[store.Header]{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: rec.Headers},
+		env, rules.Encode, i)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
+	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -26,12 +27,12 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// startRunner starts a runner with a short lease, stopped gracefully at the end of the test
-// unless the test stopped it before.
-func startRunner(t testing.TB, st *store.Store, owner string, lease time.Duration) *jobs.Runner {
+// startRunner starts a runner of routes with a short lease, stopped gracefully at the end
+// of the test unless the test stopped it before.
+func startRunner(t testing.TB, st *store.Store, owner string, lease time.Duration, routes ...routes.Config) *jobs.Runner {
 	t.Helper()
 	r, err := jobs.New(jobs.Config{
-		Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)}, Owner: owner,
+		Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)}, Routes: routes, Owner: owner,
 		Lease: lease, Poll: 20 * time.Millisecond, Log: zerolog.Nop(),
 	})
 	require.NoError(t, err)
@@ -66,7 +67,7 @@ func TestReplayJobKeepsRecordsExact(t *testing.T) {
 		Kind: store.JobReplay, Filter: &store.Filter{Statuses: []store.Status{store.StatusParked}},
 		TargetTopic: target, ResetRetry: true, ConfirmedCount: 20}}, store.Actor{Name: "ada"})
 	require.NoError(t, err)
-	startRunner(t, st, "w1", 30*time.Second)
+	startRunner(t, st, "w1", 30*time.Second, jobstest.Route("orders"))
 	job = waitJob(t, st, job.ID)
 	require.Equal(t, store.JobSucceeded, job.Status, job.Error)
 	require.EqualValues(t, 20, job.Done)
@@ -112,7 +113,7 @@ func TestSingleReplayDiscardAndCancel(t *testing.T) {
 	discard, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobDiscard, RecordIDs: []int64{1}, ConfirmedCount: 1}, Reason: "bad"}, ada)
 	require.NoError(t, err)
 
-	startRunner(t, st, "w1", 30*time.Second)
+	startRunner(t, st, "w1", 30*time.Second, jobstest.Route(topic))
 	one = waitJob(t, st, one.ID)
 	require.Equal(t, store.JobSucceeded, one.Status, one.Error)
 	discard = waitJob(t, st, discard.ID)
@@ -153,7 +154,7 @@ func TestKilledMidJobResumes(t *testing.T) {
 
 	const lease = 2 * time.Second
 	first, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
-		Owner: "doomed", Lease: lease, Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
+		Routes: jobstest.Routes("orders"), Owner: "doomed", Lease: lease, Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
 	require.NoError(t, err)
 	require.NoError(t, first.Start(context.Background()))
 	require.Eventually(t, func() bool {
@@ -169,7 +170,7 @@ func TestKilledMidJobResumes(t *testing.T) {
 	require.Equal(t, store.JobRunning, mid.Status)
 	require.Less(t, mid.Done, int64(n))
 
-	startRunner(t, st, "rescuer", lease)
+	startRunner(t, st, "rescuer", lease, jobstest.Route("orders"))
 	job = waitJob(t, st, job.ID)
 	require.Equal(t, store.JobSucceeded, job.Status, job.Error)
 	replayed, err := st.Count(context.Background(), store.Filter{Statuses: []store.Status{store.StatusReplayed}})

@@ -263,9 +263,10 @@ func (s *Store) FinishReplays(ctx context.Context, jobID int64, owner string, do
 	return s.batchTransition(ctx, jobID, actor, "finish_replay", ids, sqlFinishReplays, owner, topics, partitions, offsets)
 }
 
-// AbortReplays returns records owner replays to parked (their produce failed).
-func (s *Store) AbortReplays(ctx context.Context, jobID int64, owner string, ids []int64, actor Actor) (int, error) {
-	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, sqlAbortReplays, owner)
+// AbortReplays returns records owner replays to parked (their produce failed), with
+// reason when it is not empty (why they cannot go), else with the reason they had.
+func (s *Store) AbortReplays(ctx context.Context, jobID int64, owner string, ids []int64, reason Reason, actor Actor) (int, error) {
+	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, sqlAbortReplays, owner, string(reason))
 }
 
 // DiscardRecords discards the records of ids that are parked or scheduled (and not claimed
@@ -352,9 +353,9 @@ const sqlFinishReplays = `UPDATE dead_letters d SET status = 'replayed', lease_o
 	WHERE d.id = u.id AND d.status = 'replaying' AND d.lease_owner = $4
 	RETURNING d.id`
 
-// $4 owner.
+// $4 owner, $5 reason (” keeps it).
 const sqlAbortReplays = `UPDATE dead_letters SET status = 'parked', lease_owner = NULL, lease_until = NULL,
-		changed_at = $2, changed_by = $3
+		reason = COALESCE(NULLIF($5, ''), reason), changed_at = $2, changed_by = $3
 	WHERE id = ANY($1) AND status = 'replaying' AND lease_owner = $4
 	RETURNING id`
 

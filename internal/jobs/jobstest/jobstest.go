@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/testenv"
 )
@@ -52,6 +53,46 @@ func Consume(t testing.TB, topic string, partitions, n int) []*kafka.Message {
 			continue
 		}
 		out = append(out, m)
+	}
+	return out
+}
+
+// Records is how many records topic holds (the sum of its partitions' high watermarks);
+// 0 when it does not exist.
+func Records(t testing.TB, topic string) int64 {
+	t.Helper()
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": testenv.KafkaBootstrap(t)})
+	require.NoError(t, err)
+	defer p.Close()
+	md, err := p.GetMetadata(&topic, false, 10000)
+	require.NoError(t, err)
+	tm, ok := md.Topics[topic]
+	if !ok || tm.Error.Code() != kafka.ErrNoError {
+		return 0
+	}
+	var n int64
+	for _, part := range tm.Partitions {
+		_, high, err := p.QueryWatermarkOffsets(topic, part.ID, 10000)
+		require.NoError(t, err)
+		n += high
+	}
+	return n
+}
+
+// Route is the configuration of a route named name (Park names a record's route after its
+// original topic) whose records may go to the topics allowed names or matches (any when
+// empty).
+func Route(name string, allowed ...string) routes.Config {
+	rc := routes.Config{Name: name, Topics: []string{name + ".dlq"}, AllowedTargets: allowed}
+	rc.WithDefaults()
+	return rc
+}
+
+// Routes are routes named names, allowing every target.
+func Routes(names ...string) []routes.Config {
+	out := make([]routes.Config, len(names))
+	for i, n := range names {
+		out[i] = Route(n)
 	}
 	return out
 }
