@@ -121,11 +121,22 @@ func TestRedriven(t *testing.T) {
 	fresh := Envelope{RetryCount: 0, OriginalTopic: "orders"}.Redriven(from, now)
 	again := Envelope{RetryCount: 4, FirstFailure: t0, LastFailure: want}.Redriven(from, now)
 	saturated := Envelope{RetryCount: math.MaxInt32}.Redriven(from, now)
+	replayedBefore := Envelope{RetryCount: 1, Replay: &Replay{Actor: "ada", JobID: "7", ReplayID: "7-42"}}.Redriven(from, now)
 
 	nowMillis := time.Date(2026, 3, 1, 11, 0, 0, 123e6, time.UTC)
 	require.Equal(t, Envelope{RetryCount: 1, OriginalTopic: "orders", FirstFailure: nowMillis, LastFailure: nowMillis, RedriveID: &from}, fresh)
 	require.Equal(t, Envelope{RetryCount: 5, FirstFailure: t0, LastFailure: nowMillis, RedriveID: &from}, again)
+	require.Equal(t, Envelope{RetryCount: 2, FirstFailure: nowMillis, LastFailure: nowMillis, RedriveID: &from}, replayedBefore,
+		"one de-duplication id per hop: an earlier replay's is dropped")
 	require.Equal(t, math.MaxInt32, saturated.RetryCount)
+}
+
+func TestReplayed(t *testing.T) {
+	from := Coordinates{Topic: "orders.dlq", Partition: 2, Offset: 9}
+	r := Replay{Actor: "ada", JobID: "7", ReplayID: "7-42"}
+	got := Envelope{RetryCount: 3, OriginalTopic: "orders", RedriveID: &from}.Replayed(r)
+	require.Equal(t, Envelope{RetryCount: 3, OriginalTopic: "orders", Replay: &r}, got,
+		"one de-duplication id per hop: the earlier redrive's is dropped")
 }
 
 // A redrive hop, as the worker does it: decode, next hop, encode. The record

@@ -103,7 +103,8 @@ type Envelope struct {
 }
 
 // Redriven returns the envelope for the next hop of a record read from the
-// DLQ at from: one more retry, last failure now, redrive id from.
+// DLQ at from: one more retry, last failure now, redrive id from. A hop carries
+// exactly one de-duplication id, so an earlier replay's id is not written.
 func (e Envelope) Redriven(from Coordinates, now time.Time) Envelope {
 	if e.RetryCount < maxRetryCount {
 		e.RetryCount++
@@ -114,6 +115,16 @@ func (e Envelope) Redriven(from Coordinates, now time.Time) Envelope {
 	}
 	e.LastFailure = now
 	e.RedriveID = &from
+	e.Replay = nil
+	return e
+}
+
+// Replayed returns the envelope of an operator's replay r: the replay id is the
+// hop's de-duplication id, so the redrive id of an earlier hop is not written
+// (a consumer de-duplicating on it would drop the replay).
+func (e Envelope) Replayed(r Replay) Envelope {
+	e.Replay = &r
+	e.RedriveID = nil
 	return e
 }
 

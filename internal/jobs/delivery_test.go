@@ -2,11 +2,14 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -102,4 +105,50 @@ func TestReplayToMissingTopic(t *testing.T) {
 	}
 	require.Zero(t, jobstest.Records(t, gone))
 	require.Zero(t, jobstest.Records(t, missing))
+}
+
+// A record redriven once, failed again and parked carries that redrive's id; its replay
+// must not, or consumers de-duplicating on it drop the replay. The replay carries its own
+// id, "<job>-<record>", and a new replay of the record gets a new one.
+func TestReplayCarriesItsOwnDedupeID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, url := storetest.NewWithURL(t)
+	topic := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 1, nil)
+	_, err := st.StoreBatch(ctx, []store.NewRecord{{
+		DLQ:    store.Coordinates{Topic: topic + ".dlq", Partition: 0, Offset: 8},
+		Origin: store.Origin{Topic: topic, Partition: 0, Offset: 3},
+		Key:    []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1_700_000_000_000).UTC(),
+		Headers: []store.Header{{Key: headers.KeyRetryCount, Value: []byte("5")}, {Key: headers.KeyOriginalTopic, Value: []byte(topic)},
+			{Key: headers.KeyRedriveID, Value: []byte(topic + ".dlq/0/7")}},
+		RetryCount: 5, Reason: store.ReasonExhausted, Status: store.StatusParked, Route: topic,
+	}}, nil)
+	require.NoError(t, err)
+	startRunner(t, st, "w1", 30*time.Second, jobstest.Route(topic))
+
+	first := submit(t, st, store.JobSpec{RecordIDs: []int64{1}, ConfirmedCount: 1})
+	require.Equal(t, store.JobSucceeded, first.Status, first.Error)
+	// The operator parks it again (as a consumer failing it again would) and replays it anew.
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `UPDATE dead_letters SET status = 'parked', job_id = NULL, replay_id = NULL WHERE id = 1`)
+	require.NoError(t, err)
+	second := submit(t, st, store.JobSpec{RecordIDs: []int64{1}, ConfirmedCount: 1})
+	require.Equal(t, store.JobSucceeded, second.Status, second.Error)
+
+	msgs := jobstest.Consume(t, topic, 1, 2)
+	require.Len(t, msgs, 2)
+	var ids []string
+	for _, m := range msgs {
+		var replayID string
+		for _, h := range m.Headers {
+			require.NotEqual(t, headers.KeyRedriveID, h.Key, "a replay carries no redrive id")
+			if h.Key == headers.KeyReplayID {
+				replayID = string(h.Value)
+			}
+		}
+		ids = append(ids, replayID)
+	}
+	require.Equal(t, []string{fmt.Sprintf("%d-1", first.ID), fmt.Sprintf("%d-1", second.ID)}, ids)
 }

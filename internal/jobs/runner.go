@@ -7,7 +7,8 @@
 // A crash at any point loses nothing: the job's lease and its records' leases expire, and
 // the next holder resumes after the saved cursor, picking up the replaying rows the dead
 // holder left. A record produced just before such a crash is produced again, with the
-// same replay id header ("<job>-<record>"), so downstream consumers can de-duplicate.
+// same replay id header ("<job>-<record>"), so downstream consumers can de-duplicate. A
+// replay carries no redrive id: each hop writes exactly one de-duplication id.
 package jobs
 
 import (
@@ -589,7 +590,7 @@ func (x *execution) produce(p *kafka.Producer, rec *store.Record, reports chan k
 	if x.job.ResetRetry {
 		env.RetryCount = 0
 	}
-	env.Replay = &headers.Replay{Actor: x.job.CreatedBy, JobID: strconv.FormatInt(x.job.ID, 10), ReplayID: rec.ReplayID}
+	env = env.Replayed(headers.Replay{Actor: x.job.CreatedBy, JobID: strconv.FormatInt(x.job.ID, 10), ReplayID: rec.ReplayID})
 	return delivery.Produce(&x.enc, p, reports, delivery.Destination{Topic: topic, Partition: partition},
 		delivery.Source[store.Header]{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: rec.Headers},
 		env, rules.Encode, i)

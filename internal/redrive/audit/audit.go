@@ -31,14 +31,17 @@ type Report struct {
 	// Duplicated are records found more than once on their target, with the copy count
 	// (at-least-once: a crash between produce and commit redrives again).
 	Duplicated map[store.Coordinates]int
+	// Replays counts the operator replays found on the targets read (records with a
+	// dlq-replay-id): a replay is not a copy of a redrive, whatever else it carries.
+	Replays int
 }
 
 // OK reports whether nothing is missing.
 func (r Report) OK() bool { return len(r.Missing) == 0 }
 
 func (r Report) String() string {
-	s := fmt.Sprintf("topic %s group %s: %d records below the committed offsets: %d on their target, %d in PostgreSQL %v; %d missing, %d duplicated",
-		r.Topic, r.Group, r.Checked, r.OnTarget, sum(r.InStore), r.InStore, len(r.Missing), len(r.Duplicated))
+	s := fmt.Sprintf("topic %s group %s: %d records below the committed offsets: %d on their target, %d in PostgreSQL %v; %d missing, %d duplicated; %d replays on the targets",
+		r.Topic, r.Group, r.Checked, r.OnTarget, sum(r.InStore), r.InStore, len(r.Missing), len(r.Duplicated), r.Replays)
 	for i, c := range r.Missing {
 		if i == 20 {
 			s += fmt.Sprintf("\n  ... and %d more", len(r.Missing)-20)
@@ -46,7 +49,26 @@ func (r Report) String() string {
 		}
 		s += fmt.Sprintf("\n  missing %s/%d/%d", c.Topic, c.Partition, c.Offset)
 	}
+	dups := make([]store.Coordinates, 0, len(r.Duplicated))
+	for c := range r.Duplicated {
+		dups = append(dups, c)
+	}
+	sortCoordinates(dups)
+	for i, c := range dups {
+		if i == 20 {
+			s += fmt.Sprintf("\n  ... and %d more", len(dups)-20)
+			break
+		}
+		s += fmt.Sprintf("\n  duplicated %s/%d/%d: %d copies", c.Topic, c.Partition, c.Offset, r.Duplicated[c])
+	}
 	return s
+}
+
+func sortCoordinates(cs []store.Coordinates) {
+	sort.Slice(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
+		return a.Partition < b.Partition || a.Partition == b.Partition && a.Offset < b.Offset
+	})
 }
 
 func sum(m map[store.Status]int) int {
@@ -94,13 +116,13 @@ func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, grou
 	copies := map[store.Coordinates]int{}
 	for t := range targets {
 		if err := read(ctx, kcfg, t, nil, func(m *kafka.Message) {
-			for _, h := range m.Headers {
-				if h.Key != headers.KeyRedriveID {
-					continue
-				}
-				if c := headers.Decode([]headers.Header{{Key: h.Key, Value: h.Value}}).Envelope.RedriveID; c != nil && c.Topic == dlqTopic {
-					copies[store.Coordinates(*c)]++
-				}
+			env := headers.DecodeOf(m.Headers).Envelope
+			switch {
+			case env.Replay != nil && env.Replay.ReplayID != "":
+				// Replays written before they dropped the redrive id still carry one.
+				rep.Replays++
+			case env.RedriveID != nil && env.RedriveID.Topic == dlqTopic:
+				copies[store.Coordinates(*env.RedriveID)]++
 			}
 		}); err != nil {
 			return rep, err
@@ -117,10 +139,7 @@ func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, grou
 			rep.OnTarget++
 		}
 	}
-	sort.Slice(rep.Missing, func(i, j int) bool {
-		a, b := rep.Missing[i], rep.Missing[j]
-		return a.Partition < b.Partition || a.Partition == b.Partition && a.Offset < b.Offset
-	})
+	sortCoordinates(rep.Missing)
 	return rep, nil
 }
 

@@ -1,0 +1,75 @@
+package audit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/redrive/audit"
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+)
+
+func h(k, v string) kafka.Header { return kafka.Header{Key: k, Value: []byte(v)} }
+
+func produce(t *testing.T, p *kafka.Producer, topic string, hs ...kafka.Header) {
+	t.Helper()
+	ch := make(chan kafka.Event, 1)
+	require.NoError(t, p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Value: []byte("v"), Headers: hs}, ch))
+	m := (<-ch).(*kafka.Message)
+	require.NoError(t, m.TopicPartition.Error)
+}
+
+// Three DLQ records, all committed: the first redriven once, the second twice (a crash
+// window), the third parked and then replayed by an operator with a replay that still
+// carries the first record's redrive id (as replays did before they dropped it). The
+// audit finds nothing missing, counts the replay as a replay and not as a copy of the
+// first record, and prints the duplicated record with its copy count.
+func TestAuditCountsReplaysAndPrintsDuplicates(t *testing.T) {
+	ctx := context.Background()
+	bootstrap := testenv.KafkaBootstrap(t)
+	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
+	target := kafkatest.CreateTopic(t, bootstrap, 1, nil)
+	group := testenv.UniqueName("audit-")
+	st := storetest.New(t)
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
+	require.NoError(t, err)
+	defer p.Close()
+
+	for range 3 {
+		produce(t, p, dlq, h(headers.KeyOriginalTopic, target), h(headers.KeyRetryCount, "1"))
+	}
+	produce(t, p, target, h(headers.KeyRedriveID, dlq+"/0/0"))
+	produce(t, p, target, h(headers.KeyRedriveID, dlq+"/0/1"))
+	produce(t, p, target, h(headers.KeyRedriveID, dlq+"/0/1"))
+	produce(t, p, target, h(headers.KeyRedriveID, dlq+"/0/0"), h(headers.KeyReplayID, "7-1"), h(headers.KeyReplayJob, "7"))
+	_, err = st.StoreBatch(ctx, []store.NewRecord{{DLQ: store.Coordinates{Topic: dlq, Partition: 0, Offset: 2},
+		Origin: store.Origin{Topic: target, Partition: -1, Offset: -1}, Value: []byte("v"), Timestamp: time.Now(),
+		Reason: store.ReasonExhausted, Status: store.StatusParked, Route: "r"}}, nil)
+	require.NoError(t, err)
+
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group})
+	require.NoError(t, err)
+	_, err = c.CommitOffsets([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: 3}})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+
+	rep, err := audit.Run(ctx, config.Kafka{BootstrapServers: bootstrap}, st, dlq, group)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), rep.String())
+	require.Equal(t, 3, rep.Checked)
+	require.Equal(t, 2, rep.OnTarget)
+	require.Equal(t, map[store.Status]int{store.StatusParked: 1}, rep.InStore)
+	require.Equal(t, 1, rep.Replays)
+	require.Equal(t, map[store.Coordinates]int{{Topic: dlq, Partition: 0, Offset: 1}: 2}, rep.Duplicated,
+		"the replay is not a second copy of the first record")
+	require.Contains(t, rep.String(), "duplicated "+dlq+"/0/1: 2 copies")
+	require.Contains(t, rep.String(), "1 replays on the targets")
+}
