@@ -7,9 +7,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -151,4 +154,118 @@ func TestReplayCarriesItsOwnDedupeID(t *testing.T) {
 		ids = append(ids, replayID)
 	}
 	require.Equal(t, []string{fmt.Sprintf("%d-1", first.ID), fmt.Sprintf("%d-1", second.ID)}, ids)
+}
+
+// requireSettled checks that no record of the job is left replaying, that every replayed
+// row's record is on target exactly as stored, and that nothing else reached it: a parked
+// record was never produced.
+func requireSettled(t *testing.T, st *store.Store, target string, jobID int64, n int) (replayed int64) {
+	t.Helper()
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		left, err := st.Count(ctx, store.Filter{Statuses: []store.Status{store.StatusReplaying}})
+		require.NoError(t, err)
+		return left == 0
+	}, time.Minute, 20*time.Millisecond, "records left replaying")
+	replayed, err := st.Count(ctx, store.Filter{Statuses: []store.Status{store.StatusReplayed}})
+	require.NoError(t, err)
+	parked, err := st.Count(ctx, store.Filter{Statuses: []store.Status{store.StatusParked}})
+	require.NoError(t, err)
+	require.EqualValues(t, n, replayed+parked, "every record replayed or parked")
+	onTarget := jobstest.Records(t, target)
+	require.Equal(t, replayed, onTarget, "only replayed records reached the target")
+	if replayed > 0 {
+		seen := jobstest.CheckReplayed(t, st, jobstest.Consume(t, target, 3, int(replayed)), jobID, "ada", false)
+		require.Len(t, seen, int(replayed))
+	}
+	return replayed
+}
+
+// requireNoLeaseAfterCancel checks that no begin_replay audit row of job follows its
+// cancel_job row.
+func requireNoLeaseAfterCancel(t *testing.T, st *store.Store, jobID int64) {
+	t.Helper()
+	entries, err := st.ListAudit(context.Background(), 0, store.MaxPageSize)
+	require.NoError(t, err)
+	// Newest first: everything before the cancel in this list came after it.
+	for _, e := range entries {
+		if e.JobID != jobID {
+			continue
+		}
+		if e.Action == "cancel_job" {
+			return
+		}
+		require.NotEqual(t, "begin_replay", e.Action, "a lease after the cancel")
+	}
+	t.Fatal("no cancel_job audit row")
+}
+
+// A running job is cancelled, at full speed and at one record per second: it stops,
+// what was in flight settles, every record it leased and did not produce goes back to
+// parked, nothing is leased after the cancel, and the records produced are on the target.
+func TestCancelMidJob(t *testing.T) {
+	t.Parallel()
+	for name, rate := range map[string]int{"full speed": 0, "rate 1": 1} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const n = 20_000
+			ctx := context.Background()
+			st := storetest.New(t)
+			target := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
+			jobstest.Park(t, st, "orders", n)
+			job, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
+				Filter: &store.Filter{OriginalTopic: "orders"}, TargetTopic: target, RatePerSecond: rate,
+				ConfirmedCount: n}}, store.Actor{Name: "ada"})
+			require.NoError(t, err)
+			startRunner(t, st, "w1", 30*time.Second, jobstest.Route("orders"))
+			require.Eventually(t, func() bool {
+				j, err := st.GetJob(ctx, job.ID)
+				require.NoError(t, err)
+				return j.Done > 0
+			}, time.Minute, 5*time.Millisecond)
+			_, err = st.CancelJob(ctx, job.ID, store.Actor{Name: "ada"})
+			require.NoError(t, err)
+
+			replayed := requireSettled(t, st, target, job.ID, n)
+			require.Less(t, replayed, int64(n), "the job stopped before the end")
+			requireNoLeaseAfterCancel(t, st, job.ID)
+			job, err = st.GetJob(ctx, job.ID)
+			require.NoError(t, err)
+			require.Equal(t, store.JobCancelled, job.Status)
+		})
+	}
+}
+
+// A runner dies mid-job (abandoned, as in a crash) and the job is cancelled meanwhile: no
+// holder will resume it, and the sweeper of another runner returns its leased records to
+// parked once their leases expire.
+func TestCancelWhileRunnerDeadSweeps(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	ctx := context.Background()
+	st := storetest.New(t)
+	target := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
+	jobstest.Park(t, st, "orders", n)
+	job, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
+		Filter: &store.Filter{OriginalTopic: "orders"}, TargetTopic: target, RatePerSecond: 1000,
+		ConfirmedCount: n}}, store.Actor{Name: "ada"})
+	require.NoError(t, err)
+	const lease = 2 * time.Second
+	doomed, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
+		Routes: jobstest.Routes("orders"), Owner: "doomed", Lease: lease, Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
+	require.NoError(t, err)
+	require.NoError(t, doomed.Start(ctx))
+	require.Eventually(t, func() bool {
+		left, err := st.Count(ctx, store.Filter{Statuses: []store.Status{store.StatusReplaying}})
+		require.NoError(t, err)
+		return left > 0
+	}, time.Minute, time.Millisecond)
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	require.Error(t, doomed.Stop(dead), "no time to finish: abandoned")
+	_, err = st.CancelJob(ctx, job.ID, store.Actor{Name: "ada"})
+	require.NoError(t, err)
+
+	startRunner(t, st, "sweeper", lease, jobstest.Route("orders"))
+	requireSettled(t, st, target, job.ID, n)
 }

@@ -66,6 +66,7 @@ type Runner struct {
 	cancel   context.CancelFunc // ends the work at once (a Stop past its deadline)
 	stopping chan struct{}      // closed by Stop: finish the current batch, then exit
 	done     chan struct{}      // closed when the loop has exited
+	sweeping sync.WaitGroup     // the sweep goroutine, ended by cancel
 }
 
 // New validates cfg and registers the runner's metrics.
@@ -123,6 +124,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.stopping, r.done = make(chan struct{}), make(chan struct{})
 	r.mu.Unlock()
 	go r.drainEvents(p)
+	r.sweeping.Go(func() { r.sweep(work) })
 	go r.loop(work)
 	r.log.Info().Dur("lease", r.cfg.Lease).Msg("job runner started")
 	return nil
@@ -149,6 +151,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	}
 	cancel()
 	<-done
+	r.sweeping.Wait()
 	if err == nil {
 		if dl, ok := ctx.Deadline(); ok {
 			p.Flush(int(time.Until(dl).Milliseconds()))
@@ -184,6 +187,28 @@ func (r *Runner) loop(ctx context.Context) {
 		case <-r.stopping:
 		case <-ctx.Done():
 		case <-time.After(r.cfg.Poll):
+		}
+	}
+}
+
+// sweep returns to parked, every half lease, the records a job left replaying when it
+// ended while their holder was away (a cancel while the runner was stopped or dead): a
+// running job's own leases are resumed by its next holder instead. It runs until ctx ends.
+func (r *Runner) sweep(ctx context.Context) {
+	t := time.NewTicker(r.cfg.Lease / 2)
+	defer t.Stop()
+	for {
+		n, err := r.cfg.Store.ReturnExpiredReplays(ctx, store.Actor{Name: r.cfg.Owner})
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.log.Warn().Err(err).Msg("return expired replay leases")
+		case n > 0:
+			r.log.Info().Int("records", n).Msg("returned records left replaying by an ended job to parked")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }
@@ -230,12 +255,17 @@ func (r *Runner) run(ctx context.Context, job store.Job) {
 			return
 		}
 	}
-	jctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Cancelling sendCtx stops producing; the settling stage keeps ctx, so that what was
+	// sent settles even when the job was cancelled.
+	sendCtx, stopSending := context.WithCancel(ctx)
+	defer stopSending()
 	batches := make(chan *batch, 1)
 	settled := make(chan error, 1)
-	go func() { settled <- x.settleAll(jctx, batches, cancel) }()
-	stopped, err := x.sendAll(jctx, batches)
+	go func() { settled <- x.settleAll(ctx, batches, stopSending) }()
+	stopped, err := x.sendAll(sendCtx, batches)
+	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		err = nil // stopped by the settling stage, whose error follows
+	}
 	if serr := <-settled; serr != nil {
 		err = serr
 	}
@@ -359,22 +389,30 @@ func (x *execution) sendAll(ctx context.Context, out chan<- *batch) (stopped boo
 	return true, nil
 }
 
-// settleAll settles batches in order, saving progress after each; on failure it cancels
-// the sending stage and drains what it still sends.
-func (x *execution) settleAll(ctx context.Context, in <-chan *batch, cancel context.CancelFunc) error {
+// settleAll settles batches in order, saving progress after each. On failure (above all
+// the job lost: cancelled or taken over) it stops the sending stage and still settles
+// what was sent, so that every record it leased ends replayed or back in parked.
+func (x *execution) settleAll(ctx context.Context, in <-chan *batch, stopSending context.CancelFunc) error {
+	var failed error
 	for b := range in {
-		err := x.settle(ctx, b)
+		if failed != nil {
+			if ctx.Err() == nil {
+				if err := x.settle(ctx, b, false); err != nil && !errors.Is(err, errLost) {
+					x.log.Warn().Err(err).Msg("cannot settle a batch of a lost job; its leases expire")
+				}
+			}
+			continue
+		}
+		err := x.settle(ctx, b, true)
 		if err == nil {
 			err = x.heartbeat(ctx)
 		}
 		if err != nil {
-			cancel()
-			for range in {
-			}
-			return err
+			failed = err
+			stopSending()
 		}
 	}
-	return nil
+	return failed
 }
 
 // heartbeat saves progress and extends the job's lease; errLost when the job is no
@@ -431,6 +469,9 @@ func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, erro
 		return b, nil
 	}
 	leased, err := x.cfg.Store.BeginReplays(ctx, x.job.ID, recordIDs(todo), x.cfg.Owner, x.cfg.Lease, x.actor())
+	if errors.Is(err, store.ErrConflict) {
+		return nil, errLost
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -473,9 +514,15 @@ func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, erro
 // (a broker outage can hold them for the producer's whole delivery timeout), marks each
 // record replayed where it was produced or parked again when it failed, and moves the
 // cursor past the batch.
-func (x *execution) settle(ctx context.Context, b *batch) error {
-	beat := time.NewTicker(x.cfg.Lease / 3)
-	defer beat.Stop()
+//
+// beat is false once the job is lost: nothing is saved for it then, the records are only
+// settled.
+func (x *execution) settle(ctx context.Context, b *batch, beat bool) error {
+	// A heartbeat at least every second is also how a cancel is noticed while deliveries
+	// wait.
+	ticker := time.NewTicker(min(x.cfg.Lease/3, time.Second))
+	defer ticker.Stop()
+	var lost error
 	for b.inFlight > 0 {
 		select {
 		case ev := <-b.reports:
@@ -490,8 +537,14 @@ func (x *execution) settle(ctx context.Context, b *batch) error {
 				continue
 			}
 			b.results[i].at = store.Coordinates{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}
-		case <-beat.C:
-			if err := x.heartbeat(ctx); err != nil {
+		case <-ticker.C:
+			if !beat {
+				continue
+			}
+			if err := x.heartbeat(ctx); errors.Is(err, errLost) {
+				// Settle this batch all the same, then stop.
+				beat, lost = false, err
+			} else if err != nil {
 				return err
 			}
 		case <-ctx.Done():
@@ -515,7 +568,7 @@ func (x *execution) settle(ctx context.Context, b *batch) error {
 			return err
 		}
 		if n < len(done) {
-			return errLost
+			lost = errLost // another holder took some over
 		}
 		b.done += n
 	}
@@ -523,6 +576,9 @@ func (x *execution) settle(ctx context.Context, b *batch) error {
 		if _, err := x.cfg.Store.AbortReplays(ctx, x.job.ID, x.cfg.Owner, ids, reason, x.actor()); err != nil {
 			return err
 		}
+	}
+	if lost != nil {
+		return lost
 	}
 	if b.failed > 0 && x.firstFailure == "" {
 		x.firstFailure = fmt.Sprintf("record %d: %s", b.whyID, b.why)

@@ -215,7 +215,9 @@ func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit in
 // BeginReplays leases the records of ids that can be replayed now for job: parked or
 // scheduled (and not claimed by a redrive), or replaying under an expired lease. Each
 // keeps the replay id it was first given, "<job>-<record>", so a record produced again
-// after a crash carries the same one. It returns the replay id of each leased record.
+// after a crash carries the same one. It returns the replay id of each leased record, or
+// ErrConflict when the job is not running under owner any more (cancelled, or taken
+// over): a cancel that committed is never followed by a lease of its job.
 func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner string, lease time.Duration, actor Actor) (map[int64]string, error) {
 	if owner == "" || lease <= 0 {
 		return nil, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
@@ -225,6 +227,14 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, sqlAsyncCommit); err != nil {
 			return err
+		}
+		// The shared row lock makes a concurrent cancel wait for this lease to commit.
+		var held bool
+		if err := tx.QueryRow(ctx, sqlJobHeld, jobID, owner).Scan(&held); err != nil {
+			return err
+		}
+		if !held {
+			return fmt.Errorf("job %d is not running under %s: %w", jobID, owner, ErrConflict)
 		}
 		rows, err := tx.Query(ctx, sqlBeginReplays, ids, now, actor.Name, owner, now.Add(lease), jobID,
 			strconv.FormatInt(jobID, 10)+"-")
@@ -299,6 +309,32 @@ func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, a
 	return len(changed), err
 }
 
+// ReturnExpiredReplays returns to parked the records left replaying under an expired
+// lease by a job that is no longer pending or running (cancelled or finished while its
+// holder was away or dead), with one audit row by actor, and returns how many it
+// returned. A running job's expired leases are left to whoever resumes the job.
+func (s *Store) ReturnExpiredReplays(ctx context.Context, actor Actor) (int, error) {
+	var returned []int64
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sqlReturnExpiredReplays, now, actor.Name)
+		if err != nil {
+			return err
+		}
+		var id int64
+		if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { returned = append(returned, id); return nil }); err != nil {
+			return err
+		}
+		if len(returned) == 0 {
+			return nil
+		}
+		slices.Sort(returned)
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
+			Action: "return_replay", RecordIDs: returned, Affected: int64(len(returned)), Outcome: "ok"})
+	})
+	return len(returned), err
+}
+
 // ReleaseJob ends owner's lease on a running job now, so that another worker resumes it
 // at once (a graceful shutdown in the middle of a job).
 func (s *Store) ReleaseJob(ctx context.Context, id int64, owner string) error {
@@ -353,7 +389,17 @@ const sqlFinishReplays = `UPDATE dead_letters d SET status = 'replayed', lease_o
 	WHERE d.id = u.id AND d.status = 'replaying' AND d.lease_owner = $4
 	RETURNING d.id`
 
-// $4 owner, $5 reason (” keeps it).
+// $1 now, $2 actor.
+const sqlReturnExpiredReplays = `UPDATE dead_letters d SET status = 'parked', lease_owner = NULL, lease_until = NULL,
+		changed_at = $1, changed_by = $2
+	WHERE d.status = 'replaying' AND d.lease_until <= $1
+		AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running'))
+	RETURNING d.id`
+
+// $1 job, $2 owner.
+const sqlJobHeld = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND status = 'running' AND lease_owner = $2 FOR SHARE)`
+
+// $4 owner, $5 reason (empty keeps it).
 const sqlAbortReplays = `UPDATE dead_letters SET status = 'parked', lease_owner = NULL, lease_until = NULL,
 		reason = COALESCE(NULLIF($5, ''), reason), changed_at = $2, changed_by = $3
 	WHERE id = ANY($1) AND status = 'replaying' AND lease_owner = $4

@@ -118,3 +118,56 @@ func TestJobWalksItsSelectionFromTheCursor(t *testing.T) {
 	require.Len(t, ids, 10)
 	require.IsIncreasing(t, ids)
 }
+
+// A cancel wins over the lease of its job: BeginReplays refuses once the job is no longer
+// running under the holder. The records a cancelled job left replaying come back to
+// parked once their lease expires, with an audit row; a running job's expired leases are
+// left to whoever resumes it.
+func TestCancelledJobLeasesComeBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newTestClock()
+	s := storetest.New(t, store.WithClock(clock.Now))
+	ada := store.Actor{Name: "ada"}
+	_, err := s.StoreBatch(ctx, parked("dlq.sweep", 0, 4), nil)
+	require.NoError(t, err)
+	cancelled, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{1, 2}}}, ada)
+	require.NoError(t, err)
+	running, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{3, 4}}}, ada)
+	require.NoError(t, err)
+	for _, id := range []int64{cancelled.ID, running.ID} {
+		job, err := s.ClaimJob(ctx, "w1", time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, id, job.ID)
+	}
+	leased, err := s.BeginReplays(ctx, cancelled.ID, []int64{1}, "w1", time.Minute, ada)
+	require.NoError(t, err)
+	require.Len(t, leased, 1)
+	_, err = s.BeginReplays(ctx, running.ID, []int64{3, 4}, "w1", time.Minute, ada)
+	require.NoError(t, err)
+	_, err = s.CancelJob(ctx, cancelled.ID, ada)
+	require.NoError(t, err)
+
+	_, err = s.BeginReplays(ctx, cancelled.ID, []int64{2}, "w1", time.Minute, ada)
+	require.ErrorIs(t, err, store.ErrConflict, "no lease after the cancel")
+	_, err = s.BeginReplays(ctx, running.ID, []int64{3}, "intruder", time.Minute, ada)
+	require.ErrorIs(t, err, store.ErrConflict, "only the job's holder leases for it")
+
+	n, err := s.ReturnExpiredReplays(ctx, store.Actor{Name: "sweeper"})
+	require.NoError(t, err)
+	require.Zero(t, n, "leases not expired yet")
+	clock.Advance(2 * time.Minute)
+	n, err = s.ReturnExpiredReplays(ctx, store.Actor{Name: "sweeper"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only the cancelled job's record")
+	for id, want := range map[int64]store.Status{1: store.StatusParked, 2: store.StatusParked, 3: store.StatusReplaying, 4: store.StatusReplaying} {
+		rec, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, want, rec.Status, "record %d", id)
+	}
+	entries, err := s.ListAudit(ctx, 0, store.MaxPageSize)
+	require.NoError(t, err)
+	require.Equal(t, "return_replay", entries[0].Action)
+	require.Equal(t, "sweeper", entries[0].Actor)
+	require.Equal(t, []int64{1}, entries[0].RecordIDs)
+}
