@@ -5,7 +5,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 STACK := scripts/stack.sh
 WITH_STACK := eval "$$($(STACK) env)" &&
-GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
+# -artifacts keeps what tests save for people to look at (the console's screenshots) under
+# .cache/test-output/.
+GO_TEST_FLAGS ?= -race -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/.cache/test-output
 DEV := .cache/dev
 
 .PHONY: help
@@ -26,7 +28,9 @@ status: ## Say what runs
 	@for p in $(DEV)/*.pid; do [ -f "$$p" ] && kill -0 "$$(cat $$p)" 2>/dev/null && echo "$$(basename $$p .pid): running (pid $$(cat $$p))"; done; true
 
 .PHONY: test
-test: up ## Run the whole test suite against the real stack
+test: up ## Run the whole test suite against the real stack (screenshots: .cache/test-output/)
+	$(STACK) browser
+	mkdir -p .cache/test-output
 	$(WITH_STACK) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench

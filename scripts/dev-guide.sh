@@ -18,6 +18,8 @@ The local stack is up.
   PostgreSQL  $(echo "$DATABASE_URL" | sed 's/:[^:@]*@/:***@/')
   dlq-worker  http://127.0.0.1:9464   $worker   log: .cache/dev/dlq-worker.log
   dlq-admin   http://127.0.0.1:8080   $admin   log: .cache/dev/dlq-admin.log
+  console     http://127.0.0.1:8080/ui/   sign in with the token dev-operator-token
+              (dev-viewer-token reads only; dev-admin-token also runs bulk jobs)
 
 Try:
   curl -s 127.0.0.1:9464/readyz; echo                        # worker readiness (PostgreSQL, Kafka, routes)

@@ -6,6 +6,7 @@
 #   scripts/stack.sh down    stop what this script started, nothing else
 #   scripts/stack.sh status  say what runs
 #   scripts/stack.sh env     print the export lines for the tests and binaries
+#   scripts/stack.sh browser install Chromium for the console's browser tests when missing
 #
 # When KAFKA_BOOTSTRAP_SERVERS or DATABASE_URL is already set, that service is taken
 # as given and nothing is started for it.
@@ -58,6 +59,12 @@ ensure_pg_binaries() {
 ensure_java() {
   command -v java >/dev/null || apt_install openjdk-17-jre-headless
   command -v mvn >/dev/null || apt_install maven
+}
+
+# The console's tests drive a real headless Chromium (Debian's package).
+ensure_chromium() {
+  command -v chromium >/dev/null || apt_install chromium
+  command -v chromium >/dev/null || die "chromium not found after installing it"
 }
 
 # ---------------------------------------------------------------- PostgreSQL
@@ -235,5 +242,6 @@ case "${1:-}" in
     echo "export DATABASE_URL='${DATABASE_URL:-$(default_pg)}'"
     ;;
   topics) shift; topics "$@" ;;
-  *) echo "usage: $0 up|down|status|env|topics NAME:PARTITIONS...|kafka-stop|kafka-start|pg-stop|pg-start" >&2; exit 2 ;;
+  browser) ensure_chromium ;;
+  *) echo "usage: $0 up|down|status|env|browser|topics NAME:PARTITIONS...|kafka-stop|kafka-start|pg-stop|pg-start" >&2; exit 2 ;;
 esac

@@ -1,5 +1,5 @@
-// Command dlq-admin serves the authenticated REST API operators use to review parked
-// dead-letter records and to replay or discard them.
+// Command dlq-admin serves the authenticated REST API and the operator console (/ui/)
+// operators use to review parked dead-letter records and to replay or discard them.
 package main
 
 import (
@@ -9,9 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	specfile "github.com/dlqops/dlq/api"
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/console"
 	"github.com/dlqops/dlq/internal/daemon"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -78,5 +80,12 @@ func serve(ctx context.Context, cfg *config.Admin) error {
 		return err
 	}
 	srv.Mux.Handle("/v1/", handler)
+	ui, err := console.New(console.Config{API: handler, Auth: authn, Spec: specfile.OpenAPI,
+		ReplayTopics: cfg.ReplayTopics, Log: log})
+	if err != nil {
+		return err
+	}
+	srv.Mux.Handle("/ui/", ui)
+	srv.Mux.Handle("GET /{$}", ui)
 	return daemon.Run(ctx, log, srv, cfg.HTTP.Listener(), cfg.ShutdownGrace)
 }

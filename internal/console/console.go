@@ -1,0 +1,152 @@
+// Package console serves dlq-admin's operator console: server-rendered pages for parked
+// records, jobs, routes, runs and the audit log, under /ui/.
+//
+// The console has no path to the data of its own. Every page and every action is a request
+// to the REST API handler in the same process, made with the signed-in operator's bearer
+// token: the console reads and changes exactly what the API lets that token read and
+// change (the same handlers, store calls, roles, topic scopes and audit entries), and an
+// action the API refuses is refused in the console too.
+//
+// A sign-in exchanges a token for a session cookie (HttpOnly, SameSite=Strict, Secure under
+// TLS, expiring); every state change carries the session's CSRF token; every page is sent
+// with a Content-Security-Policy that allows only the console's own embedded script and
+// style, so attacker text that reached a page would stay inert even if it were not escaped.
+package console
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/dlqops/dlq/internal/auth"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Config is what the console needs. API, Auth and Spec are required.
+type Config struct {
+	// API is the REST API handler (internal/api) that serves every page's data.
+	API  http.Handler
+	Auth *auth.Authenticator
+	// Spec is api/openapi.yaml, served as is and as a reference page.
+	Spec []byte
+	// ReplayTopics are offered as replay targets besides a record's original topic (the
+	// API checks them anyway).
+	ReplayTopics []string
+	// SessionTTL is how long a sign-in lasts; 8h when zero.
+	SessionTTL time.Duration
+	Log        zerolog.Logger
+	// Clock is time.Now when nil.
+	Clock func() time.Time
+}
+
+// Server is the console's http.Handler; mount it at "/ui/" (and "/" for the redirect).
+type Server struct {
+	cfg      Config
+	log      zerolog.Logger
+	mux      *http.ServeMux
+	sessions *sessions
+	pages    map[string]*template.Template
+	ref      *reference
+}
+
+// New parses the templates and the spec.
+func New(cfg Config) (*Server, error) {
+	if cfg.API == nil || cfg.Auth == nil || len(cfg.Spec) == 0 {
+		return nil, errors.New("console: API, Auth and Spec are required")
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 8 * time.Hour
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	ref, err := parseReference(cfg.Spec)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, log: cfg.Log.With().Str("component", "console").Logger(), mux: http.NewServeMux(),
+		sessions: newSessions(cfg.SessionTTL, cfg.Clock), pages: pages, ref: ref,
+	}
+	static, _ := fs.Sub(staticFS, "static") // the directory is embedded above
+	s.mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
+	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+	})
+	s.mux.HandleFunc("GET /ui/login", s.loginPage)
+	s.mux.HandleFunc("POST /ui/login", s.login)
+	s.mux.HandleFunc("GET /ui/openapi.yaml", s.spec)
+	s.mux.HandleFunc("GET /ui/reference", s.reference)
+	s.page("POST /ui/logout", s.logout)
+	s.page("GET /ui/{$}", s.overview)
+	s.page("GET /ui/records", s.records)
+	s.page("GET /ui/records/{id}", s.record)
+	s.page("POST /ui/records/{id}/replay", s.replay)
+	s.page("POST /ui/records/{id}/discard", s.discard)
+	s.page("POST /ui/records/{id}/retry-now", s.retryNow)
+	s.page("POST /ui/bulk", s.bulk)
+	s.page("GET /ui/jobs", s.jobs)
+	s.page("GET /ui/jobs/{id}", s.job)
+	s.page("GET /ui/jobs/{id}/progress", s.jobProgress)
+	s.page("POST /ui/jobs/{id}/cancel", s.cancelJob)
+	s.page("GET /ui/routes", s.routes)
+	s.page("POST /ui/routes/{route}/{action}", s.routeAction)
+	s.page("GET /ui/runs", s.runs)
+	s.page("GET /ui/audit", s.audit)
+	s.mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, nil, http.StatusNotFound, "There is no such page.")
+	})
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler; every answer carries the security headers.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	s.mux.ServeHTTP(w, r)
+}
+
+// pageFunc serves a signed-in request.
+type pageFunc func(w http.ResponseWriter, r *http.Request, sess *session)
+
+// page registers a handler that needs a session, and a valid CSRF token unless it only
+// reads. Without a session a GET goes to the sign-in page and anything else is refused.
+func (s *Server) page(pattern string, fn pageFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		sess := s.sessions.fromRequest(r)
+		if sess == nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+				return
+			}
+			s.fail(w, r, nil, http.StatusUnauthorized, "Sign in first.")
+			return
+		}
+		if r.Method != http.MethodGet && !sess.checkCSRF(r) {
+			s.log.Info().Str("actor", sess.principal.Name).Str("method", r.Method).Str("path", r.URL.Path).
+				Msg("console: state change without a valid CSRF token refused")
+			s.fail(w, r, sess, http.StatusForbidden, "This form is stale or was not sent by the console; reload the page and try again.")
+			return
+		}
+		fn(w, r, sess)
+	})
+}

@@ -1,0 +1,416 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/jobs/jobstest"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// Hostile text: each piece sets window.__pwned (or adds an <img>) if it ever runs or
+// becomes markup.
+const (
+	hostileValue  = `<script>window.__pwned="value"</script>"><img src=x onerror="window.__pwned='value-img'">`
+	hostileKey    = `"><img src=x onerror="window.__pwned='key'">`
+	hostileHeader = `<img src=x onerror="window.__pwned='header'">`
+	hostileError  = `</td><script>window.__pwned="error"</script><img src=x onerror="window.__pwned='error-img'">`
+	hostileClass  = `<svg onload="window.__pwned='class'">`
+)
+
+// TestConsole drives the console in headless Chromium against the real stack, one
+// browser for every step, each step signed in in a browser context of its own.
+func TestConsole(t *testing.T) {
+	e := newEnv(t)
+
+	t.Run("SignIn", func(t *testing.T) {
+		ctx := e.tab(t)
+		do(t, ctx, chromedp.Navigate(e.url+"/"), chromedp.WaitVisible("#token"))
+		require.Contains(t, run(t, ctx, chromedp.Location()), "/ui/login", "without a session the console asks for a token")
+		do(t, ctx, chromedp.SendKeys("#token", "not-a-token"), chromedp.Click("#sign-in"), chromedp.WaitVisible("#login-error"))
+		require.Equal(t, "That token is not valid.", text(t, ctx, "#login-error"))
+		e.shot(t, ctx, "login")
+
+		e.park("Overview", e.orders, 3)
+		e.signIn(t, ctx, viewerToken)
+		require.Equal(t, "vera", text(t, ctx, "#principal"))
+		require.Equal(t, "viewer", text(t, ctx, "#role"))
+		parked, err := strconv.Atoi(text(t, ctx, "#parked-total"))
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, parked, 3)
+		require.Contains(t, text(t, ctx, "#tally-original"), e.orders)
+		require.Contains(t, text(t, ctx, "#overview-routes"), e.routeName)
+		require.Equal(t, 1, eval[int](t, ctx, `document.querySelectorAll("#reason-chart rect").length`),
+			"one bar: every parked record is exhausted")
+		e.shot(t, ctx, "overview")
+		do(t, ctx, chromedp.Click(fmt.Sprintf(`#tally-original a[href*=%q]`, e.orders)), chromedp.WaitVisible("#records"))
+		require.Equal(t, e.orders, run(t, ctx, chromedp.Value(`#filters input[name="original_topic"]`)),
+			"a count links to its records")
+
+		// The cookie is HttpOnly: the page's scripts cannot read the session.
+		require.Equal(t, "", eval[string](t, ctx, `document.cookie`))
+	})
+
+	t.Run("FilterAndPage", func(t *testing.T) {
+		ids := e.park("PageErr", e.orders, 25)
+		e.park("OtherErr", e.orders, 4)
+		ctx := e.tab(t)
+		e.signIn(t, ctx, viewerToken)
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records"), chromedp.WaitVisible("#filters"),
+			chromedp.SendKeys(`#filters input[name="error_class"]`, "PageErr"),
+			chromedp.SendKeys(`#filters input[name="limit"]`, "10"),
+			chromedp.Click("#apply-filters"), chromedp.WaitVisible("#next-page"))
+		loc, err := url.Parse(run(t, ctx, chromedp.Location()))
+		require.NoError(t, err)
+		require.Equal(t, "PageErr", loc.Query().Get("error_class"), "the filter is in the URL")
+		e.shot(t, ctx, "records")
+
+		var seen []int64
+		for page := 1; ; page++ {
+			rows := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("tr.record-row")).map(r => r.dataset.id)`)
+			for _, r := range rows {
+				id, err := strconv.ParseInt(r, 10, 64)
+				require.NoError(t, err)
+				seen = append(seen, id)
+			}
+			if page < 3 {
+				require.Len(t, rows, 10, "page %d", page)
+				do(t, ctx, chromedp.Click("#next-page"), chromedp.WaitVisible("#first-page"))
+				continue
+			}
+			require.Len(t, rows, 5)
+			require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#next-page").length`), "the last page has no next page")
+			break
+		}
+		want := slices.Clone(ids)
+		slices.Reverse(want)
+		require.Equal(t, want, seen, "every record once, newest first")
+
+		// A shared link opens the same view.
+		ctx2 := e.tab(t)
+		e.signIn(t, ctx2, viewerToken)
+		do(t, ctx2, chromedp.Navigate(loc.String()), chromedp.WaitVisible("#records"))
+		require.Equal(t, 10, eval[int](t, ctx2, `document.querySelectorAll("tr.record-row").length`))
+		require.Equal(t, "PageErr", run(t, ctx2, chromedp.Value(`#filters input[name="error_class"]`)))
+	})
+
+	t.Run("RecordRendering", func(t *testing.T) {
+		jsonID := e.park("JSONValue", e.orders, 1, func(_ int, r *store.NewRecord) {
+			r.Value = []byte(`{"order":{"id":42,"lines":[1,2]}}`)
+		})[0]
+		// Confluent wire format: magic byte 0, schema id 300, then Avro-like binary.
+		wire := []byte{0, 0, 0, 1, 44, 0x02, 0xff, 0xfe, 0x10}
+		binID := e.park("BinaryValue", e.orders, 1, func(_ int, r *store.NewRecord) {
+			r.Value = wire
+			r.Key = []byte{0xde, 0xad, 0xbe, 0xef}
+			r.Headers = append(r.Headers, store.Header{Key: "bin\x00\x01", Value: []byte{0, 1, 2}}, store.Header{Key: "nullvalue"})
+		})[0]
+		hostileID := e.park(hostileClass, e.orders, 1, func(_ int, r *store.NewRecord) {
+			r.Value, r.Key, r.ErrorMessage = []byte(hostileValue), []byte(hostileKey), hostileError
+			r.Headers = append(r.Headers, store.Header{Key: hostileHeader, Value: []byte(hostileValue)})
+		})[0]
+		ctx := e.tab(t)
+		e.signIn(t, ctx, viewerToken)
+
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, jsonID)), chromedp.WaitVisible("#value-payload"))
+		require.Equal(t, "{\n  \"order\": {\n    \"id\": 42,\n    \"lines\": [\n      1,\n      2\n    ]\n  }\n}",
+			run(t, ctx, chromedp.TextContent("#value-payload")), "JSON is pretty-printed")
+		require.Equal(t, "JSONValue-key-0", run(t, ctx, chromedp.TextContent("#key-payload")))
+		e.shot(t, ctx, "record-json")
+
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, binID)), chromedp.WaitVisible("#value-payload"))
+		require.Equal(t, "schema id 300", text(t, ctx, "#value-schema"))
+		require.Contains(t, run(t, ctx, chromedp.TextContent("#value-payload")), "02 ff fe 10", "the data after the wire-format prefix, as hex")
+		require.Contains(t, run(t, ctx, chromedp.TextContent("#key-payload")), "de ad be ef")
+		require.Contains(t, text(t, ctx, "#headers"), "0x62696e0001", "a header name that is not printable text is shown as hex")
+		require.Contains(t, text(t, ctx, "#headers"), "0x000102")
+		require.Contains(t, text(t, ctx, "#headers"), "null")
+		e.shot(t, ctx, "record-binary")
+
+		inert := func(page string) {
+			t.Helper()
+			require.Equal(t, "undefined", eval[string](t, ctx, `typeof window.__pwned`), "%s: attacker text ran", page)
+			require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("img, svg:not(.chart) , [onerror], [onload]").length`),
+				"%s: attacker text became markup", page)
+			require.Equal(t, []string{e.url + "/ui/static/console.js"},
+				eval[[]string](t, ctx, `Array.from(document.scripts).map(s => s.src)`), "%s: the console's own script only", page)
+		}
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, hostileID)), chromedp.WaitVisible("#value-payload"))
+		inert("record")
+		require.Equal(t, hostileValue, run(t, ctx, chromedp.TextContent("#value-payload")))
+		require.Equal(t, hostileKey, run(t, ctx, chromedp.TextContent("#key-payload")))
+		require.Equal(t, hostileError, run(t, ctx, chromedp.TextContent("#error-text")))
+		require.Equal(t, hostileClass, run(t, ctx, chromedp.TextContent("#error-class")))
+		require.Contains(t, eval[[]string](t, ctx, `Array.from(document.querySelectorAll(".hname")).map(e => e.textContent)`), hostileHeader)
+		e.shot(t, ctx, "record-hostile")
+
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?"+url.Values{"error_class": {hostileClass}}.Encode()),
+			chromedp.WaitVisible("#records"))
+		inert("records")
+		require.Contains(t, run(t, ctx, chromedp.TextContent("#records")), hostileError)
+		require.Equal(t, hostileClass, run(t, ctx, chromedp.Value(`#filters input[name="error_class"]`)))
+	})
+
+	t.Run("ReplayOne", func(t *testing.T) {
+		id := e.park("ReplayOne", e.orders, 1, func(_ int, r *store.NewRecord) {
+			r.Value = []byte("replay-one-" + e.orders)
+		})[0]
+		ctx := e.tab(t)
+		e.signIn(t, ctx, operatorToken)
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, id)), chromedp.WaitVisible("#replay-form"),
+			chromedp.Click("#replay-reset"), chromedp.Click("#replay"), chromedp.WaitVisible("#job-status"))
+		waitJobPage(t, ctx, "succeeded")
+		require.Equal(t, "1", text(t, ctx, "#job-done"))
+		e.shot(t, ctx, "job")
+		require.Equal(t, store.StatusReplayed, e.status(id))
+		found := false
+		for _, m := range jobstest.Consume(t, e.orders, 1, 1) {
+			found = found || string(m.Value) == "replay-one-"+e.orders
+		}
+		require.True(t, found, "the replayed record is on its original topic")
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, id)), chromedp.WaitVisible("#produced"))
+		require.Equal(t, "replayed", text(t, ctx, "#record-status"))
+		require.Contains(t, text(t, ctx, "#produced"), e.orders)
+		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#replay-form").length`), "a replayed record has no actions")
+	})
+
+	t.Run("Discard", func(t *testing.T) {
+		id := e.park("DiscardOne", e.orders, 1)[0]
+		ctx := e.tab(t)
+		e.signIn(t, ctx, operatorToken)
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, id)), chromedp.WaitVisible("#discard-form"),
+			chromedp.SendKeys("#discard-reason", "duplicate of order 42"), chromedp.Click("#discard"), chromedp.WaitVisible("#flash"))
+		require.Equal(t, "Record discarded.", text(t, ctx, "#flash"))
+		require.Equal(t, "discarded", text(t, ctx, "#record-status"))
+		require.Equal(t, store.StatusDiscarded, e.status(id))
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/audit"), chromedp.WaitVisible("#audit"))
+		require.Contains(t, text(t, ctx, "#audit"), "duplicate of order 42")
+		e.shot(t, ctx, "audit")
+	})
+
+	t.Run("BulkReplay", func(t *testing.T) {
+		const parked = 31
+		ids := e.park("BulkErr", e.orders, parked)
+		ctx := e.tab(t)
+		e.signIn(t, ctx, adminToken)
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked&error_class=BulkErr"), chromedp.WaitVisible("#bulk"),
+			chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
+			chromedp.Clear("#bulk-rate"), chromedp.SendKeys("#bulk-rate", "10"),
+			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#bulk-count"))
+		require.Equal(t, strconv.Itoa(parked), text(t, ctx, "#bulk-count"), "the dry run counts the filter's records")
+		require.Equal(t, int64(parked), e.count(store.Filter{ErrorClass: "BulkErr", Statuses: []store.Status{store.StatusParked}}),
+			"a dry run changes nothing")
+		e.shot(t, ctx, "bulk-confirm")
+
+		do(t, ctx, chromedp.SendKeys("#confirm-count", "29"), chromedp.Click("#confirm"), chromedp.WaitVisible("#bulk-error"))
+		require.Equal(t, "Type the count shown to confirm.", text(t, ctx, "#bulk-error"))
+		require.Equal(t, int64(0), e.count(store.Filter{ErrorClass: "BulkErr", Statuses: []store.Status{store.StatusReplayed}}),
+			"a wrong count submits nothing")
+
+		// Someone discards one of them meanwhile: the confirmation of the old count shows
+		// the new one.
+		_, err := e.store.DiscardRecord(context.Background(), ids[0], "meanwhile", store.Actor{Name: "test"})
+		require.NoError(t, err)
+		const n = parked - 1
+		do(t, ctx, chromedp.SendKeys("#confirm-count", strconv.Itoa(parked)), chromedp.Click("#confirm"), chromedp.WaitVisible("#bulk-error"))
+		require.Equal(t, "The selection changed since the dry run; confirm the new count.", text(t, ctx, "#bulk-error"))
+		require.Equal(t, strconv.Itoa(n), text(t, ctx, "#bulk-count"))
+
+		do(t, ctx, chromedp.SendKeys("#confirm-count", strconv.Itoa(n)), chromedp.Click("#confirm"), chromedp.WaitVisible("#job-status"))
+		// The page follows the job by script, without reloading: a marker set now is still
+		// there when the page shows a count between none and all.
+		eval[bool](t, ctx, `window.__marker = true`)
+		done := run(t, ctx, chromedp.Poll[int](fmt.Sprintf(`(() => {
+			const d = Number(document.querySelector("#job-done").textContent);
+			return window.__marker === true && d > 0 && d < %d ? d : 0; })()`, n),
+			chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)))
+		require.Positive(t, done)
+		e.shot(t, ctx, "bulk-progress")
+		waitJobPage(t, ctx, "succeeded")
+		require.Equal(t, strconv.Itoa(n), text(t, ctx, "#job-done"))
+		require.Equal(t, "0", text(t, ctx, "#job-failed"))
+		require.Equal(t, int64(n), e.count(store.Filter{ErrorClass: "BulkErr", Statuses: []store.Status{store.StatusReplayed}}))
+		got := 0
+		for _, m := range jobstest.Consume(t, e.orders, 1, n) {
+			if bytes.Contains(m.Value, []byte(`"class":"BulkErr"`)) {
+				got++
+			}
+		}
+		require.Equal(t, n, got, "each record is on its original topic once")
+	})
+
+	t.Run("CancelJob", func(t *testing.T) {
+		const n = 20
+		e.park("CancelErr", e.orders, n)
+		ctx := e.tab(t)
+		e.signIn(t, ctx, adminToken)
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked&error_class=CancelErr"), chromedp.WaitVisible("#bulk"),
+			chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
+			chromedp.Clear("#bulk-rate"), chromedp.SendKeys("#bulk-rate", "2"),
+			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#confirm-count"),
+			chromedp.SendKeys("#confirm-count", strconv.Itoa(n)), chromedp.Click("#confirm"), chromedp.WaitVisible("#job-status"))
+		waitJobPage(t, ctx, "running")
+		do(t, ctx, chromedp.Click("#cancel"), chromedp.WaitVisible("#flash"))
+		require.Equal(t, "Job cancelled.", text(t, ctx, "#flash"))
+		waitJobPage(t, ctx, "cancelled")
+		// Every record is accounted for: replayed before the cancel, or still parked.
+		require.Eventually(t, func() bool {
+			replayed := e.count(store.Filter{ErrorClass: "CancelErr", Statuses: []store.Status{store.StatusReplayed}})
+			parked := e.count(store.Filter{ErrorClass: "CancelErr", Statuses: []store.Status{store.StatusParked}})
+			return replayed+parked == n && parked > 0
+		}, time.Minute, 100*time.Millisecond)
+	})
+
+	t.Run("PauseResumeRoute", func(t *testing.T) {
+		ctx := e.tab(t)
+		e.signIn(t, ctx, operatorToken)
+		row := fmt.Sprintf(`tr.route-row[data-route=%q]`, e.routeName)
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/routes"), chromedp.WaitVisible(row+" button.pause"),
+			chromedp.Click(row+" button.pause"), chromedp.WaitVisible(row+" button.resume"))
+		require.Equal(t, "paused", text(t, ctx, row+" .route-state"))
+		require.True(t, e.paused())
+		e.shot(t, ctx, "routes")
+		do(t, ctx, chromedp.Click(row+" button.resume"), chromedp.WaitVisible(row+" button.pause"))
+		require.Equal(t, "active", text(t, ctx, row+" .route-state"))
+		require.False(t, e.paused())
+	})
+
+	t.Run("ViewerSeesNoControlsAndForgedPostsFail", func(t *testing.T) {
+		id := e.park("ForgeErr", e.orders, 1)[0]
+		ctx := e.tab(t)
+		e.signIn(t, ctx, viewerToken)
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, id)), chromedp.WaitVisible("#value-payload"))
+		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#replay-form, #discard-form, #retry-now-form").length`))
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/routes"), chromedp.WaitVisible("#routes"))
+		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#routes button").length`))
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked"), chromedp.WaitVisible("#records"))
+		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#bulk").length`))
+
+		// A viewer forging the discard form, with a valid CSRF token: the API refuses it.
+		forge := func(ctx context.Context, withCSRF bool) {
+			t.Helper()
+			eval[bool](t, ctx, fmt.Sprintf(`(() => {
+				const f = document.createElement("form");
+				f.method = "post"; f.action = "/ui/records/%d/discard";
+				const add = (n, v) => { const i = document.createElement("input"); i.type = "hidden"; i.name = n; i.value = v; f.appendChild(i); };
+				add("reason", "forged");
+				if (%t) { add("csrf", document.querySelector("#logout").form.csrf.value); }
+				const b = document.createElement("button"); b.id = "forged"; f.appendChild(b);
+				document.body.appendChild(f); return true; })()`, id, withCSRF))
+			do(t, ctx, chromedp.Click("#forged"))
+		}
+		forge(ctx, true)
+		do(t, ctx, chromedp.WaitVisible("#flash"))
+		require.Equal(t, "Refused (403 Forbidden): this needs the operator role", text(t, ctx, "#flash"))
+		require.Equal(t, store.StatusParked, e.status(id))
+
+		// An operator's forged form without the CSRF token: refused before the API.
+		ctx2 := e.tab(t)
+		e.signIn(t, ctx2, operatorToken)
+		forge(ctx2, false)
+		do(t, ctx2, chromedp.WaitVisible("#error-status"))
+		require.Equal(t, "403 Forbidden", text(t, ctx2, "#error-status"))
+		require.Contains(t, text(t, ctx2, "#error-message"), "not sent by the console")
+		require.Equal(t, store.StatusParked, e.status(id))
+
+		// Another site posting the form in the operator's browser: the SameSite=Strict
+		// cookie stays home, so there is no session to act with.
+		evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, `<form id="f" method="post" action="%s/ui/records/%d/discard"><input name="reason" value="evil"></form>`+
+				`<script>document.getElementById("f").submit()</script>`, e.url, id)
+		}))
+		defer evil.Close()
+		evilURL := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1) // another site than the console's
+		do(t, ctx2, chromedp.Navigate(evilURL), chromedp.WaitVisible("#error-status"))
+		require.Equal(t, "401 Unauthorized", text(t, ctx2, "#error-status"))
+		require.Equal(t, store.StatusParked, e.status(id))
+	})
+
+	t.Run("ScopedTokenSeesOnlyItsTopics", func(t *testing.T) {
+		mine := e.park("ScopeMine", e.orders, 2)
+		theirs := e.park("ScopeTheirs", e.other, 2)
+		ctx := e.tab(t)
+		e.signIn(t, ctx, scopedToken)
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?limit=500"), chromedp.WaitVisible("#records"))
+		rows := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("tr.record-row")).map(r => r.dataset.id)`)
+		require.Contains(t, rows, strconv.FormatInt(mine[0], 10))
+		for _, id := range theirs {
+			require.NotContains(t, rows, strconv.FormatInt(id, 10))
+		}
+		require.NotContains(t, text(t, ctx, "#records"), e.other)
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, theirs[0])), chromedp.WaitVisible("#error-status"))
+		require.Equal(t, "404 Not found", text(t, ctx, "#error-status"))
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible("#tally-original"))
+		require.NotContains(t, text(t, ctx, "main"), e.other)
+		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#overview-routes, a[href='/ui/routes']").length`),
+			"routes span every topic: a scoped token does not see them")
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?"+url.Values{"original_topic": {e.other}}.Encode()), chromedp.WaitVisible("#no-records"))
+	})
+
+	t.Run("Pages", func(t *testing.T) {
+		bg := context.Background()
+		rn, err := e.store.BeginRun(bg, e.routeName, "worker-1")
+		require.NoError(t, err)
+		require.NoError(t, e.store.RecordLedger(bg, store.LedgerEntry{RunID: rn.ID, Topic: e.orders + ".dlq", Partition: 2,
+			From: 100, To: 250, Redriven: 140, Parked: 7, Skipped: 3}))
+		require.NoError(t, e.store.FinishRun(bg, rn.ID, store.RunSucceeded, ""))
+		ctx := e.tab(t)
+		e.signIn(t, ctx, adminToken)
+		for _, p := range []struct{ path, sel, name string }{
+			{"/ui/jobs", "#jobs", "jobs"}, {"/ui/runs", "h1", "runs"}, {"/ui/reference", "#spec-link", "reference"},
+		} {
+			do(t, ctx, chromedp.Navigate(e.url+p.path), chromedp.WaitVisible(p.sel))
+			e.shot(t, ctx, p.name)
+		}
+		require.Contains(t, text(t, ctx, "main"), "/v1/records/{id}/replay")
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/runs?route="+url.QueryEscape(e.routeName)), chromedp.WaitVisible(fmt.Sprintf("#run-%d", rn.ID)))
+		require.Equal(t, []string{e.orders + ".dlq", "2", "100–250", "140", "0", "7", "3", "0"},
+			eval[[]string](t, ctx, fmt.Sprintf(`Array.from(document.querySelectorAll("#run-%d table.ledger tr:nth-child(2) td")).slice(0, 8).map(c => c.textContent)`, rn.ID)))
+		resp, err := http.Get(e.url + "/ui/openapi.yaml")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		csp := resp.Header.Get("Content-Security-Policy")
+		require.Contains(t, csp, "script-src 'self'")
+		require.NotContains(t, csp, "unsafe-inline")
+	})
+}
+
+// waitJobPage waits until the job page shows status, reloading it when it is not
+// following the job by itself.
+func waitJobPage(t *testing.T, ctx context.Context, status string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		got, err := chromedp.Run(ctx, chromedp.Text("#job-status"))
+		if err == nil && strings.TrimSpace(got) == status {
+			return true
+		}
+		return false
+	}, 2*time.Minute, 200*time.Millisecond, "job page never showed %s", status)
+}
+
+func (e *env) paused() bool {
+	e.t.Helper()
+	rcs, err := e.store.RouteControls(context.Background())
+	require.NoError(e.t, err)
+	for _, rc := range rcs {
+		if rc.Route == e.routeName {
+			return rc.Paused
+		}
+	}
+	e.t.Fatalf("route %s not registered", e.routeName)
+	return false
+}

@@ -1,0 +1,118 @@
+package console
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dlqops/dlq/internal/api"
+)
+
+// payload is how a key, value or header value is shown. Text is always rendered through
+// html/template, so whatever the bytes say stays text.
+type payload struct {
+	Null bool
+	Size int
+	// Kind is "json" (pretty-printed), "text", "hex" (a hex dump) or "empty".
+	Kind string
+	Text string
+	// SchemaID is set for the Confluent Schema Registry wire format: magic byte 0, then a
+	// 4-byte big-endian schema id, then the serialized data (shown after those 5 bytes).
+	SchemaID *uint32
+}
+
+// payloadBlock is a payload with its heading, for the record page's template.
+type payloadBlock struct {
+	Title, ID string
+	P         payload
+}
+
+func decodeBytes(b api.Bytes) []byte {
+	if b.Null {
+		return nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(b.Base64)
+	if err != nil {
+		return nil // the API always sends standard base64
+	}
+	return raw
+}
+
+// viewPayload shows a key or value: pretty JSON when it parses, text when it is printable
+// UTF-8, a hex dump otherwise.
+func viewPayload(b api.Bytes) payload {
+	raw := decodeBytes(b)
+	p := payload{Null: b.Null, Size: len(raw)}
+	if p.Null {
+		return p
+	}
+	if len(raw) >= 5 && raw[0] == 0 {
+		id := binary.BigEndian.Uint32(raw[1:5])
+		p.SchemaID = &id
+		raw = raw[5:]
+	}
+	p.Kind, p.Text = describe(raw)
+	return p
+}
+
+func describe(raw []byte) (kind, text string) {
+	switch {
+	case len(raw) == 0:
+		return "empty", ""
+	case json.Valid(raw):
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, raw, "", "  "); err == nil {
+			return "json", buf.String()
+		}
+	case printable(raw):
+		return "text", string(raw)
+	}
+	return "hex", hex.Dump(raw)
+}
+
+// printable reports whether raw is UTF-8 text without control characters other than
+// tab and line breaks.
+func printable(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return false
+	}
+	for _, r := range string(raw) {
+		if unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t' {
+			return false
+		}
+	}
+	return true
+}
+
+// headerRow is one header: its name and value each as text when printable, else hex.
+type headerRow struct {
+	Name, NameHex string
+	Null          bool
+	Value         string
+	ValueHex      bool
+}
+
+func viewHeaders(hs []api.Header) []headerRow {
+	out := make([]headerRow, len(hs))
+	for i, h := range hs {
+		row := headerRow{Null: h.Value.Null}
+		if printable([]byte(h.Key)) {
+			row.Name = h.Key
+		} else {
+			row.NameHex = hex.EncodeToString([]byte(h.Key))
+		}
+		if v := decodeBytes(h.Value); !row.Null {
+			if printable(v) {
+				row.Value = string(v)
+			} else {
+				row.Value, row.ValueHex = hex.EncodeToString(v), true
+			}
+		}
+		out[i] = row
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/dlqops/dlq/internal/api"
+)
+
+type routesPage struct {
+	Routes []routeRow
+}
+
+func (s *Server) routes(w http.ResponseWriter, r *http.Request, sess *session) {
+	var rl api.RouteList
+	var runs api.RunList
+	if _, err := s.call(r, sess, http.MethodGet, "/v1/routes", nil, nil, &rl); err != nil {
+		s.failAPI(w, r, sess, err)
+		return
+	}
+	if _, err := s.call(r, sess, http.MethodGet, "/v1/runs", url.Values{"limit": {"100"}}, nil, &runs); err != nil {
+		s.failAPI(w, r, sess, err)
+		return
+	}
+	page := routesPage{}
+	for _, rc := range rl.Routes {
+		row := routeRow{RouteControl: rc}
+		for i := range runs.Runs { // newest first
+			if runs.Runs[i].Route == rc.Route {
+				row.LastRun = &runs.Runs[i]
+				break
+			}
+		}
+		page.Routes = append(page.Routes, row)
+	}
+	s.render(w, sess, http.StatusOK, "routes", "Routes", "routes", page)
+}
+
+var routeMessages = map[string]string{
+	"pause":  "Route paused: workers stop redriving it after their current batch.",
+	"resume": "Route resumed.",
+	"run":    "Run requested: a worker runs the route now.",
+}
+
+func (s *Server) routeAction(w http.ResponseWriter, r *http.Request, sess *session) {
+	action := r.PathValue("action")
+	msg, ok := routeMessages[action]
+	if !ok {
+		s.fail(w, r, sess, http.StatusNotFound, "There is no such route action.")
+		return
+	}
+	_, err := s.call(r, sess, http.MethodPost, "/v1/routes/"+url.PathEscape(r.PathValue("route"))+"/"+action, nil, nil, nil)
+	s.actionDone(w, r, sess, "/ui/routes", err, msg)
+}
+
+type runsPage struct {
+	Runs  []api.Run
+	Route string
+}
+
+func (s *Server) runs(w http.ResponseWriter, r *http.Request, sess *session) {
+	q := url.Values{}
+	route := r.URL.Query().Get("route")
+	if route != "" {
+		q.Set("route", route)
+	}
+	if l := r.URL.Query().Get("limit"); l != "" {
+		q.Set("limit", l)
+	}
+	var runs api.RunList
+	if _, err := s.call(r, sess, http.MethodGet, "/v1/runs", q, nil, &runs); err != nil {
+		s.failAPI(w, r, sess, err)
+		return
+	}
+	s.render(w, sess, http.StatusOK, "runs", "Runs", "runs", runsPage{Runs: runs.Runs, Route: route})
+}
+
+type auditPage struct {
+	Entries    []api.AuditEntry
+	NextBefore int64
+}
+
+func (s *Server) audit(w http.ResponseWriter, r *http.Request, sess *session) {
+	var list api.AuditList
+	if _, err := s.call(r, sess, http.MethodGet, "/v1/audit", pageQuery(r), nil, &list); err != nil {
+		s.failAPI(w, r, sess, err)
+		return
+	}
+	s.render(w, sess, http.StatusOK, "audit", "Audit log", "audit", auditPage{Entries: list.Entries, NextBefore: list.NextBefore})
+}

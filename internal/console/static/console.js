@@ -1,0 +1,25 @@
+// Progressive enhancement only: every page works without this script.
+// An element with data-poll="<url>" is refreshed from that JSON every second: each child
+// with data-field="<name>" gets the field's value as text (or as the value of a
+// <progress>). When the answer says finished, the page reloads to show the final state.
+(function () {
+  "use strict";
+  var box = document.querySelector("[data-poll]");
+  if (!box) { return; }
+  var url = box.getAttribute("data-poll");
+  function tick() {
+    fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+      .then(function (r) { if (!r.ok) { throw new Error(String(r.status)); } return r.json(); })
+      .then(function (p) {
+        box.querySelectorAll("[data-field]").forEach(function (el) {
+          var v = p[el.getAttribute("data-field")];
+          if (v === undefined) { return; }
+          if (el.tagName === "PROGRESS") { el.value = v; } else { el.textContent = String(v); }
+        });
+        if (p.finished) { window.location.reload(); return; }
+        window.setTimeout(tick, 1000);
+      })
+      .catch(function () { window.setTimeout(tick, 5000); });
+  }
+  window.setTimeout(tick, 1000);
+})();
