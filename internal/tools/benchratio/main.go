@@ -2,8 +2,10 @@
 // sub-benchmarks named "raw" and "ours", each shared metric side by side with the ratio
 // ours/raw. Raw baselines and our figures come from the same run, so the ratio is what
 // we quote; absolute numbers depend on the machine. A benchmark that runs its variants in
-// several rounds (go names the repeats "raw#01", "ours#01", ...) is compared by the median
-// of each side, and the spread of the per-round ratios is printed beside it.
+// several rounds (go names the repeats "raw#01", "ours#01", ...) pairs the two sides of each
+// round: the ratio is the median of the per-round ratios, printed with their spread; the
+// medians of each side are printed for scale. A ratio of medians taken from different
+// rounds would compare a quiet spell of the machine with a busy one.
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,8 +82,8 @@ func parse(in io.Reader) (pairs, []string) {
 
 type ratio struct {
 	unit      string
-	ours, raw float64 // medians
-	ratio     string  // of the medians
+	ours, raw float64 // medians of each side, for scale
+	ratio     string  // median of the per-round ratios ours/raw
 	rounds    string  // how many, and the range of the per-round ratios when more than one
 }
 
@@ -93,12 +96,13 @@ func ratios(variants map[string]map[string][]float64) []ratio {
 		if !ok {
 			continue
 		}
-		x := ratio{unit: u, ours: median(o), raw: median(r), ratio: "-", rounds: strconv.Itoa(min(len(o), len(r)))}
-		if x.raw != 0 {
-			x.ratio = fmt.Sprintf("%.2f", x.ours/x.raw)
-		}
-		if lo, hi, ok := spread(o, r); ok && len(o) > 1 {
-			x.rounds += fmt.Sprintf(" (%.2f–%.2f)", lo, hi)
+		n := min(len(o), len(r))
+		x := ratio{unit: u, ours: median(o), raw: median(r), ratio: "-", rounds: strconv.Itoa(n)}
+		if rs, ok := perRound(o, r); ok {
+			x.ratio = fmt.Sprintf("%.2f", median(rs))
+			if n > 1 {
+				x.rounds += fmt.Sprintf(" (%.2f–%.2f)", slices.Min(rs), slices.Max(rs))
+			}
 		}
 		out = append(out, x)
 	}
@@ -116,19 +120,15 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// spread is the lowest and highest ratio of the rounds, pairing each round's samples.
-func spread(ours, raw []float64) (lo, hi float64, ok bool) {
-	for i := range min(len(ours), len(raw)) {
+// perRound is ours/raw for each round, pairing the samples of the same round; not ok when
+// a raw sample is zero.
+func perRound(ours, raw []float64) ([]float64, bool) {
+	rs := make([]float64, min(len(ours), len(raw)))
+	for i := range rs {
 		if raw[i] == 0 {
-			return 0, 0, false
+			return nil, false
 		}
-		r := ours[i] / raw[i]
-		if i == 0 || r < lo {
-			lo = r
-		}
-		if i == 0 || r > hi {
-			hi = r
-		}
+		rs[i] = ours[i] / raw[i]
 	}
-	return lo, hi, true
+	return rs, len(rs) > 0
 }

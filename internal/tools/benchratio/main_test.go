@@ -37,3 +37,18 @@ BenchmarkRedrive/ours#02-2 	1	1 ns/op	   88000 rec/s`
 	got := ratios(results["BenchmarkRedrive"])
 	require.Equal(t, ratio{unit: "rec/s", ours: 88000, raw: 110000, ratio: "0.80", rounds: "3 (0.70–0.90)"}, got[1])
 }
+
+// Rounds are paired: the ratio is the median of the per-round ratios (0.90, 0.50, 1.10),
+// not the ratio of each side's median (100/200 = 0.50), which would set the quiet round of
+// one side against the busy round of the other.
+func TestRatioIsMedianOfPerRoundRatios(t *testing.T) {
+	out := `BenchmarkWorker/raw-2      	1	1 ns/op	     100 rec/s
+BenchmarkWorker/ours-2     	1	1 ns/op	      90 rec/s
+BenchmarkWorker/ours#01-2  	1	1 ns/op	     100 rec/s
+BenchmarkWorker/raw#01-2   	1	1 ns/op	     200 rec/s
+BenchmarkWorker/raw#02-2   	1	1 ns/op	     300 rec/s
+BenchmarkWorker/ours#02-2  	1	1 ns/op	     330 rec/s`
+	results, _ := parse(strings.NewReader(out))
+	got := ratios(results["BenchmarkWorker"])
+	require.Equal(t, ratio{unit: "rec/s", ours: 100, raw: 200, ratio: "0.90", rounds: "3 (0.50–1.10)"}, got[1])
+}
