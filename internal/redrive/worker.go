@@ -34,6 +34,7 @@ const (
 	stallBase      = 200 * time.Millisecond
 	stallCap       = 30 * time.Second
 	commitInterval = 250 * time.Millisecond // acknowledged, uncommitted work is what a crash sends again
+	wakeTimeout    = time.Second            // see wakeFetcher
 	// Batches are stored by a few goroutines at once, each batch capped, so the COPYs of
 	// consecutive batches overlap instead of one large COPY at a time holding the loop
 	// back. Each storer holds one pooled connection while it writes.
@@ -408,9 +409,8 @@ func (w *worker) processHeld() {
 
 // throttle stops taking records until in-flight work drains. At first the loop just stops
 // polling: librdkafka's bounded read-ahead queue fills and holds the fetcher back, and it
-// is still there when the loop takes records again. A Pause drops that queue, and after
-// Resume librdkafka fetches again only up to ~1 s later (its broker thread sleeps while no
-// partition is fetchable), which made throttled runs several times slower.
+// is still there when the loop takes records again. A Pause drops that queue, which has
+// to be fetched again after Resume.
 func (w *worker) throttle() {
 	if w.throttled {
 		return
@@ -485,6 +485,25 @@ func (w *worker) setPaused(ps []*partition, pause bool) {
 	}
 	if err != nil {
 		w.log.Error().Err(err).Bool("pause", pause).Msg("pause/resume failed")
+		return
+	}
+	if !pause {
+		w.wakeFetcher(tps)
+	}
+}
+
+// wakeFetcher makes the consumer fetch resumed partitions now. librdkafka's Resume does
+// not wake the broker thread that fetches them, which sleeps up to a second while none of
+// its partitions is fetchable (confluent-kafka-go#630), so every run and every throttle
+// lifted started a second late. A request to each partition's leader (its watermarks,
+// answered at once) wakes those threads, and the first fetch leaves with its answer, which
+// is not needed. Waiting longer than librdkafka's own one-second wakeup would be useless.
+func (w *worker) wakeFetcher(tps []kafka.TopicPartition) {
+	for _, tp := range tps {
+		if _, _, err := w.consumer.QueryWatermarkOffsets(*tp.Topic, tp.Partition, int(wakeTimeout/time.Millisecond)); err != nil {
+			w.log.Debug().Err(err).Msg("fetcher wake-up request failed; librdkafka fetches within a second anyway")
+			return
+		}
 	}
 }
 
