@@ -20,6 +20,7 @@ import (
 	"github.com/dlqops/dlq/internal/api/apitest"
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
 )
 
 // Every route the spec lists is served, and every served route is in the spec.
@@ -248,9 +249,10 @@ func TestDiscardThenReplayConflicts(t *testing.T) {
 // Two concurrent replays of one record: exactly one is accepted.
 func TestConcurrentReplays(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	ids := b.park("orders", 1)
 	const n = 8
+	// All at once from one token: the per-token limit must not refuse any of them first.
+	b := setupWith(t, storetest.New(t), func(c *api.Config) { c.Limits.MaxConcurrent = n })
+	ids := b.park("orders", 1)
 	var wg sync.WaitGroup
 	statuses := make([]int, n)
 	for i := range n {

@@ -122,6 +122,7 @@ func idempotencyKey(c *call) (string, error) {
 
 // submit stores a job; a retried request with the same idempotency key gets the same job.
 func (s *Server) submit(c *call, req store.JobRequest) (int, any, error) {
+	req.MaxActive = s.cfg.Limits.MaxActiveJobs
 	job, replayed, err := s.cfg.Store.SubmitJob(c.r.Context(), req, c.actor)
 	if err != nil {
 		return 0, nil, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -22,6 +23,8 @@ type Problem struct {
 	RequestID string `json:"request_id,omitempty"`
 	// Count is the current count of a selection whose confirmation did not match.
 	Count *int64 `json:"count,omitempty"`
+	// RetryAfter is the Retry-After of a 429, in seconds.
+	RetryAfter int `json:"-"`
 }
 
 func (p *Problem) Error() string {
@@ -44,6 +47,7 @@ var (
 	probConflict         = Problem{Type: typePrefix + "conflict", Status: http.StatusConflict, Title: "Conflict"}
 	probCountMismatch    = Problem{Type: typePrefix + "count-mismatch", Status: http.StatusConflict, Title: "Confirmed count does not match"}
 	probTooLarge         = Problem{Type: typePrefix + "body-too-large", Status: http.StatusRequestEntityTooLarge, Title: "Request body too large"}
+	probTooMany          = Problem{Type: typePrefix + "too-many-requests", Status: http.StatusTooManyRequests, Title: "Too many requests"}
 	probUnavailable      = Problem{Type: typePrefix + "unavailable", Status: http.StatusServiceUnavailable, Title: "Database unavailable"}
 	probInternal         = Problem{Type: typePrefix + "internal", Status: http.StatusInternalServerError, Title: "Internal error"}
 )
@@ -78,6 +82,10 @@ func problemFor(err error) (p *Problem, internal bool) {
 		return badParam(ve.Field, "%s", ve.Reason), false
 	case errors.Is(err, store.ErrIdempotencyKeyReused):
 		return probConflict.with("this Idempotency-Key was used for a different request"), false
+	case errors.Is(err, store.ErrTooManyJobs):
+		return tooMany("too many pending or running jobs of this caller (limits.max_active_jobs); wait for one to finish", 5*time.Second), false
+	case errors.Is(err, store.ErrStatementTimeout):
+		return probUnavailable.with("the query took longer than the database's statement timeout; narrow the selection"), false
 	case errors.Is(err, store.ErrNotFound):
 		return probNotFound.with("no such resource"), false
 	case errors.Is(err, store.ErrConflict):
@@ -92,8 +100,11 @@ func problemFor(err error) (p *Problem, internal bool) {
 
 func writeProblem(w http.ResponseWriter, p *Problem, requestID string) {
 	p.RequestID = requestID
-	if p.Status == http.StatusServiceUnavailable {
+	switch p.Status {
+	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", strconv.Itoa(p.RetryAfter))
 	}
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="dlq-admin"`)

@@ -47,6 +47,8 @@ type Server struct {
 	unaudited prometheus.Counter
 	// anonAudit limits the audit rows of refused requests without a valid token.
 	anonAudit *rate.Limiter
+	callers   *callerLimits
+	inFlight  prometheus.Gauge
 }
 
 // Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
@@ -88,8 +90,13 @@ func New(cfg Config) (*Server, error) {
 			Help: "Refused requests without a valid token that were not audited, beyond limits.unauthenticated_audit_per_second.",
 		}),
 		anonAudit: rate.NewLimiter(rate.Limit(cfg.Limits.UnauthenticatedAuditPerSecond), unauthenticatedAuditBurst),
+		callers:   newCallerLimits(cfg.Limits, cfg.Clock),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dlq_admin_requests_in_flight",
+			Help: "Admin API requests of authenticated callers in progress.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{s.requests, s.unaudited} {
+	for _, c := range []prometheus.Collector{s.requests, s.unaudited, s.inFlight} {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, err
 		}
@@ -213,6 +220,13 @@ func (s *Server) serve(c *call, rt Route) (int, error) {
 	if rt.Unscoped && len(p.Topics) > 0 {
 		return fail(probForbidden.with("routes and runs need a token without topics"))
 	}
+	release, refused := s.callers.admit(p.Name)
+	if refused != nil {
+		return fail(refused)
+	}
+	defer release()
+	s.inFlight.Inc()
+	defer s.inFlight.Dec()
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		return fail(&http.MaxBytesError{Limit: s.cfg.MaxBodyBytes})
 	}

@@ -75,6 +75,9 @@ type Admin struct {
 func (a *Admin) WithDefaults() {
 	a.Log.WithDefaults()
 	a.Database.WithDefaults()
+	if a.Database.StatementTimeout == 0 {
+		a.Database.StatementTimeout = 10 * time.Second // an API call waits no longer
+	}
 	if a.HTTP.Listen == "" {
 		a.HTTP.Listen = "127.0.0.1:8080"
 	}

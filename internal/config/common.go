@@ -68,6 +68,9 @@ type Database struct {
 	// MigrateOnStart applies pending migrations before serving.
 	MigrateOnStart bool  `yaml:"migrate_on_start"`
 	MaxConns       int32 `yaml:"max_conns"`
+	// StatementTimeout makes PostgreSQL cancel a statement of the pool that runs longer;
+	// zero is none.
+	StatementTimeout time.Duration `yaml:"statement_timeout"`
 }
 
 // Kafka is the client configuration shared by every Kafka handle the worker opens.
@@ -135,6 +138,9 @@ func (d Database) Validate() error {
 	}
 	if d.MaxConns < 1 {
 		return fmt.Errorf("database.max_conns: must be at least 1, got %d", d.MaxConns)
+	}
+	if d.StatementTimeout < 0 || d.StatementTimeout > 0 && d.StatementTimeout < time.Millisecond {
+		return fmt.Errorf("database.statement_timeout: must be zero (none) or at least 1ms, got %s", d.StatementTimeout)
 	}
 	return nil
 }

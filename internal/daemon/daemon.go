@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -68,6 +69,9 @@ func OpenPool(ctx context.Context, db config.Database, srv *ops.Server) (*pgxpoo
 		return nil, fmt.Errorf("database.url: %w", err)
 	}
 	pc.MaxConns = db.MaxConns
+	if db.StatementTimeout > 0 {
+		pc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(db.StatementTimeout.Milliseconds(), 10)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)

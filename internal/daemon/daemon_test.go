@@ -111,3 +111,18 @@ func TestRunLifecycle(t *testing.T) {
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	require.Equal(t, []string{"start a", "start b", "stop a"}, log)
 }
+
+// database.statement_timeout reaches every connection of the pool.
+func TestPoolStatementTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := config.Database{URL: testenv.Schema(t), MaxConns: 1, StatementTimeout: 1500 * time.Millisecond}
+	pool, err := daemon.OpenPool(ctx, db, ops.New(zerolog.Nop()))
+	require.NoError(t, err)
+	defer pool.Close()
+	var got string
+	require.NoError(t, pool.QueryRow(ctx, "SHOW statement_timeout").Scan(&got))
+	require.Equal(t, "1500ms", got)
+	_, err = pool.Exec(ctx, "SELECT pg_sleep(10)")
+	require.ErrorContains(t, err, "statement timeout")
+}

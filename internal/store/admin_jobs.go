@@ -23,6 +23,9 @@ type JobRequest struct {
 	// IdempotencyKey, when set, makes a retried request return the job the first one
 	// created (per actor).
 	IdempotencyKey string
+	// MaxActive, when positive, bounds the actor's pending and running jobs: one more is
+	// ErrTooManyJobs.
+	MaxActive int
 }
 
 // SubmitJob creates a pending job and its audit row in one transaction. A job that names
@@ -32,7 +35,8 @@ type JobRequest struct {
 // reserved or nothing is written.
 //
 // With an IdempotencyKey this actor used before, SubmitJob returns that job and replayed
-// true, or ErrConflict when the earlier request asked for something else.
+// true, or ErrConflict when the earlier request asked for something else. With MaxActive,
+// a job beyond the actor's active ones is ErrTooManyJobs.
 func (s *Store) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job Job, replayed bool, err error) {
 	if err := validateJobSpec(&req.JobSpec); err != nil {
 		return Job{}, false, err
@@ -56,6 +60,19 @@ func (s *Store) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job
 				return nil
 			case !errors.Is(err, pgx.ErrNoRows):
 				return err
+			}
+		}
+		if req.MaxActive > 0 {
+			// The lock orders concurrent submissions of one actor, so the count holds.
+			if _, err := tx.Exec(ctx, sqlLockActor, actor.Name); err != nil {
+				return err
+			}
+			var active int
+			if err := tx.QueryRow(ctx, sqlActiveJobs, actor.Name).Scan(&active); err != nil {
+				return err
+			}
+			if active >= req.MaxActive {
+				return fmt.Errorf("%d pending or running jobs of %s: %w", active, actor.Name, ErrTooManyJobs)
 			}
 		}
 		topics := filterTopics(req.Filter)
@@ -352,6 +369,11 @@ const sqlSubmitJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, 
 		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key, topics)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $10, $11, $12)
 	RETURNING ` + jobColumns
+
+// Orders an actor's submissions until commit, so that its count of active jobs holds.
+const sqlLockActor = `SELECT pg_advisory_xact_lock(hashtextextended('dlq-jobs:' || $1, 0))`
+
+const sqlActiveJobs = `SELECT count(*) FROM jobs WHERE created_by = $1 AND status IN ('pending', 'running')`
 
 const sqlJobByIdempotencyKey = `SELECT ` + jobColumns + ` FROM jobs WHERE created_by = $1 AND idempotency_key = $2`
 

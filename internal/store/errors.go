@@ -18,6 +18,11 @@ var (
 	// ErrConflict: the row exists but is not in a state that allows the change, another
 	// caller changed it first, or the caller no longer holds its lease.
 	ErrConflict = errors.New("store: conflict")
+	// ErrTooManyJobs: the actor already has as many pending or running jobs as allowed.
+	ErrTooManyJobs = errors.New("store: too many active jobs")
+	// ErrStatementTimeout: PostgreSQL cancelled a statement that ran past the connection's
+	// statement_timeout.
+	ErrStatementTimeout = errors.New("store: statement timeout")
 )
 
 // ValidationError reports input the store refuses before touching the database, such as a
@@ -83,8 +88,11 @@ func interpretError(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		if pgErr.Code == "23505" { // unique_violation
+		switch pgErr.Code {
+		case "23505": // unique_violation
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.Message)
+		case "57014": // query_canceled: statement_timeout (a cancelled context returns its own error)
+			return fmt.Errorf("%w: %s", ErrStatementTimeout, pgErr.Message)
 		}
 		// Class 08 is connection_exception.
 		return &Error{Retriable: retriableSQLStates[pgErr.Code] || pgErr.Code[:2] == "08", Err: err}
