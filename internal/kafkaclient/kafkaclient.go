@@ -45,6 +45,17 @@ func ConsumerConfig(cfg config.Kafka, group string) kafka.ConfigMap {
 	return m
 }
 
+// PipeQueues sizes librdkafka's queues for a consume→produce pipe that keeps at most
+// inFlight records unacknowledged: the redrive worker, and the raw pipe it is benchmarked
+// against, so that both sides read ahead and buffer alike.
+func PipeQueues(consumer, producer kafka.ConfigMap, inFlight int) {
+	consumer["queued.max.messages.kbytes"] = 16384
+	// Acknowledgements never outnumber the records in flight; the 1,000,000 default is a
+	// 16 MB buffer of pointers the garbage collector scans on every cycle.
+	producer["go.events.channel.size"] = max(inFlight*2, 1000)
+	producer["queue.buffering.max.messages"] = max(inFlight*2, 1000)
+}
+
 // AdminConfig is an admin client.
 func AdminConfig(cfg config.Kafka) kafka.ConfigMap { return base(cfg) }
 

@@ -169,19 +169,15 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	cc["enable.auto.commit"] = true
 	cc["auto.commit.interval.ms"] = int(commitInterval / time.Millisecond)
 	cc["enable.partition.eof"] = true // a run ends at end of log even when markers hide the last offset
-	cc["queued.max.messages.kbytes"] = 16384
 	cc["client.id"] = e.instanceID
+	pc := delivery.ProducerConfig(e.kafka)
+	pc["go.delivery.report.fields"] = "none"
+	pc["client.id"] = e.instanceID
+	kafkaclient.PipeQueues(cc, pc, r.MaxInFlight)
 	var err error
 	if w.consumer, err = kafka.NewConsumer(&cc); err != nil {
 		return nil, fmt.Errorf("route %s: consumer: %w", r.Name, err)
 	}
-	pc := delivery.ProducerConfig(e.kafka)
-	pc["go.delivery.report.fields"] = "none"
-	// Acknowledgements never outnumber the records in flight; the 1,000,000 default is a
-	// 16 MB buffer of pointers the garbage collector scans on every cycle.
-	pc["go.events.channel.size"] = max(r.MaxInFlight*2, 1000)
-	pc["queue.buffering.max.messages"] = max(r.MaxInFlight*2, 1000)
-	pc["client.id"] = e.instanceID
 	if w.producer, err = kafka.NewProducer(&pc); err != nil {
 		w.consumer.Close()
 		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
