@@ -2,7 +2,7 @@ package main
 
 // librdkafka copies every record on several threads, and glibc gives each thread a malloc
 // arena of its own (up to eight per core) that keeps the memory freed into it: the
-// worker's peak RSS kept growing with the backlog it drained (BenchmarkWorkerRSS). Two
+// worker's peak RSS kept growing with the backlog it drained (BenchmarkWorker). Two
 // arenas keep it flat. The limit must be set before the Go runtime starts its threads,
 // each of which takes an arena, so it is a C constructor, which runs before the runtime;
 // MALLOC_ARENA_MAX in the environment, read by glibc itself, wins. Other C libraries have

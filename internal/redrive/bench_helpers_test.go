@@ -262,15 +262,15 @@ func (e *benchEnv) runUntilDrained(b *testing.B, eng *redrive.Engine, rc routes.
 // as it is to the same partition of target, wait for every acknowledgement, commit.
 func (e *benchEnv) rawPipe(b *testing.B, dlq, target string) func() {
 	cc := kafkaclient.ConsumerConfig(e.kafka, testenv.UniqueName("raw-"))
+	pc := kafkaclient.ProducerConfig(e.kafka)
+	// As the engine's clients.
+	pc["go.delivery.report.fields"] = "none"
+	kafkaclient.PipeQueues(cc, pc, routes.DefaultMaxInFlight)
 	c, err := kafka.NewConsumer(&cc)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Close() })
-	pc := kafkaclient.ProducerConfig(e.kafka)
-	// As the engine's producer.
-	pc["go.delivery.report.fields"] = "none"
-	pc["go.events.channel.size"] = 2 * routes.DefaultMaxInFlight
 	p, err := kafka.NewProducer(&pc)
 	if err != nil {
 		b.Fatal(err)
@@ -290,7 +290,7 @@ func (e *benchEnv) rawPipe(b *testing.B, dlq, target string) func() {
 		reading := make([]bool, benchPartitions)
 		left := 0 // partitions still below their high watermark
 		for i := range tps {
-			tps[i] = kafka.TopicPartition{Topic: &dlq, Partition: int32(i), Offset: kafka.OffsetBeginning}
+			tps[i] = kafka.TopicPartition{Topic: &dlq, Partition: int32(i), Offset: 0} // the log start: fetching starts without an offset query
 			if reading[i] = hw[i] > 0; reading[i] {
 				left++
 			}

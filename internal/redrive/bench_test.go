@@ -1,19 +1,25 @@
 package redrive_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"gopkg.in/yaml.v3"
 
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -31,7 +37,7 @@ import (
 // offset tracking, ledger), against a raw consume→produce pipe with the same client
 // settings and no bookkeeping. The two take turns on the same backlog for
 // DLQ_BENCH_ROUNDS rounds (default 3), so that a slow spell of the shared machine does not
-// decide the ratio; benchratio compares their medians.
+// decide the ratio; benchratio takes the median of the per-round ratios.
 func BenchmarkRedrive(b *testing.B) {
 	e := newBenchEnv(b)
 	rounds := testenv.BenchSize(b, "DLQ_BENCH_ROUNDS", 3, 1)
@@ -56,59 +62,99 @@ func BenchmarkRedrive(b *testing.B) {
 }
 
 // BenchmarkAllParked: a run where every record has exhausted its retries, so all of them
-// are parked in PostgreSQL, against a raw pgx COPY of the same rows into a bare table (no
-// constraint, no index).
+// are parked in PostgreSQL, against a raw pipe that reads the same records from Kafka and
+// COPYs the same rows, in one streamed COPY, into a bare table with the same unique
+// constraint (no other index, no bookkeeping). They take turns on one backlog for
+// DLQ_BENCH_ROUNDS rounds (default 3), the order swapped every round.
 func BenchmarkAllParked(b *testing.B) {
 	e := newBenchEnv(b)
+	rounds := testenv.BenchSize(b, "DLQ_BENCH_ROUNDS", 3, 1)
 	const origin = "orders" // never looked up: exhausted records are parked before routing
 	dlq := e.seedDLQ(b, routes.DefaultMaxRetries, origin)
-	b.Run("raw", func(b *testing.B) {
-		e.benchLoop(b, func() func() {
-			_, url := storetest.NewWithURL(b)
-			pool, err := pgxpool.New(context.Background(), url)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(pool.Close)
-			if _, err := pool.Exec(context.Background(), `CREATE TABLE bare AS SELECT `+joinColumns()+
-				` FROM dead_letters WITH NO DATA`); err != nil {
-				b.Fatal(err)
-			}
-			return func() { e.rawPark(b, pool, dlq, origin) }
-		})
-	})
-	b.Run("ours", func(b *testing.B) {
-		e.benchEngine(b, dlq, func() *store.Store { return storetest.New(b) }, func(st *store.Store) {
-			n, err := st.Count(context.Background(), store.Filter{Statuses: []store.Status{store.StatusParked}})
-			if err != nil || n != int64(e.n) {
-				b.Fatalf("%d rows parked, want %d: %v", n, e.n, err)
-			}
-		})
-	})
+	sides := map[string]func(b *testing.B){
+		"raw": func(b *testing.B) {
+			e.benchLoop(b, func() func() { return e.rawPark(b, dlq) })
+		},
+		"ours": func(b *testing.B) {
+			e.benchEngine(b, dlq, func() *store.Store { return storetest.New(b) }, func(st *store.Store) {
+				n, err := st.Count(context.Background(), store.Filter{Statuses: []store.Status{store.StatusParked}})
+				if err != nil || n != int64(e.n) {
+					b.Fatalf("%d rows parked, want %d: %v", n, e.n, err)
+				}
+			})
+		},
+	}
+	order := []string{"raw", "ours"}
+	for range rounds {
+		for _, side := range order {
+			b.Run(side, sides[side])
+		}
+		slices.Reverse(order)
+	}
 }
 
-// BenchmarkWorkerRSS: the peak resident memory (VmHWM) of the dlq-worker binary draining
-// the backlog of BenchmarkRedrive on its cron schedule, from start-up until the group
-// committed the whole DLQ. It must stay flat as the backlog grows (compare 100k and 1M).
-// Its rec/s counts from the process start, so it includes start-up and the group join.
-func BenchmarkWorkerRSS(b *testing.B) {
+// BenchmarkWorker: the dlq-worker binary as users run it (one route on a cron schedule
+// every second, backoff none, everything else as documented) against rawpipe, a process
+// that moves the same backlog to the same target with acks=all, idempotence and the same
+// read-ahead and producer queue sizes, and no bookkeeping. They take turns on one backlog,
+// each with a fresh group, for DLQ_BENCH_ROUNDS rounds (default 3), the order swapped every
+// round; benchratio pairs each round's two sides. Each process times itself: ours from the
+// start of its run (after the cron tick) to its "run finished" (reading the high
+// watermarks, every record, the commit and the ledger included), rawpipe from its
+// assignment to its commit. Process start-up and the group join are outside both. peak-MiB is each process's VmHWM (ours once the DLQ is committed): it
+// must stay flat as the backlog grows (compare 100k and 1M).
+func BenchmarkWorker(b *testing.B) {
 	e := newBenchEnv(b)
+	rounds := testenv.BenchSize(b, "DLQ_BENCH_ROUNDS", 3, 1)
 	target := kafkatest.CreateTopic(b, e.bootstrap, benchPartitions, nil)
 	dlq := e.seedDLQ(b, 1, target)
-	bin := filepath.Join(b.TempDir(), "dlq-worker")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dlqops/dlq/cmd/dlq-worker").CombinedOutput(); err != nil {
-		b.Fatalf("go build dlq-worker: %v\n%s", err, out)
+	dir := b.TempDir()
+	sides := map[string]func(b *testing.B) (time.Duration, float64){
+		"ours": func(b *testing.B) (time.Duration, float64) {
+			bin := os.Getenv("DLQ_BENCH_WORKER_BIN") // another build of dlq-worker, to compare
+			if bin == "" {
+				bin = goBuild(b, dir, "cmd/dlq-worker")
+			}
+			return e.runWorker(b, bin, dlq)
+		},
+		"raw": func(b *testing.B) (time.Duration, float64) {
+			return e.runRawPipe(b, goBuild(b, dir, "internal/tools/rawpipe"), dlq, target)
+		},
 	}
-	b.Run("ours", func(b *testing.B) {
-		var peak float64
-		e.benchLoop(b, func() func() {
-			_, url := storetest.NewWithURL(b)
-			rc := benchRouteConfig(dlq)
-			cfg := writeWorkerConfig(b, url, e.bootstrap, rc)
-			return func() { peak = max(peak, e.runWorker(b, bin, cfg, rc)) }
-		})
-		b.ReportMetric(peak, "peak-MiB")
-	})
+	order := []string{"raw", "ours"}
+	for range rounds {
+		for _, side := range order {
+			b.Run(side, func(b *testing.B) {
+				var took time.Duration
+				var peak float64
+				for range b.N {
+					d, mib := sides[side](b)
+					took, peak = took+d, max(peak, mib)
+				}
+				b.ReportMetric(float64(took.Nanoseconds())/float64(b.N), "ns/op")
+				b.ReportMetric(float64(b.N*e.n)/took.Seconds(), "rec/s")
+				b.ReportMetric(peak, "peak-MiB")
+			})
+		}
+		slices.Reverse(order)
+	}
+	// Every record went to the target once per run of either side.
+	if got := sum(e.highWatermarks(b, target)); got%int64(e.n) != 0 || got == 0 {
+		b.Fatalf("target holds %d records, want a multiple of %d", got, e.n)
+	}
+}
+
+// goBuild builds the command at path (relative to the module) into dir once and returns
+// the binary's path.
+func goBuild(b *testing.B, dir, path string) string {
+	bin := filepath.Join(dir, filepath.Base(path))
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dlqops/dlq/"+path).CombinedOutput(); err != nil {
+		b.Fatalf("go build %s: %v\n%s", path, err, out)
+	}
+	return bin
 }
 
 // benchLoop runs b.N iterations, each prepared untimed by setup, whose returned function
@@ -144,28 +190,67 @@ func (e *benchEnv) benchEngine(b *testing.B, dlq string, newStore func() *store.
 	check(st)
 }
 
-// rawPark copies e.n parked rows, as the engine would store them, in one COPY.
-func (e *benchEnv) rawPark(b *testing.B, pool *pgxpool.Pool, dlq, origin string) {
-	now := time.Now()
-	i := -1
-	n, err := pool.CopyFrom(context.Background(), pgx.Identifier{"bare"}, parkColumns, pgx.CopyFromFunc(func() ([]any, error) {
-		if i++; i == e.n {
+// rawPark prepares, untimed, a fresh table with dead_letters' columns and its unique
+// constraint and a consumer of dlq, and returns the pipe to time: read every record of dlq
+// and COPY its parked row, as the engine would store it, in one streamed COPY.
+func (e *benchEnv) rawPark(b *testing.B, dlq string) func() {
+	_, url := storetest.NewWithURL(b)
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := pool.Exec(context.Background(), `CREATE TABLE bare AS SELECT `+joinColumns()+
+		` FROM dead_letters WITH NO DATA; ALTER TABLE bare ADD UNIQUE (dlq_topic, dlq_partition, dlq_offset)`); err != nil {
+		b.Fatal(err)
+	}
+	cc := kafkaclient.ConsumerConfig(e.kafka, testenv.UniqueName("raw-"))
+	c, err := kafka.NewConsumer(&cc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	if _, err := c.GetMetadata(&dlq, false, 10_000); err != nil {
+		b.Fatal(err)
+	}
+	hw := e.highWatermarks(b, dlq)
+	return func() {
+		tps := make([]kafka.TopicPartition, benchPartitions)
+		for i := range tps {
+			tps[i] = kafka.TopicPartition{Topic: &dlq, Partition: int32(i), Offset: 0} // the log start: fetching starts without an offset query
+		}
+		if err := c.Assign(tps); err != nil {
+			b.Fatal(err)
+		}
+		left := sum(hw)
+		now := time.Now()
+		n, err := pool.CopyFrom(context.Background(), pgx.Identifier{"bare"}, parkColumns, pgx.CopyFromFunc(func() ([]any, error) {
+			for left > 0 {
+				ev := c.Poll(100)
+				m, ok := ev.(*kafka.Message)
+				if !ok {
+					if ke, isErr := ev.(kafka.Error); isErr && ke.IsFatal() {
+						return nil, ke
+					}
+					continue
+				}
+				left--
+				env := headers.DecodeOf(m.Headers).Envelope
+				keys, values := make([][]byte, len(m.Headers)), make([][]byte, len(m.Headers))
+				for j, h := range m.Headers {
+					keys[j], values[j] = []byte(h.Key), h.Value
+				}
+				return []any{dlq, m.TopicPartition.Partition, int64(m.TopicPartition.Offset),
+					env.OriginalTopic, env.OriginalPartition, env.OriginalOffset, env.OriginalTimestamp, m.Timestamp,
+					m.Key, m.Value, keys, values,
+					env.RetryCount, env.ErrorClass, env.ErrorMessage, string(store.ReasonExhausted), string(store.StatusParked),
+					benchRoute, nil, now, now, "redrive"}, nil
+			}
 			return nil, nil
+		}))
+		if err != nil || n != int64(e.n) {
+			b.Fatalf("raw COPY: %d of %d rows: %v", n, e.n, err)
 		}
-		env := e.benchEnvelope(i, routes.DefaultMaxRetries, origin)
-		hs := headers.Encode(nil, env, headers.DefaultEncodeOptions())
-		keys, values := make([][]byte, len(hs)), make([][]byte, len(hs))
-		for j, h := range hs {
-			keys[j], values[j] = []byte(h.Key), h.Value
-		}
-		return []any{dlq, int32(i % benchPartitions), int64(i / benchPartitions),
-			env.OriginalTopic, env.OriginalPartition, env.OriginalOffset, env.OriginalTimestamp, e.seededAt,
-			benchKey(i), benchValue, keys, values,
-			env.RetryCount, env.ErrorClass, env.ErrorMessage, string(store.ReasonExhausted), string(store.StatusParked),
-			benchRoute, nil, now, now, "redrive"}, nil
-	}))
-	if err != nil || n != int64(e.n) {
-		b.Fatalf("raw COPY: %d of %d rows: %v", n, e.n, err)
 	}
 }
 
@@ -173,8 +258,8 @@ func (e *benchEnv) rawPark(b *testing.B, pool *pgxpool.Pool, dlq, origin string)
 // cron tick every second, and returns its path.
 func writeWorkerConfig(b *testing.B, dbURL, bootstrap string, rc routes.Config) string {
 	cfg := map[string]any{
-		"log":      map[string]any{"level": "warn", "format": "json"},
-		"http":     map[string]any{"listen": "127.0.0.1:0"}, // completion is read from Kafka
+		"log":      map[string]any{"level": "info", "format": "json"}, // "run finished" is timed
+		"http":     map[string]any{"listen": "127.0.0.1:0"},           // completion is read from Kafka
 		"database": map[string]any{"url": dbURL},
 		"kafka":    map[string]any{"bootstrap_servers": bootstrap},
 		"routes": []map[string]any{{"name": rc.Name, "topics": rc.Topics, "group": rc.Group,
@@ -191,9 +276,15 @@ func writeWorkerConfig(b *testing.B, dbURL, bootstrap string, rc routes.Config) 
 	return path
 }
 
-// runWorker runs the binary until rc's group committed the whole DLQ and returns its peak
-// RSS in MiB, read just before SIGTERM.
-func (e *benchEnv) runWorker(b *testing.B, bin, cfg string, rc routes.Config) float64 {
+// runWorker runs the binary on a fresh schema and group until the group committed the
+// whole DLQ, stops it, and returns the time its runs took (every record redriven) and its
+// peak RSS in MiB, read just before SIGTERM.
+func (e *benchEnv) runWorker(b *testing.B, bin, dlq string) (time.Duration, float64) {
+	b.StopTimer()
+	defer b.StartTimer()
+	_, url := storetest.NewWithURL(b)
+	rc := benchRouteConfig(dlq)
+	cfg := writeWorkerConfig(b, url, e.bootstrap, rc)
 	logPath := filepath.Join(b.TempDir(), "worker.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -239,5 +330,60 @@ func (e *benchEnv) runWorker(b *testing.B, bin, cfg string, rc routes.Config) fl
 	case <-time.After(time.Minute):
 		fail("dlq-worker still running a minute after SIGTERM")
 	}
-	return peak
+	took, redriven, err := runTime(logPath)
+	if err != nil || redriven != int64(e.n) {
+		log, _ := os.ReadFile(logPath)
+		b.Fatalf("runs redrove %d records, want %d: %v\nworker log:\n%s", redriven, e.n, err, log)
+	}
+	return took, peak
+}
+
+// runTime adds up the worker's "run finished" lines that did some work: their elapsed
+// time and the records they redrove.
+func runTime(logPath string) (time.Duration, int64, error) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	var took float64 // ms
+	var redriven int64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Message                     string
+			Elapsed                     float64
+			Redriven, Scheduled, Parked int64
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Message != "run finished" || l.Redriven+l.Scheduled+l.Parked == 0 {
+			continue
+		}
+		took += l.Elapsed
+		redriven += l.Redriven
+	}
+	return time.Duration(took * float64(time.Millisecond)), redriven, sc.Err()
+}
+
+// runRawPipe runs rawpipe from dlq to target with a fresh group and returns the time it
+// reports and its peak RSS in MiB.
+func (e *benchEnv) runRawPipe(b *testing.B, bin, dlq, target string) (time.Duration, float64) {
+	b.StopTimer()
+	defer b.StartTimer()
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "-bootstrap", e.bootstrap, "-group", testenv.UniqueName("raw-"), "-from", dlq, "-to", target)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("rawpipe: %v\n%s", err, stderr.Bytes())
+	}
+	var res struct {
+		ElapsedMs float64 `json:"elapsed_ms"`
+		Records   int64   `json:"records"`
+		PeakMiB   float64 `json:"peak_mib"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.Records != int64(e.n) {
+		b.Fatalf("rawpipe moved %d records, want %d: %v\n%s", res.Records, e.n, err, out)
+	}
+	return time.Duration(res.ElapsedMs * float64(time.Millisecond)), res.PeakMiB
 }
