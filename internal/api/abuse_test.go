@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,4 +186,41 @@ func TestAbuseUnauthenticatedAuditIsRateLimited(t *testing.T) {
 	}
 	require.Len(t, auditRows(t, b.store), 10, "the burst; the clock does not move")
 	require.Contains(t, string(b.do("GET", "/metrics", "", nil).body), "dlq_admin_unaudited_refusals_total 40")
+}
+
+// API6: a bulk job by filter retried with its Idempotency-Key returns the job it created,
+// although the server bounded the selection at the time of the first request and the
+// job changed the records since; the same key for another selection is a conflict.
+func TestAbuseIdempotentBulkByFilter(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var now time.Time
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	b := setupWith(t, storetest.New(t), func(c *api.Config) { c.Clock = clock })
+	ids := b.park("orders", 3)
+	mu.Lock()
+	now = time.Now() // after the records were stored
+	mu.Unlock()
+	n := int64(3)
+	req := api.BulkRequest{Filter: &api.Filter{OriginalTopic: "orders"}, ConfirmCount: &n, Reason: "retried"}
+	r := b.do("POST", "/v1/bulk/discard", adminToken, req, "Idempotency-Key", "bulk-1")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	var job api.Job
+	r.decode(t, &job)
+
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	_, err := b.store.DiscardRecords(context.Background(), job.ID, ids, store.Actor{Name: "dlq-worker"})
+	require.NoError(t, err)
+	r = b.do("POST", "/v1/bulk/discard", adminToken, req, "Idempotency-Key", "bulk-1")
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	require.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+	var again api.Job
+	r.decode(t, &again)
+	require.Equal(t, job.ID, again.ID)
+
+	other := api.BulkRequest{Filter: &api.Filter{OriginalTopic: "payments"}, ConfirmCount: new(int64), Reason: "retried"}
+	r = b.do("POST", "/v1/bulk/discard", adminToken, other, "Idempotency-Key", "bulk-1")
+	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
 }

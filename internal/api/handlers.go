@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -188,6 +189,17 @@ func (s *Server) bulk(kind store.JobKind) handler {
 		if err != nil {
 			return 0, nil, err
 		}
+		if !req.DryRun {
+			if jr.IdempotencyKey, err = idempotencyKey(c); err != nil {
+				return 0, nil, err
+			}
+			if retried, err := s.retriedBulk(c, &jr, req.ConfirmCount); retried || err != nil {
+				if err != nil {
+					return 0, nil, err
+				}
+				return s.submit(c, jr)
+			}
+		}
 		count := int64(len(jr.RecordIDs))
 		if jr.Filter != nil {
 			if count, err = s.cfg.Store.Count(c.r.Context(), *jr.Filter); err != nil {
@@ -206,11 +218,33 @@ func (s *Server) bulk(kind store.JobKind) handler {
 			return 0, nil, p
 		}
 		jr.ConfirmedCount = count
-		if jr.IdempotencyKey, err = idempotencyKey(c); err != nil {
-			return 0, nil, err
-		}
 		return s.submit(c, jr)
 	}
+}
+
+// retriedBulk reports whether jr retries a job its Idempotency-Key already created, and
+// makes it the same request again: its selection is bounded as the first one was (the
+// server bounds a filter at the time of the request), and its count is not checked again
+// (the job may have changed the records since). SubmitJob then returns that job, or a
+// conflict when the retry asks for something else.
+func (s *Server) retriedBulk(c *call, jr *store.JobRequest, confirmed *int64) (bool, error) {
+	if jr.IdempotencyKey == "" {
+		return false, nil
+	}
+	prev, err := s.cfg.Store.JobByIdempotencyKey(c.r.Context(), c.actor.Name, jr.IdempotencyKey)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	if jr.Filter != nil && prev.Filter != nil && jr.Filter.StoredTo.After(prev.Filter.StoredTo) {
+		jr.Filter.StoredTo = prev.Filter.StoredTo
+	}
+	if confirmed != nil {
+		jr.ConfirmedCount = *confirmed
+	}
+	return true, nil
 }
 
 // bulkRequest validates a bulk request into a job request. A filter is bounded to the

@@ -120,6 +120,12 @@ func filterTopics(f *Filter) []string {
 	return nil
 }
 
+// JobByIdempotencyKey returns the job actor created with key, or ErrNotFound.
+func (s *Store) JobByIdempotencyKey(ctx context.Context, actor, key string) (Job, error) {
+	job, err := scanJob(s.pool.QueryRow(ctx, sqlJobByIdempotencyKey, actor, key))
+	return job, interpretError(err)
+}
+
 func validateJobSpec(spec *JobSpec) error {
 	switch {
 	case spec.Kind != JobReplay && spec.Kind != JobDiscard:
