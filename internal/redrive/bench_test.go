@@ -36,20 +36,21 @@ import (
 // offset committed (the engine: decode, classify, re-encode headers, acks=all produce,
 // offset tracking, ledger), against a raw consume→produce pipe with the same client
 // settings and no bookkeeping. The two take turns on the same backlog for
-// DLQ_BENCH_ROUNDS rounds (default 3), so that a slow spell of the shared machine does not
-// decide the ratio; benchratio takes the median of the per-round ratios.
+// DLQ_BENCH_ROUNDS rounds (default 3), the order swapped every round, so that a slow spell
+// of the shared machine does not decide the ratio; benchratio takes the median of the
+// per-round ratios.
 func BenchmarkRedrive(b *testing.B) {
 	e := newBenchEnv(b)
 	rounds := testenv.BenchSize(b, "DLQ_BENCH_ROUNDS", 3, 1)
 	target := kafkatest.CreateTopic(b, e.bootstrap, benchPartitions, nil)
 	dlq := e.seedDLQ(b, 1, target)
-	for range rounds {
-		b.Run("raw", func(b *testing.B) {
+	sides := map[string]func(b *testing.B){
+		"raw": func(b *testing.B) {
 			e.benchLoop(b, func() func() {
 				return e.rawPipe(b, dlq, kafkatest.CreateTopic(b, e.bootstrap, benchPartitions, nil))
 			})
-		})
-		b.Run("ours", func(b *testing.B) {
+		},
+		"ours": func(b *testing.B) {
 			st := storetest.New(b)
 			e.benchEngine(b, dlq, func() *store.Store { return st }, func(*store.Store) {
 				// Every record went to the target: its log grows by a backlog per run.
@@ -57,7 +58,14 @@ func BenchmarkRedrive(b *testing.B) {
 					b.Fatalf("target holds %d records, want a multiple of %d", got, e.n)
 				}
 			})
-		})
+		},
+	}
+	order := []string{"raw", "ours"}
+	for range rounds {
+		for _, side := range order {
+			b.Run(side, sides[side])
+		}
+		slices.Reverse(order)
 	}
 }
 
