@@ -90,7 +90,7 @@ func run(ctx context.Context, cfg *config.Worker) error {
 	// Operator jobs (replay/discard requested through dlq-admin) run here too.
 	host, _ := os.Hostname()
 	runner, err := jobs.New(jobs.Config{
-		Store: st, Kafka: cfg.Kafka, Routes: cfg.Routes, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()), Log: log, Registerer: srv.Registry,
+		Store: st, Kafka: cfg.Kafka, Routes: cfg.Routes, Concurrency: cfg.Jobs.Concurrency, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()), Log: log, Registerer: srv.Registry,
 	})
 	if err != nil {
 		return err

@@ -24,6 +24,15 @@ type Worker struct {
 	MemoryLimitMiB int64 `yaml:"memory_limit_mib"`
 	// Routes are the redrive routes (see the routes package for every key).
 	Routes []routes.Config `yaml:"routes"`
+	// Jobs configures the operator jobs (replays, discards) the worker executes.
+	Jobs Jobs `yaml:"jobs"`
+}
+
+// Jobs configures the job runner.
+type Jobs struct {
+	// Concurrency is how many jobs run at once, besides one slot kept for jobs that name
+	// their records. Default 4.
+	Concurrency int `yaml:"concurrency"`
 }
 
 // WithDefaults implements Validatable.
@@ -43,6 +52,9 @@ func (w *Worker) WithDefaults() {
 	if w.MemoryLimitMiB == 0 {
 		w.MemoryLimitMiB = 160
 	}
+	if w.Jobs.Concurrency == 0 {
+		w.Jobs.Concurrency = 4
+	}
 }
 
 // Validate implements Validatable.
@@ -51,8 +63,12 @@ func (w *Worker) Validate() error {
 	if w.MemoryLimitMiB < 32 {
 		mem = fmt.Errorf("memory_limit_mib: must be at least 32, got %d", w.MemoryLimitMiB)
 	}
+	var jobs error
+	if w.Jobs.Concurrency < 1 || w.Jobs.Concurrency > 64 {
+		jobs = fmt.Errorf("jobs.concurrency: must be 1 to 64, got %d", w.Jobs.Concurrency)
+	}
 	return errors.Join(w.Log.Validate(), w.HTTP.Validate(), w.Database.Validate(), w.Kafka.Validate(),
-		ValidateGrace(w.ShutdownGrace), mem, routes.ValidateAll(w.Routes))
+		ValidateGrace(w.ShutdownGrace), mem, jobs, routes.ValidateAll(w.Routes))
 }
 
 // Admin is dlq-admin's configuration (environment prefix DLQ_ADMIN_).

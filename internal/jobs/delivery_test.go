@@ -269,3 +269,55 @@ func TestCancelWhileRunnerDeadSweeps(t *testing.T) {
 	startRunner(t, st, "sweeper", lease, jobstest.Route("orders"))
 	requireSettled(t, st, target, job.ID, n)
 }
+
+// Two slow bulk jobs (1 record/s) progress side by side, and a single-record replay
+// submitted after them is done while both still run: it never waits behind bulk jobs,
+// even when they hold every general slot.
+func TestSingleReplayNotBehindBulkJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	bootstrap := testenv.KafkaBootstrap(t)
+	target := kafkatest.CreateTopic(t, bootstrap, 3, nil)
+	single := kafkatest.CreateTopic(t, bootstrap, 3, nil)
+	jobstest.Park(t, st, "orders", 1000)
+	jobstest.Park(t, st, "payments", 1000)
+	jobstest.Park(t, st, single, 1)
+	ada := store.Actor{Name: "ada"}
+	var bulk []store.Job
+	for _, topic := range []string{"orders", "payments"} {
+		job, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
+			Filter: &store.Filter{OriginalTopic: topic}, TargetTopic: target, RatePerSecond: 1, ConfirmedCount: 1000}}, ada)
+		require.NoError(t, err)
+		bulk = append(bulk, job)
+	}
+	r, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: bootstrap},
+		Routes: jobstest.Routes("orders", "payments", single), Concurrency: 2, Owner: "w1",
+		Lease: 30 * time.Second, Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+	t.Cleanup(func() {
+		for _, job := range bulk {
+			_, _ = st.CancelJob(ctx, job.ID, ada)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		require.NoError(t, r.Stop(sctx))
+	})
+	for _, job := range bulk {
+		require.Eventually(t, func() bool {
+			j, err := st.GetJob(ctx, job.ID)
+			require.NoError(t, err)
+			return j.Done > 0
+		}, time.Minute, 10*time.Millisecond, "both bulk jobs progress at once")
+	}
+
+	one := submit(t, st, store.JobSpec{RecordIDs: []int64{2001}, ConfirmedCount: 1})
+	require.Equal(t, store.JobSucceeded, one.Status, one.Error)
+	require.Len(t, jobstest.CheckReplayed(t, st, jobstest.Consume(t, single, 3, 1), one.ID, "ada", false), 1)
+	for _, job := range bulk {
+		j, err := st.GetJob(ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.JobRunning, j.Status, "the bulk jobs were still running")
+	}
+}

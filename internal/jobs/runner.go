@@ -1,6 +1,7 @@
 // Package jobs executes the replay and discard jobs operators create through dlq-admin.
-// The Runner is a dlq-worker component: it claims one job at a time (instances share the
-// work through FOR UPDATE SKIP LOCKED), walks its records in id order in batches, leases
+// The Runner is a dlq-worker component: it runs several jobs at once, each in a slot of its
+// own, plus a slot only for jobs that name their records (instances share the work
+// through FOR UPDATE SKIP LOCKED). A job walks its records in id order in batches, leases
 // each batch's records (parked → replaying), produces them with acks=all and records the
 // produced partition and offset (replaying → replayed), then saves its progress and cursor.
 //
@@ -47,9 +48,13 @@ type Config struct {
 	// Poll is how often an idle runner looks for a job. Default 1s.
 	Poll time.Duration
 	// BatchSize is how many records one step leases, produces and marks. Default 1000.
-	BatchSize  int
-	Log        zerolog.Logger
-	Registerer prometheus.Registerer
+	BatchSize int
+	// Concurrency is how many jobs this runner executes at once. Default 4. One more slot
+	// takes only jobs that name their records (single-record replays and discards), so
+	// that those never wait behind bulk jobs.
+	Concurrency int
+	Log         zerolog.Logger
+	Registerer  prometheus.Registerer
 }
 
 // Runner executes jobs; it implements daemon.Component.
@@ -65,7 +70,7 @@ type Runner struct {
 	topics   *delivery.Topics
 	cancel   context.CancelFunc // ends the work at once (a Stop past its deadline)
 	stopping chan struct{}      // closed by Stop: finish the current batch, then exit
-	done     chan struct{}      // closed when the loop has exited
+	done     chan struct{}      // closed when every loop has exited
 	sweeping sync.WaitGroup     // the sweep goroutine, ended by cancel
 }
 
@@ -79,6 +84,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
 	}
 	if cfg.BatchSize <= 0 || cfg.BatchSize > store.MaxPageSize {
 		cfg.BatchSize = store.MaxPageSize
@@ -125,7 +133,17 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.mu.Unlock()
 	go r.drainEvents(p)
 	r.sweeping.Go(func() { r.sweep(work) })
-	go r.loop(work)
+	// Each slot holds its jobs under an owner of its own, so that a slot never takes over
+	// a job another slot still runs (a heartbeat late enough to let the lease expire).
+	var loops sync.WaitGroup
+	for i := range r.cfg.Concurrency {
+		loops.Go(func() { r.loop(work, fmt.Sprintf("%s/%d", r.cfg.Owner, i), r.cfg.Store.ClaimJob) })
+	}
+	loops.Go(func() { r.loop(work, r.cfg.Owner+"/records", r.cfg.Store.ClaimRecordJob) })
+	go func() {
+		loops.Wait()
+		close(r.done)
+	}()
 	r.log.Info().Dur("lease", r.cfg.Lease).Msg("job runner started")
 	return nil
 }
@@ -170,14 +188,14 @@ func (r *Runner) drainEvents(p *kafka.Producer) {
 	}
 }
 
-// loop claims and runs jobs until Stop.
-func (r *Runner) loop(ctx context.Context) {
-	defer close(r.done)
+// loop is one job slot: it claims jobs for owner with claim and runs them, one at a time,
+// until Stop.
+func (r *Runner) loop(ctx context.Context, owner string, claim func(context.Context, string, time.Duration) (store.Job, error)) {
 	for !r.stopRequested() {
-		job, err := r.cfg.Store.ClaimJob(ctx, r.cfg.Owner, r.cfg.Lease)
+		job, err := claim(ctx, owner, r.cfg.Lease)
 		switch {
 		case err == nil:
-			r.run(ctx, job)
+			r.run(ctx, owner, job)
 			continue
 		case errors.Is(err, store.ErrNotFound), ctx.Err() != nil:
 		default:
@@ -235,10 +253,10 @@ var errLost = errors.New("job cancelled or taken over")
 // selects, leases and sends batch after batch; the other waits for each batch's delivery
 // reports, marks its records and saves progress, in batch order, so that the saved cursor
 // never passes a record that is not finished.
-func (r *Runner) run(ctx context.Context, job store.Job) {
+func (r *Runner) run(ctx context.Context, owner string, job store.Job) {
 	log := r.log.With().Int64("job_id", job.ID).Str("kind", string(job.Kind)).Logger()
 	log.Info().Int64("cursor", job.Cursor).Int64("done", job.Done).Msg("job claimed")
-	x := &execution{Runner: r, job: job, log: log, progress: job.JobProgress}
+	x := &execution{Runner: r, owner: owner, job: job, log: log, progress: job.JobProgress}
 	if x.progress.Total == 0 {
 		x.progress.Total = job.ConfirmedCount
 	}
@@ -279,7 +297,7 @@ func (r *Runner) run(ctx context.Context, job store.Job) {
 			log.Info().Err(err).Msg("job left")
 		}
 	case stopped:
-		if err := r.cfg.Store.ReleaseJob(context.WithoutCancel(ctx), job.ID, r.cfg.Owner); err != nil {
+		if err := r.cfg.Store.ReleaseJob(context.WithoutCancel(ctx), job.ID, owner); err != nil {
 			log.Warn().Err(err).Msg("release job")
 		}
 		log.Info().Msg("job handed back")
@@ -308,11 +326,11 @@ func (r *Runner) end(ctx context.Context, x *execution, status store.JobStatus, 
 	// The final write survives a stop that arrives now.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := r.cfg.Store.UpdateJobProgress(fctx, x.job.ID, r.cfg.Owner, x.progress, r.cfg.Lease); err != nil {
+	if err := r.cfg.Store.UpdateJobProgress(fctx, x.job.ID, x.owner, x.progress, r.cfg.Lease); err != nil {
 		x.log.Info().Err(err).Msg("job left before finishing")
 		return
 	}
-	if _, err := r.cfg.Store.FinishJob(fctx, x.job.ID, r.cfg.Owner, status, msg); err != nil {
+	if _, err := r.cfg.Store.FinishJob(fctx, x.job.ID, x.owner, status, msg); err != nil {
 		x.log.Warn().Err(err).Msg("finish job")
 		return
 	}
@@ -324,6 +342,7 @@ func (r *Runner) end(ctx context.Context, x *execution, status store.JobStatus, 
 // settling stage.
 type execution struct {
 	*Runner
+	owner        string // the slot's, in leases
 	job          store.Job
 	log          zerolog.Logger
 	progress     store.JobProgress
@@ -418,7 +437,7 @@ func (x *execution) settleAll(ctx context.Context, in <-chan *batch, stopSending
 // heartbeat saves progress and extends the job's lease; errLost when the job is no
 // longer ours.
 func (x *execution) heartbeat(ctx context.Context) error {
-	err := x.cfg.Store.UpdateJobProgress(ctx, x.job.ID, x.cfg.Owner, x.progress, x.cfg.Lease)
+	err := x.cfg.Store.UpdateJobProgress(ctx, x.job.ID, x.owner, x.progress, x.cfg.Lease)
 	if errors.Is(err, store.ErrConflict) {
 		return errLost
 	}
@@ -468,7 +487,7 @@ func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, erro
 		}
 		return b, nil
 	}
-	leased, err := x.cfg.Store.BeginReplays(ctx, x.job.ID, recordIDs(todo), x.cfg.Owner, x.cfg.Lease, x.actor())
+	leased, err := x.cfg.Store.BeginReplays(ctx, x.job.ID, recordIDs(todo), x.owner, x.cfg.Lease, x.actor())
 	if errors.Is(err, store.ErrConflict) {
 		return nil, errLost
 	}
@@ -563,7 +582,7 @@ func (x *execution) settle(ctx context.Context, b *batch, beat bool) error {
 		done = append(done, store.Redriven{ID: b.sent[i].ID, Produced: res.at})
 	}
 	if len(done) > 0 {
-		n, err := x.cfg.Store.FinishReplays(ctx, x.job.ID, x.cfg.Owner, done, x.actor())
+		n, err := x.cfg.Store.FinishReplays(ctx, x.job.ID, x.owner, done, x.actor())
 		if err != nil {
 			return err
 		}
@@ -573,7 +592,7 @@ func (x *execution) settle(ctx context.Context, b *batch, beat bool) error {
 		b.done += n
 	}
 	for reason, ids := range failed {
-		if _, err := x.cfg.Store.AbortReplays(ctx, x.job.ID, x.cfg.Owner, ids, reason, x.actor()); err != nil {
+		if _, err := x.cfg.Store.AbortReplays(ctx, x.job.ID, x.owner, ids, reason, x.actor()); err != nil {
 			return err
 		}
 	}

@@ -143,7 +143,7 @@ func TestSingleReplayDiscardAndCancel(t *testing.T) {
 // produced twice in the crash window carry the same replay id.
 func TestKilledMidJobResumes(t *testing.T) {
 	t.Parallel()
-	const n = 3000
+	const n = 6000 // 6 s at 1,000/s: the kill lands mid-job even on a loaded machine
 	st := storetest.New(t)
 	target := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
 	jobstest.Park(t, st, "orders", n)

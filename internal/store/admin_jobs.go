@@ -236,9 +236,9 @@ func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit in
 }
 
 // BeginReplays leases the records of ids that can be replayed now for job: parked or
-// scheduled (and not claimed by a redrive), or replaying under an expired lease. Each
-// keeps the replay id it was first given, "<job>-<record>", so a record produced again
-// after a crash carries the same one. It returns the replay id of each leased record, or
+// scheduled (and not claimed by a redrive), or replaying under an expired lease or under
+// an earlier holder of the job. Each keeps the replay id it was first given,
+// "<job>-<record>", so a record produced again after a crash carries the same one. It returns the replay id of each leased record, or
 // ErrConflict when the job is not running under owner any more (cancelled, or taken
 // over): a cancel that committed is never followed by a lease of its job.
 func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner string, lease time.Duration, actor Actor) (map[int64]string, error) {
@@ -399,12 +399,14 @@ const sqlUnreservable = `SELECT d.id FROM dead_letters d LEFT JOIN jobs j ON j.i
 const sqlReserve = `UPDATE dead_letters SET job_id = $2 WHERE id = ANY($1)`
 
 // $4 owner, $5 lease until, $6 job, $7 replay id prefix. A row reserved by another active
-// job is left to it.
+// job is left to it. A row the same job leased under an earlier holder is taken over at
+// once, expired or not: the caller holds the job (sqlJobHeld), so that holder lost it, and
+// the row keeps its replay id.
 const sqlBeginReplays = `UPDATE dead_letters d SET status = 'replaying', lease_owner = $4, lease_until = $5,
 		replay_id = CASE WHEN d.status = 'replaying' AND d.replay_id IS NOT NULL THEN d.replay_id ELSE $7 || d.id::text END,
 		job_id = $6, changed_at = $2, changed_by = $3
 	WHERE d.id = ANY($1)
-		AND (` + reservable + ` OR d.status = 'replaying' AND d.lease_until <= $2)
+		AND (` + reservable + ` OR d.status = 'replaying' AND (d.lease_until <= $2 OR d.job_id = $6))
 		AND (d.job_id IS NULL OR d.job_id = $6
 			OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running')))
 	RETURNING d.id, d.replay_id`

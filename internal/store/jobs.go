@@ -128,8 +128,18 @@ func (s *Store) CancelJob(ctx context.Context, id int64, actor Actor) (Job, erro
 // died), to owner. It returns ErrNotFound when there is none. Instances claim with
 // FOR UPDATE SKIP LOCKED and never get the same job.
 func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration) (Job, error) {
+	return s.claimJob(ctx, sqlClaimJob, owner, lease)
+}
+
+// ClaimRecordJob is ClaimJob for jobs that name their records (single-record actions
+// above all), so that they need not wait behind bulk jobs selected by filter.
+func (s *Store) ClaimRecordJob(ctx context.Context, owner string, lease time.Duration) (Job, error) {
+	return s.claimJob(ctx, sqlClaimRecordJob, owner, lease)
+}
+
+func (s *Store) claimJob(ctx context.Context, query, owner string, lease time.Duration) (Job, error) {
 	now := s.now()
-	job, err := scanJob(s.pool.QueryRow(ctx, sqlClaimJob, owner, now.Add(lease), now))
+	job, err := scanJob(s.pool.QueryRow(ctx, query, owner, now.Add(lease), now))
 	return job, interpretError(err)
 }
 

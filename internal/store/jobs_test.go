@@ -171,3 +171,26 @@ func TestCancelledJobLeasesComeBack(t *testing.T) {
 	require.Equal(t, "sweeper", entries[0].Actor)
 	require.Equal(t, []int64{1}, entries[0].RecordIDs)
 }
+
+// ClaimRecordJob takes only jobs that name their records, however old the bulk jobs
+// ahead of them; ClaimJob takes the oldest of any kind.
+func TestClaimRecordJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	ada := store.Actor{Name: "ada"}
+	_, err := s.StoreBatch(ctx, parked("dlq.claimrec", 0, 2), nil)
+	require.NoError(t, err)
+	bulk, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay, Filter: &store.Filter{DLQTopic: "dlq.claimrec"}}}, ada)
+	require.NoError(t, err)
+	one, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{2}}}, ada)
+	require.NoError(t, err)
+	got, err := s.ClaimRecordJob(ctx, "w1", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, one.ID, got.ID)
+	_, err = s.ClaimRecordJob(ctx, "w1", time.Minute)
+	require.ErrorIs(t, err, store.ErrNotFound, "the bulk job is not for this slot")
+	got, err = s.ClaimJob(ctx, "w1", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, bulk.ID, got.ID)
+}

@@ -166,6 +166,17 @@ const sqlClaimJob = `WITH next AS (
 	FROM next WHERE id = next_id
 	RETURNING ` + jobColumns
 
+// sqlClaimJob for jobs that name their records.
+const sqlClaimRecordJob = `WITH next AS (
+		SELECT id AS next_id FROM jobs
+		WHERE (status = 'pending' OR status = 'running' AND lease_until <= $3) AND record_ids IS NOT NULL
+		ORDER BY id LIMIT 1
+		FOR UPDATE SKIP LOCKED)
+	UPDATE jobs SET status = 'running', lease_owner = $1, lease_until = $2,
+		started_at = coalesce(started_at, $3), updated_at = $3
+	FROM next WHERE id = next_id
+	RETURNING ` + jobColumns
+
 // $1 id, $2 owner, $3 total, $4 done, $5 failed, $6 cursor, $7 lease until, $8 now.
 const sqlUpdateJobProgress = `UPDATE jobs SET total = $3, done = $4, failed = $5, cursor_id = $6,
 		lease_until = $7, updated_at = $8
