@@ -64,7 +64,7 @@ dev: up build ## Stack up, demo topics, migrations, both binaries running with c
 	@$(WITH_STACK) for b in dlq-worker dlq-admin; do \
 	  if [ -f $(DEV)/$$b.pid ] && kill -0 "$$(cat $(DEV)/$$b.pid)" 2>/dev/null; then kill -TERM "$$(cat $(DEV)/$$b.pid)"; sleep 1; fi; \
 	  sub=run; [ $$b = dlq-admin ] && sub=serve; \
-	  nohup bin/$$b $$sub --config config/$${b#dlq-}.example.yaml >$(DEV)/$$b.log 2>&1 & echo $$! >$(DEV)/$$b.pid; \
+	  DLQ_ADMIN_ALLOW_DEV_TOKENS=true nohup bin/$$b $$sub --config config/$${b#dlq-}.example.yaml >$(DEV)/$$b.log 2>&1 & echo $$! >$(DEV)/$$b.pid; \
 	done
 	@scripts/dev-guide.sh
 

@@ -466,6 +466,9 @@ func tokenCommand() *cobra.Command {
 			if t == "" {
 				return errors.New("no token on standard input")
 			}
+			if err := auth.CheckStrength(t); err != nil {
+				return err
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), auth.Hash(t))
 			return nil
 		},

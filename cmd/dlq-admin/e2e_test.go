@@ -194,3 +194,22 @@ func TestHelpHidesToken(t *testing.T) {
 		require.NotContains(t, out.String(), secret, args)
 	}
 }
+
+// dlq-admin token hash refuses a weak token and hashes a strong one.
+func TestTokenHashRefusesWeak(t *testing.T) {
+	t.Parallel()
+	for tok, ok := range map[string]bool{"tok-viewer": false, "a-long-enough-token-0123456789": true} {
+		root := newRoot(&clientFlags{})
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetIn(strings.NewReader(tok + "\n"))
+		root.SetArgs([]string{"token", "hash"})
+		err := root.ExecuteContext(context.Background())
+		if !ok {
+			require.ErrorContains(t, err, "at least 20 characters")
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, auth.Hash(tok)+"\n", out.String())
+	}
+}

@@ -68,7 +68,7 @@ func serve(ctx context.Context, cfg *config.Admin) error {
 	}
 	defer base.Pool.Close()
 	log, srv, pool := base.Log, base.Ops, base.Pool
-	authn, err := auth.New(cfg.Tokens)
+	authn, err := auth.New(cfg.Tokens, auth.AllowDevTokens(cfg.AllowDevTokens))
 	if err != nil {
 		return err
 	}

@@ -79,15 +79,44 @@ func (p Principal) SeesAll(topics []string) bool {
 // ErrUnauthenticated: no token, a malformed header or an unknown token.
 var ErrUnauthenticated = errors.New("missing or invalid bearer token")
 
-// Authenticator checks bearer tokens against the configured hashes.
-type Authenticator struct {
-	tokens []Token
-	hashes [][]byte
+// MinTokenLength is the shortest token Authenticate accepts (`dlq-admin token new` makes
+// 47 characters): a short one can be guessed, whatever hash the configuration keeps.
+const MinTokenLength = 20
+
+// devTokens are the well-known development tokens of config/admin.example.yaml, for
+// `make dev` only.
+var devTokens = []string{"dev-viewer-token", "dev-operator-token", "dev-admin-token"}
+
+func isDevHash(sha string) bool {
+	for _, t := range devTokens {
+		if strings.EqualFold(Hash(t), sha) {
+			return true
+		}
+	}
+	return false
 }
 
-// New validates tokens and returns their authenticator.
-func New(tokens []Token) (*Authenticator, error) {
+// Option adjusts an Authenticator.
+type Option func(*Authenticator)
+
+// AllowDevTokens accepts the well-known development tokens (short, and published in the
+// example configuration): `make dev` only.
+func AllowDevTokens(allow bool) Option { return func(a *Authenticator) { a.allowDev = allow } }
+
+// Authenticator checks bearer tokens against the configured hashes.
+type Authenticator struct {
+	tokens   []Token
+	hashes   [][]byte
+	allowDev bool
+}
+
+// New validates tokens and returns their authenticator. A hash of a development token is
+// refused unless AllowDevTokens.
+func New(tokens []Token, opts ...Option) (*Authenticator, error) {
 	a := &Authenticator{tokens: tokens}
+	for _, o := range opts {
+		o(a)
+	}
 	names := map[string]bool{}
 	seen := map[string]bool{}
 	for i, t := range tokens {
@@ -103,6 +132,9 @@ func New(tokens []Token) (*Authenticator, error) {
 			return nil, fmt.Errorf("tokens[%d].sha256: the same token is configured twice", i)
 		case !t.Role.Valid():
 			return nil, fmt.Errorf("tokens[%d].role: %q is not one of viewer, operator, admin", i, t.Role)
+		case !a.allowDev && isDevHash(t.SHA256):
+			return nil, fmt.Errorf("tokens[%d].sha256: a well-known development token, for `make dev` only "+
+				"(allow_dev_tokens); generate one with `dlq-admin token new`", i)
 		}
 		names[t.Name], seen[strings.ToLower(t.SHA256)] = true, true
 		a.hashes = append(a.hashes, h)
@@ -112,9 +144,14 @@ func New(tokens []Token) (*Authenticator, error) {
 
 // Authenticate returns the caller an Authorization header value names. Every configured
 // hash is compared in constant time, so timing tells nothing about which one was close.
+// A token shorter than MinTokenLength is refused even if configured (development tokens
+// only pass with AllowDevTokens).
 func (a *Authenticator) Authenticate(header string) (Principal, error) {
 	scheme, token, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return Principal{}, ErrUnauthenticated
+	}
+	if err := CheckStrength(token); err != nil && !(a.allowDev && slices.Contains(devTokens, token)) {
 		return Principal{}, ErrUnauthenticated
 	}
 	sum := sha256.Sum256([]byte(token))
@@ -129,6 +166,14 @@ func (a *Authenticator) Authenticate(header string) (Principal, error) {
 	}
 	t := a.tokens[found]
 	return Principal{Name: t.Name, Role: t.Role, Topics: t.Topics}, nil
+}
+
+// CheckStrength refuses a token too short to be safe.
+func CheckStrength(token string) error {
+	if len(token) < MinTokenLength {
+		return fmt.Errorf("a token needs at least %d characters (`dlq-admin token new` makes a random one)", MinTokenLength)
+	}
+	return nil
 }
 
 // Hash is the configuration form of a token.

@@ -9,20 +9,20 @@ import (
 func TestAuthenticate(t *testing.T) {
 	t.Parallel()
 	a, err := New([]Token{
-		{Name: "v", SHA256: Hash("view-token"), Role: Viewer, Topics: []string{"orders"}},
-		{Name: "o", SHA256: Hash("op-token"), Role: Operator},
+		{Name: "v", SHA256: Hash("view-token-0123456789"), Role: Viewer, Topics: []string{"orders"}},
+		{Name: "o", SHA256: Hash("op-token-0123456789ab"), Role: Operator},
 	})
 	require.NoError(t, err)
-	p, err := a.Authenticate("Bearer view-token")
+	p, err := a.Authenticate("Bearer view-token-0123456789")
 	require.NoError(t, err)
 	require.Equal(t, Principal{Name: "v", Role: Viewer, Topics: []string{"orders"}}, p)
 	require.True(t, p.Sees("orders"))
 	require.False(t, p.Sees("payments"))
-	p, err = a.Authenticate("bearer op-token")
+	p, err = a.Authenticate("bearer op-token-0123456789ab")
 	require.NoError(t, err)
 	require.Equal(t, "o", p.Name)
 	require.True(t, p.Sees("anything"))
-	for _, h := range []string{"", "Bearer", "Bearer ", "Basic op-token", "Bearer op-token2", "op-token"} {
+	for _, h := range []string{"", "Bearer", "Bearer ", "Basic op-token-0123456789ab", "Bearer op-token-0123456789ab2", "op-token-0123456789ab"} {
 		_, err := a.Authenticate(h)
 		require.ErrorIs(t, err, ErrUnauthenticated, h)
 	}
@@ -63,4 +63,27 @@ func TestNewTokenIsRandom(t *testing.T) {
 	a, b := NewToken(), NewToken()
 	require.NotEqual(t, a, b)
 	require.Len(t, Hash(a), 64)
+}
+
+// A weak token is refused even when its hash is configured, and the well-known development
+// tokens only where allowed (make dev).
+func TestWeakAndDevTokens(t *testing.T) {
+	t.Parallel()
+	a, err := New([]Token{{Name: "weak", SHA256: Hash("tok-viewer"), Role: Viewer}})
+	require.NoError(t, err)
+	_, err = a.Authenticate("Bearer tok-viewer")
+	require.ErrorIs(t, err, ErrUnauthenticated)
+	require.Error(t, CheckStrength("tok-viewer"))
+	require.NoError(t, CheckStrength(NewToken()))
+
+	dev := []Token{{Name: "dev-admin", SHA256: "1734d503f6aa6a047c36d113cbad769f719c93784b469b771c4c3e7c63adbefd", Role: Admin}}
+	_, err = New(dev)
+	require.ErrorContains(t, err, "development token")
+	_, err = New(dev, AllowDevTokens(false))
+	require.ErrorContains(t, err, "development token")
+	a, err = New(dev, AllowDevTokens(true))
+	require.NoError(t, err)
+	p, err := a.Authenticate("Bearer dev-admin-token")
+	require.NoError(t, err)
+	require.Equal(t, "dev-admin", p.Name)
 }

@@ -15,16 +15,21 @@ func TestAdminExampleLoads(t *testing.T) {
 
 	a = Admin{}
 	t.Setenv("DLQ_ADMIN_DATABASE_URL", "postgres://x")
+	require.ErrorContains(t, Load("../../config/admin.example.yaml", "DLQ_ADMIN_", &a), "development token",
+		"the example's well-known tokens are for make dev only")
+	a = Admin{}
+	t.Setenv("DLQ_ADMIN_ALLOW_DEV_TOKENS", "true") // as make dev does
 	require.NoError(t, Load("../../config/admin.example.yaml", "DLQ_ADMIN_", &a))
 	require.Len(t, a.Tokens, 3)
 	require.EqualValues(t, 1<<20, a.MaxBodyBytes)
 }
 
 func TestAdminRejects(t *testing.T) {
-	const tok = "tokens:\n  - {name: a, role: admin, sha256: 1734d503f6aa6a047c36d113cbad769f719c93784b469b771c4c3e7c63adbefd}\n"
+	const tok = "tokens:\n  - {name: a, role: admin, sha256: 09efff657bfae4ecd817f106e6b280ed1fd9e8c156146efacd22acb5c26cbfaa}\n"
 	for name, tc := range map[string]struct{ file, want string }{
 		"plain token":             {"tokens:\n  - {name: a, role: admin, sha256: hunter2}\n", "tokens[0].sha256"},
 		"bad role":                {"tokens:\n  - {name: a, role: root, sha256: 1734d503f6aa6a047c36d113cbad769f719c93784b469b771c4c3e7c63adbefd}\n", "tokens[0].role"},
+		"dev token":               {"tokens:\n  - {name: a, role: admin, sha256: 1734d503f6aa6a047c36d113cbad769f719c93784b469b771c4c3e7c63adbefd}\n", "development token"},
 		"bad topic":               {tok + "replay_topics: ['no spaces']\n", "replay_topics[0]"},
 		"tiny body cap":           {tok + "max_body_bytes: 10\n", "max_body_bytes"},
 		"all interfaces in clear": {tok + "http: {listen: ':8080'}\n", "http.listen"},
@@ -43,7 +48,7 @@ func TestAdminRejects(t *testing.T) {
 
 // A non-loopback listener needs TLS, or allow_insecure for a TLS proxy in front.
 func TestAdminListen(t *testing.T) {
-	const tok = "tokens:\n  - {name: a, role: admin, sha256: 1734d503f6aa6a047c36d113cbad769f719c93784b469b771c4c3e7c63adbefd}\n"
+	const tok = "tokens:\n  - {name: a, role: admin, sha256: 09efff657bfae4ecd817f106e6b280ed1fd9e8c156146efacd22acb5c26cbfaa}\n"
 	for _, http := range []string{
 		"{listen: '127.0.0.1:8080'}",
 		"{listen: 'localhost:8080'}",

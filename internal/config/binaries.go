@@ -85,6 +85,9 @@ type Admin struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// Limits bound what callers may consume.
 	Limits api.Limits `yaml:"limits"`
+	// AllowDevTokens accepts the well-known development tokens of the example
+	// configuration; `make dev` sets it (DLQ_ADMIN_ALLOW_DEV_TOKENS=true), nothing else should.
+	AllowDevTokens bool `yaml:"allow_dev_tokens"`
 }
 
 // WithDefaults implements Validatable.
@@ -117,7 +120,7 @@ func (a *Admin) Validate() error {
 	}
 	if len(a.Tokens) == 0 {
 		errs = append(errs, errors.New("tokens: at least one is required (generate one with `dlq-admin token new`)"))
-	} else if _, err := auth.New(a.Tokens); err != nil {
+	} else if _, err := auth.New(a.Tokens, auth.AllowDevTokens(a.AllowDevTokens)); err != nil {
 		errs = append(errs, err)
 	}
 	for i, t := range a.ReplayTopics {
