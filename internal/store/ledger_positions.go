@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// GapCause says why a range of DLQ offsets was not read in order.
+type GapCause string
+
+const (
+	// GapJump: the committed offset was ahead of the ledger (reset, lost, moved by hand).
+	GapJump GapCause = "jump"
+	// GapBackward: the committed offset was behind the ledger; the range is read again.
+	GapBackward GapCause = "backward"
+	// GapBelowLogStart: the records were deleted (retention) before they were read.
+	GapBelowLogStart GapCause = "below_log_start"
+)
+
+// Gap is a range [From, To) of one DLQ partition that a consumer group did not read in
+// order: Lost when it was never read, else read again.
+type Gap struct {
+	Group, Route string
+	Topic        string
+	Partition    int32
+	From, To     int64
+	Cause        GapCause
+	Lost         bool
+	RecordedAt   time.Time
+}
+
+// $1 group, $2 topics, $3 partitions, $4 offsets, $5 now.
+const sqlAdvancePositions = `INSERT INTO ledger_positions (consumer_group, dlq_topic, dlq_partition, committed_offset, updated_at)
+	SELECT $1, t, p, o, $5 FROM unnest($2::text[], $3::integer[], $4::bigint[]) AS u(t, p, o)
+	ON CONFLICT (consumer_group, dlq_topic, dlq_partition) DO UPDATE
+	SET committed_offset = EXCLUDED.committed_offset, updated_at = EXCLUDED.updated_at
+	WHERE ledger_positions.committed_offset < EXCLUDED.committed_offset`
+
+const sqlLedgerPositions = `SELECT dlq_topic, dlq_partition, committed_offset FROM ledger_positions WHERE consumer_group = $1`
+
+const sqlInsertGap = `INSERT INTO ledger_gaps (consumer_group, route, dlq_topic, dlq_partition, from_offset, to_offset, cause, lost, recorded_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+
+const sqlLedgerGaps = `SELECT consumer_group, route, dlq_topic, dlq_partition, from_offset, to_offset, cause, lost, recorded_at
+	FROM ledger_gaps WHERE consumer_group = $1 AND dlq_topic = $2 ORDER BY dlq_partition, from_offset, id`
+
+// AdvanceLedgerPositions records that group is about to commit each position (Offset is
+// the offset to commit). A position only moves forward: a lower one is ignored.
+func (s *Store) AdvanceLedgerPositions(ctx context.Context, group string, pos []Coordinates) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	topics, parts, offs := make([]string, len(pos)), make([]int32, len(pos)), make([]int64, len(pos))
+	for i, c := range pos {
+		topics[i], parts[i], offs[i] = c.Topic, c.Partition, c.Offset
+	}
+	_, err := s.pool.Exec(ctx, sqlAdvancePositions, group, topics, parts, offs, s.now())
+	return interpretError(err)
+}
+
+// LedgerPositions returns where the ledger says group last committed, per partition
+// (Offset is the committed offset); partitions it never committed are absent.
+func (s *Store) LedgerPositions(ctx context.Context, group string) ([]Coordinates, error) {
+	rows, err := s.pool.Query(ctx, sqlLedgerPositions, group)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return collect(rows, func(row scanner) (Coordinates, error) {
+		var c Coordinates
+		err := row.Scan(&c.Topic, &c.Partition, &c.Offset)
+		return c, err
+	})
+}
+
+// RecordGap stores a range read out of order; RecordedAt is set by the store.
+func (s *Store) RecordGap(ctx context.Context, g Gap) error {
+	if g.From >= g.To {
+		return &ValidationError{Field: "gap", Reason: "from must be below to"}
+	}
+	_, err := s.pool.Exec(ctx, sqlInsertGap, g.Group, g.Route, g.Topic, g.Partition, g.From, g.To, string(g.Cause), g.Lost, s.now())
+	return interpretError(err)
+}
+
+// LedgerGaps returns the gaps of group on topic, by partition and offset.
+func (s *Store) LedgerGaps(ctx context.Context, group, topic string) ([]Gap, error) {
+	rows, err := s.pool.Query(ctx, sqlLedgerGaps, group, topic)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return collect(rows, func(row scanner) (Gap, error) {
+		var g Gap
+		err := row.Scan(&g.Group, &g.Route, &g.Topic, &g.Partition, &g.From, &g.To, &g.Cause, &g.Lost, &g.RecordedAt)
+		utc(&g.RecordedAt)
+		return g, err
+	})
+}
