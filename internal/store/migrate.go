@@ -68,8 +68,10 @@ func withProvider(ctx context.Context, connString string, fn func(*goose.Provide
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	// Migration numbers are assigned ahead of time, so a lower one may land after a higher
+	// one was applied: it is applied then, not refused.
 	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS,
-		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true), goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
