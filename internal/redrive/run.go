@@ -84,12 +84,14 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 	}
 	w.unstall()
 	r := &runState{id: run.ID, started: time.Now(), reply: reply}
+	w.checkBeforeRun()
 	for _, p := range w.parts {
 		low, high, err := w.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
 		if err != nil {
 			w.stall("watermarks", err, "cannot read a partition's high watermark; it waits for the next run")
 			continue
 		}
+		w.checkLogStart(p, low)
 		start := low
 		if p.trk != nil {
 			start = p.trk.Watermark()
@@ -368,27 +370,32 @@ func (w *worker) cooperative() bool { return w.consumer.GetRebalanceProtocol() =
 func (w *worker) assign(tps []kafka.TopicPartition) {
 	committed, err := w.consumer.Committed(tps, int(callTimeout/time.Millisecond))
 	if err != nil {
-		w.warnEvery("committed", err, "cannot read committed offsets; consumption starts where the group left off")
+		w.warnEvery("committed", err, "cannot read committed offsets; consumption starts where the group left off, unchecked against the ledger")
+	}
+	ledger, lerr := w.ledgerPositions()
+	if lerr != nil {
+		w.warnEvery("ledger", lerr, "cannot read the ledger positions; offset jumps at this assignment go unchecked")
 	}
 	var ps []*partition
 	for i, tp := range tps {
-		p := &partition{key: partKey{*tp.Topic, tp.Partition}, stored: -1, paused: false}
-		l := p.log(w.log)
-		if err == nil && committed[i].Offset >= 0 {
+		p := &partition{key: partKey{*tp.Topic, tp.Partition}, stored: -1, ledgered: -1}
+		if err == nil && lerr == nil {
+			if start, ok := w.checkAssigned(p, int64(committed[i].Offset), ledger); ok {
+				p.trk, p.stored = tracker.New(start), start
+				tps[i].Offset = kafka.Offset(start)
+				if _, known := ledger[p.key]; !known {
+					w.adopt = append(w.adopt, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: start})
+					p.ledgered = start
+				}
+			}
+		} else if err == nil && committed[i].Offset >= 0 {
 			off := int64(committed[i].Offset)
 			p.trk, p.stored = tracker.New(off), off
-			if low, _, lerr := w.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond)); lerr == nil && off < low {
-				w.offsetReset(p, "below_log_start")
-				l.Warn().Int64("offset", off).Int64("low_watermark", low).
-					Msg("committed offset is below the log start (records deleted before they were redriven?); reading from the earliest offset")
-			}
-		} else if err == nil {
-			w.offsetReset(p, "not_found")
-			l.Warn().Msg("no committed offset (a new group, or offsets lost as in seed 003); reading from the earliest offset, records already redriven may be redriven again")
 		}
 		w.parts[p.key] = p
 		ps = append(ps, p)
 	}
+	w.saveAdopted()
 	if w.cooperative() {
 		err = w.consumer.IncrementalAssign(tps)
 	} else {

@@ -49,15 +49,18 @@ type partKey struct {
 
 // partition is the state of one assigned DLQ partition, owned by the loop goroutine.
 type partition struct {
-	key     partKey
-	trk     *tracker.Partition // nil until the start offset is known
-	stored  int64              // last watermark handed to StoreOffsets
-	gone    bool               // revoked: late acknowledgements are ignored
-	reading bool               // in the current run and below its high watermark
-	paused  bool
-	hw      int64 // high watermark snapshot of the current run
-	from    int64 // watermark when the current run started on it
-	counts  counts
+	key    partKey
+	trk    *tracker.Partition // nil until the start offset is known
+	stored int64              // last watermark handed to StoreOffsets
+	// ledgered is the ledger's position: nothing is stored for commit above it; -1 unknown.
+	ledgered int64
+	checked  int64 // highest committed offset already checked against the ledger
+	gone     bool  // revoked: late acknowledgements are ignored
+	reading  bool  // in the current run and below its high watermark
+	paused   bool
+	hw       int64 // high watermark snapshot of the current run
+	from     int64 // watermark when the current run started on it
+	counts   counts
 }
 
 type counts struct {
@@ -138,6 +141,12 @@ type worker struct {
 	lastWarn   map[string]time.Time
 	fatal      error
 	lastCommit time.Time
+	// The position writer's input and output (one batch at a time: posBusy), and the
+	// positions an assignment learned, written at its end.
+	posIn   chan *positionBatch
+	posOut  chan *positionBatch
+	posBusy bool
+	adopt   []store.Coordinates
 }
 
 type retry struct {
@@ -156,6 +165,8 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		storeOut: make(chan *storeBatch, storers),
 		parts:    map[partKey]*partition{},
 		lastWarn: map[string]time.Time{},
+		posIn:    make(chan *positionBatch, 1),
+		posOut:   make(chan *positionBatch, 1),
 	}
 	w.stalled.Store("")
 	w.inFlightGauge = e.metrics.inFlight.WithLabelValues(r.Name)
@@ -223,6 +234,7 @@ func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done cha
 	for range storers {
 		storersWG.Go(func() { w.storer(storerCtx) })
 	}
+	storersWG.Go(func() { w.positionWriter(storerCtx) })
 	w.send.start()
 	var err error
 	for w.fatal == nil {
@@ -253,6 +265,7 @@ func (w *worker) step(ctx context.Context) {
 	defer w.flushSends()
 	w.drainDeliveries()
 	w.drainStored()
+	w.drainPositions()
 	w.flushBatch()
 	w.retryProduces()
 	w.processHeld()
@@ -511,6 +524,9 @@ func (w *worker) stopReading(p *partition) {
 func (w *worker) rewind(m *kafka.Message) {
 	if p := w.parts[partKey{*m.TopicPartition.Topic, m.TopicPartition.Partition}]; p != nil {
 		w.setPaused([]*partition{p}, true)
+		if p.trk != nil && int64(m.TopicPartition.Offset) < p.trk.Next() {
+			return // fetched before a restart moved the partition on: already behind it
+		}
 	}
 	if err := w.consumer.Seek(m.TopicPartition, 0); err != nil {
 		w.log.Error().Err(err).Str("topic", *m.TopicPartition.Topic).Int32("partition", m.TopicPartition.Partition).
@@ -777,33 +793,14 @@ func (w *worker) onStored(b *storeBatch) {
 	}
 }
 
-// storeOffsets hands librdkafka every partition's new watermark; it commits them.
-func (w *worker) storeOffsets() {
-	if time.Since(w.lastCommit) < commitInterval/4 {
-		return
-	}
-	w.lastCommit = time.Now()
-	var tps []kafka.TopicPartition
-	for _, p := range w.parts {
-		if p.trk != nil && p.trk.Watermark() > p.stored {
-			p.stored = p.trk.Watermark()
-			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(p.stored)})
-		}
-	}
-	if len(tps) == 0 {
-		return
-	}
-	if _, err := w.consumer.StoreOffsets(tps); err != nil {
-		w.warnEvery("store_offsets", err, "cannot store offsets")
-	}
-}
-
-// commitNow stores and synchronously commits the watermarks of ps.
+// commitNow writes the watermarks of ps to the ledger, then stores and synchronously
+// commits them (up to the ledger's position when PostgreSQL does not answer).
 func (w *worker) commitNow(ps []*partition) error {
+	w.ledgerNow(ps)
 	var tps []kafka.TopicPartition
 	for _, p := range ps {
-		if p.trk != nil && p.trk.Watermark() > 0 {
-			p.stored = p.trk.Watermark()
+		if p.trk != nil && min(p.trk.Watermark(), p.ledgered) > 0 {
+			p.stored = min(p.trk.Watermark(), p.ledgered)
 			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(p.stored)})
 		}
 	}

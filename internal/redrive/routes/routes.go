@@ -42,7 +42,17 @@ type Config struct {
 	// stack traces Spring and Kafka Connect attach (always dropped).
 	StripHeaders        []string `yaml:"strip_headers"`
 	StripHeaderPrefixes []string `yaml:"strip_header_prefixes"`
+	// OnOffsetJump is what the worker does when the group's committed offset is ahead of
+	// the ledger (records skipped unread, seed 003): OnJumpRewind (default) reads the
+	// skipped range again, OnJumpAlarm only logs, counts and records it as lost.
+	OnOffsetJump string `yaml:"on_offset_jump"`
 }
+
+// What a route does on a forward offset jump.
+const (
+	OnJumpRewind = "rewind"
+	OnJumpAlarm  = "alarm"
+)
 
 // Backoff is the YAML form of backoff.Policy; the scalar `none` disables backoff.
 type Backoff struct {
@@ -119,6 +129,9 @@ func (r *Config) WithDefaults() {
 	if r.MaxInFlight == 0 {
 		r.MaxInFlight = DefaultMaxInFlight
 	}
+	if r.OnOffsetJump == "" {
+		r.OnOffsetJump = OnJumpRewind
+	}
 }
 
 var routeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -163,6 +176,9 @@ func (r *Config) Validate() error {
 		if err := checkTopicPattern(t); err != nil {
 			errs = append(errs, at("allowed_targets", "%v", err))
 		}
+	}
+	if r.OnOffsetJump != OnJumpRewind && r.OnOffsetJump != OnJumpAlarm {
+		errs = append(errs, at("on_offset_jump", "must be %q or %q, got %q", OnJumpRewind, OnJumpAlarm, r.OnOffsetJump))
 	}
 	return errors.Join(errs...)
 }

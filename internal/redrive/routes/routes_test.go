@@ -23,6 +23,8 @@ func TestRouteValidation(t *testing.T) {
 		"bad allow-list":  {func(rc *Config) { rc.AllowedTargets = []string{"^(("} }, "routes[r].allowed_targets"},
 		"seconds in cron": {func(rc *Config) { rc.Schedule = "*/10 * * * * *" }, ""},
 		"five fields":     {func(rc *Config) { rc.Schedule = "*/5 * * * *" }, ""},
+		"bad jump action": {func(rc *Config) { rc.OnOffsetJump = "ignore" }, "routes[r].on_offset_jump"},
+		"alarm on jump":   {func(rc *Config) { rc.OnOffsetJump = OnJumpAlarm }, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rc := Config{Name: "r", Topics: []string{"orders.dlq"}}
