@@ -123,7 +123,7 @@ func auditCommand(load func() (*config.Worker, error)) *cobra.Command {
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), rep)
 			if !rep.OK() {
-				return fmt.Errorf("%d DLQ records are missing", len(rep.Missing))
+				return fmt.Errorf("%d DLQ records are missing, %d offset ranges were never read", len(rep.Missing), len(rep.Lost))
 			}
 			return nil
 		},

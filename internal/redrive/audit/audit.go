@@ -1,6 +1,8 @@
 // Package audit checks the conservation law of a DLQ topic and its redrive consumer group:
 // every DLQ record below the group's committed offsets is found on its original topic (by
-// the redrive id header) or has its row in PostgreSQL (scheduled, parked, or a later state).
+// the redrive id header) or has its row in PostgreSQL (scheduled, parked, or a later state),
+// and the ledger shows no range that was never read (records deleted before they were
+// read, offsets that jumped over records).
 package audit
 
 import (
@@ -34,14 +36,19 @@ type Report struct {
 	// Replays counts the operator replays found on the targets read (records with a
 	// dlq-replay-id): a replay is not a copy of a redrive, whatever else it carries.
 	Replays int
+	// Lost are the ranges the ledger shows were never read.
+	Lost []LostRange
+	// Unproven are partitions with a committed offset the ledger does not know: records
+	// deleted there before they were read cannot be seen.
+	Unproven []int32
 }
 
-// OK reports whether nothing is missing.
-func (r Report) OK() bool { return len(r.Missing) == 0 }
+// OK reports whether nothing is missing or lost.
+func (r Report) OK() bool { return len(r.Missing) == 0 && len(r.Lost) == 0 }
 
 func (r Report) String() string {
-	s := fmt.Sprintf("topic %s group %s: %d records below the committed offsets: %d on their target, %d in PostgreSQL %v; %d missing, %d duplicated; %d replays on the targets",
-		r.Topic, r.Group, r.Checked, r.OnTarget, sum(r.InStore), r.InStore, len(r.Missing), len(r.Duplicated), r.Replays)
+	s := fmt.Sprintf("topic %s group %s: %d records below the committed offsets: %d on their target, %d in PostgreSQL %v; %d missing, %d duplicated, %d lost ranges; %d replays on the targets",
+		r.Topic, r.Group, r.Checked, r.OnTarget, sum(r.InStore), r.InStore, len(r.Missing), len(r.Duplicated), len(r.Lost), r.Replays)
 	for i, c := range r.Missing {
 		if i == 20 {
 			s += fmt.Sprintf("\n  ... and %d more", len(r.Missing)-20)
@@ -60,6 +67,12 @@ func (r Report) String() string {
 			break
 		}
 		s += fmt.Sprintf("\n  duplicated %s/%d/%d: %d copies", c.Topic, c.Partition, c.Offset, r.Duplicated[c])
+	}
+	for _, l := range r.Lost {
+		s += "\n  lost " + l.String()
+	}
+	if len(r.Unproven) > 0 {
+		s += fmt.Sprintf("\n  partitions %v: committed offsets the ledger does not know; records deleted there before they were read cannot be seen", r.Unproven)
 	}
 	return s
 }
@@ -138,6 +151,9 @@ func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, grou
 		default:
 			rep.OnTarget++
 		}
+	}
+	if rep.Lost, rep.Unproven, err = fromLedger(ctx, kcfg, st, dlqTopic, group, ends); err != nil {
+		return rep, err
 	}
 	sortCoordinates(rep.Missing)
 	return rep, nil
