@@ -155,6 +155,8 @@ func (r *Config) Validate() error {
 	}
 	if _, err := Parser.Parse(r.Schedule); err != nil {
 		errs = append(errs, at("schedule", "%q: %v", r.Schedule, err))
+	} else if err := checkSteps(r.Schedule); err != nil {
+		errs = append(errs, at("schedule", "%q: %v", r.Schedule, err))
 	}
 	if r.MaxRetries != nil && *r.MaxRetries < 1 {
 		errs = append(errs, at("max_retries", "must be at least 1, got %d", *r.MaxRetries))

@@ -13,18 +13,25 @@ func TestRouteValidation(t *testing.T) {
 		mutate func(*Config)
 		want   string
 	}{
-		"bad cron":        {func(rc *Config) { rc.Schedule = "every now and then" }, "routes[r].schedule"},
-		"max retries 0":   {func(rc *Config) { rc.MaxRetries = ptr(0) }, "routes[r].max_retries"},
-		"bad pattern":     {func(rc *Config) { rc.Topics = []string{"^orders(.dlq"} }, "routes[r].topics"},
-		"bad topic":       {func(rc *Config) { rc.Topics = []string{"orders dlq"} }, "routes[r].topics"},
-		"no topics":       {func(rc *Config) { rc.Topics = nil }, "routes[r].topics"},
-		"bad factor":      {func(rc *Config) { rc.Backoff = &Backoff{Base: time.Second, Factor: 0.5} }, "routes[r].backoff: factor"},
-		"negative rate":   {func(rc *Config) { rc.RateLimit = -1 }, "routes[r].rate_limit"},
-		"bad allow-list":  {func(rc *Config) { rc.AllowedTargets = []string{"^(("} }, "routes[r].allowed_targets"},
-		"seconds in cron": {func(rc *Config) { rc.Schedule = "*/10 * * * * *" }, ""},
-		"five fields":     {func(rc *Config) { rc.Schedule = "*/5 * * * *" }, ""},
-		"bad jump action": {func(rc *Config) { rc.OnOffsetJump = "ignore" }, "routes[r].on_offset_jump"},
-		"alarm on jump":   {func(rc *Config) { rc.OnOffsetJump = OnJumpAlarm }, ""},
+		"bad cron":          {func(rc *Config) { rc.Schedule = "every now and then" }, "routes[r].schedule"},
+		"max retries 0":     {func(rc *Config) { rc.MaxRetries = ptr(0) }, "routes[r].max_retries"},
+		"bad pattern":       {func(rc *Config) { rc.Topics = []string{"^orders(.dlq"} }, "routes[r].topics"},
+		"bad topic":         {func(rc *Config) { rc.Topics = []string{"orders dlq"} }, "routes[r].topics"},
+		"no topics":         {func(rc *Config) { rc.Topics = nil }, "routes[r].topics"},
+		"bad factor":        {func(rc *Config) { rc.Backoff = &Backoff{Base: time.Second, Factor: 0.5} }, "routes[r].backoff: factor"},
+		"negative rate":     {func(rc *Config) { rc.RateLimit = -1 }, "routes[r].rate_limit"},
+		"bad allow-list":    {func(rc *Config) { rc.AllowedTargets = []string{"^(("} }, "routes[r].allowed_targets"},
+		"seconds in cron":   {func(rc *Config) { rc.Schedule = "*/10 * * * * *" }, ""},
+		"five fields":       {func(rc *Config) { rc.Schedule = "*/5 * * * *" }, ""},
+		"bad jump action":   {func(rc *Config) { rc.OnOffsetJump = "ignore" }, "routes[r].on_offset_jump"},
+		"step past seconds": {func(rc *Config) { rc.Schedule = "*/70 * * * * *" }, `routes[r].schedule: "*/70 * * * * *": seconds field "*/70": step 70 is larger than its range 0-59`},
+		"step past hours":   {func(rc *Config) { rc.Schedule = "0 */24 * * *" }, `hours field "*/24"`},
+		"step past a range": {func(rc *Config) { rc.Schedule = "0 10-20/11 * * *" }, `hours field "10-20/11"`},
+		"largest step":      {func(rc *Config) { rc.Schedule = "*/59 * * * * *" }, ""},
+		"step in a list":    {func(rc *Config) { rc.Schedule = "0,*/30 * * * *" }, ""},
+		"named days":        {func(rc *Config) { rc.Schedule = "0 9 * * MON-FRI/2" }, ""},
+		"with time zone":    {func(rc *Config) { rc.Schedule = "CRON_TZ=UTC */90 * * * *" }, "minutes field"},
+		"alarm on jump":     {func(rc *Config) { rc.OnOffsetJump = OnJumpAlarm }, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rc := Config{Name: "r", Topics: []string{"orders.dlq"}}
