@@ -138,6 +138,11 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.bg.Done()
 		e.controls(base)
 	}()
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		e.watchOldestDue(base)
+	}()
 	ws := e.workers
 	e.live.Store(&ws)
 	e.cron.Start()
@@ -238,6 +243,8 @@ func (e *Engine) Ready(ctx context.Context) error {
 		if s := w.stalled.Load().(string); s != "" {
 			bad = append(bad, w.route.Name+": "+s)
 		} else if err := w.kafkaReady(ctx); err != nil {
+			bad = append(bad, w.route.Name+": "+err.Error())
+		} else if err := w.missingTopics(probeTimeout(ctx)); err != nil {
 			bad = append(bad, w.route.Name+": "+err.Error())
 		}
 	}

@@ -13,6 +13,7 @@ type metrics struct {
 	lag          *prometheus.GaugeVec
 	offsetResets *prometheus.CounterVec
 	lastSuccess  *prometheus.GaugeVec
+	oldestDue    *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,9 +35,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		offsetResets: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_offset_resets_total",
 			Help: "Committed offsets that disagreed with the ledger or the log (seed 003), by cause: not_found, jump, backward, below_log_start."}, []string{"route", "topic", "partition", "cause"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_last_success_timestamp_seconds",
-			Help: "Unix time of the end of the last successful run."}, []string{"route"}),
+			Help: "Unix time of the end of the last run that read every partition it held to its high watermark."}, []string{"route"}),
+		oldestDue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_oldest_due_age_seconds",
+			Help: "How long the oldest due scheduled record of the route has waited to be redriven (0: none)."}, []string{"route"}),
 	}
-	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess} {
+	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.oldestDue} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -42,6 +43,8 @@ type runState struct {
 	claim        *claimState
 	next         time.Time // earliest retry of a failed PostgreSQL call
 	interrupted  bool
+	unread       []string // partitions not read to their high watermark, and why
+	topicsDone   bool     // the route's topics were checked at the end of the run
 }
 
 type stalledPart struct {
@@ -89,6 +92,7 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 		low, high, err := w.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
 		if err != nil {
 			w.stall("watermarks", err, "cannot read a partition's high watermark; it waits for the next run")
+			r.unread = append(r.unread, fmt.Sprintf("%s/%d: high watermark: %v", p.key.topic, p.key.partition, err))
 			continue
 		}
 		w.checkLogStart(p, low)
@@ -293,6 +297,12 @@ func (w *worker) finishRun(ctx context.Context) {
 		// librdkafka commits the stored offsets again on its next auto-commit.
 		w.warnEvery("commit", err, "commit at the end of the run failed; it is retried in the background")
 	}
+	if !r.topicsDone { // once: the ledger and FinishRun below may be retried
+		r.topicsDone = true
+		if err := w.missingTopics(callTimeout); err != nil {
+			r.unread = append(r.unread, err.Error())
+		}
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
 	for _, p := range live {
@@ -302,8 +312,11 @@ func (w *worker) finishRun(ctx context.Context) {
 		}
 	}
 	status, msg := store.RunSucceeded, ""
-	if r.interrupted {
+	switch {
+	case r.interrupted:
 		status, msg = store.RunFailed, "interrupted"
+	case len(r.unread) > 0:
+		status, msg = store.RunFailed, "not read to the high watermark: "+strings.Join(r.unread, "; ")
 	}
 	if err := w.e.store.FinishRun(cctx, r.id, status, msg); err != nil && !errors.Is(err, store.ErrConflict) {
 		r.next = time.Now().Add(w.stall("store", err, "cannot finish the run; retrying"))
@@ -327,13 +340,16 @@ func (w *worker) finishRun(ctx context.Context) {
 		w.e.metrics.lag.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition)).Set(float64(max(0, p.hw-done)))
 	}
 	w.log.Info().Int64("run_id", r.id).Dur("elapsed", elapsed).Int64("redriven", total.redriven).
-		Int64("scheduled", total.scheduled).Int64("parked", total.parked).Msg("run finished")
+		Int64("scheduled", total.scheduled).Int64("parked", total.parked).Str("status", string(status)).Str("error", msg).Msg("run finished")
 	w.run = nil
-	if r.interrupted {
+	switch {
+	case r.interrupted:
 		r.reply <- ErrRunInterrupted
-		return
+	case len(r.unread) > 0:
+		r.reply <- fmt.Errorf("%w: %s", ErrRunIncomplete, msg)
+	default:
+		r.reply <- nil
 	}
-	r.reply <- nil
 }
 
 // recordLedger writes p's range of run r, once.

@@ -147,6 +147,8 @@ type worker struct {
 	posOut  chan *positionBatch
 	posBusy bool
 	adopt   []store.Coordinates
+	// topicsOK caches whether the route's topics exist, for readiness and run outcomes.
+	topicsOK topicCheck
 }
 
 type retry struct {

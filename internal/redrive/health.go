@@ -1,0 +1,109 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Healthy means working: a route whose topics match no partition is not ready, a run is a
+// success only when it read every partition it holds to its high watermark (only then
+// does dlq_worker_last_success_timestamp_seconds move), and
+// dlq_worker_oldest_due_age_seconds tells how long the oldest due scheduled record waits.
+
+// ErrRunIncomplete is RunNow's answer for a run that could not read every partition the
+// route holds to its high watermark (a topic missing, Kafka unreachable): it is recorded
+// as failed and the last-success time does not move.
+var ErrRunIncomplete = errors.New("run incomplete")
+
+// topicsCacheTTL bounds how often readiness probes ask the cluster for its topics.
+const topicsCacheTTL = 10 * time.Second
+
+// topicCheck caches the route's missing topics; Ready and the loop both ask for it.
+type topicCheck struct {
+	mu  sync.Mutex
+	at  time.Time
+	err error
+}
+
+// missingTopics reports the route's topics (names, or ^patterns) that match no partition
+// in the cluster, or the metadata error.
+func (w *worker) missingTopics(timeout time.Duration) error {
+	w.topicsOK.mu.Lock()
+	defer w.topicsOK.mu.Unlock()
+	if !w.topicsOK.at.IsZero() && time.Since(w.topicsOK.at) < topicsCacheTTL {
+		return w.topicsOK.err
+	}
+	md, err := w.producer.GetMetadata(nil, true, int(timeout/time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("kafka: cannot list topics: %w", err) // not cached: asked again at once
+	}
+	var missing []string
+	for _, t := range w.route.Topics {
+		found := false
+		if strings.HasPrefix(t, "^") {
+			re := regexp.MustCompile(t) // validated
+			for name, tm := range md.Topics {
+				if re.MatchString(name) && len(tm.Partitions) > 0 {
+					found = true
+					break
+				}
+			}
+		} else {
+			tm, ok := md.Topics[t]
+			found = ok && len(tm.Partitions) > 0
+		}
+		if !found {
+			missing = append(missing, t)
+		}
+	}
+	w.topicsOK.at, w.topicsOK.err = time.Now(), nil
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		w.topicsOK.err = fmt.Errorf("topics match no partition: %s", strings.Join(missing, ", "))
+	}
+	return w.topicsOK.err
+}
+
+// oldestDueEvery is how often the oldest due record's age is read from PostgreSQL.
+const oldestDueEvery = 15 * time.Second
+
+// watchOldestDue keeps dlq_worker_oldest_due_age_seconds of every route; it runs on its
+// own goroutine until ctx ends, so the gauge keeps growing while a route is stuck.
+func (e *Engine) watchOldestDue(ctx context.Context) {
+	t := time.NewTicker(oldestDueEvery)
+	defer t.Stop()
+	for {
+		for _, w := range e.workers {
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			due, ok, err := e.store.OldestDue(cctx, w.route.Name)
+			cancel()
+			switch {
+			case err != nil:
+				continue // PostgreSQL down: readiness says so; the gauge keeps its last value
+			case ok:
+				e.metrics.oldestDue.WithLabelValues(w.route.Name).Set(max(0, e.clock().Sub(due).Seconds()))
+			default:
+				e.metrics.oldestDue.WithLabelValues(w.route.Name).Set(0)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// probeTimeout is what is left of a readiness probe's deadline, 2 s without one.
+func probeTimeout(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return max(time.Millisecond, time.Until(dl))
+	}
+	return 2 * time.Second
+}
