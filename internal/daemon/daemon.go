@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/ops"
+	"github.com/dlqops/dlq/internal/store"
 )
 
 // Component is a long-running part of a binary. Start returns once it runs; Stop ends it,
@@ -62,8 +63,9 @@ func Run(ctx context.Context, log zerolog.Logger, srv *ops.Server, listen ops.Li
 }
 
 // OpenPool connects to PostgreSQL and registers its readiness check. The pool connects
-// lazily, so a database that is down at start-up makes the binary not ready, not dead.
-func OpenPool(ctx context.Context, db config.Database, srv *ops.Server) (*pgxpool.Pool, error) {
+// lazily, so a database that is down at start-up makes the binary not ready, not dead;
+// sessions that turn read-only (a failover) are recycled (store.NewPool), logged on log.
+func OpenPool(ctx context.Context, db config.Database, srv *ops.Server, log zerolog.Logger) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(db.URL)
 	if err != nil {
 		return nil, fmt.Errorf("database.url: %w", err)
@@ -72,7 +74,7 @@ func OpenPool(ctx context.Context, db config.Database, srv *ops.Server) (*pgxpoo
 	if db.StatementTimeout > 0 {
 		pc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(db.StatementTimeout.Milliseconds(), 10)
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	pool, err := store.NewPool(ctx, pc, log.With().Str("component", "postgres").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}

@@ -31,7 +31,7 @@ func TestMigrateAndPoolRoundTrip(t *testing.T) {
 		require.NoError(t, daemon.MigrateOnStart(ctx, db, zerolog.Nop()))
 	}
 	srv := ops.New(zerolog.Nop())
-	pool, err := daemon.OpenPool(ctx, db, srv)
+	pool, err := daemon.OpenPool(ctx, db, srv, zerolog.Nop())
 	require.NoError(t, err)
 	defer pool.Close()
 	require.Empty(t, srv.Ready(ctx))
@@ -117,7 +117,7 @@ func TestPoolStatementTimeout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := config.Database{URL: testenv.Schema(t), MaxConns: 1, StatementTimeout: 1500 * time.Millisecond}
-	pool, err := daemon.OpenPool(ctx, db, ops.New(zerolog.Nop()))
+	pool, err := daemon.OpenPool(ctx, db, ops.New(zerolog.Nop()), zerolog.Nop())
 	require.NoError(t, err)
 	defer pool.Close()
 	var got string

@@ -44,6 +44,6 @@ func Start(ctx context.Context, binary string, l config.Log, db config.Database)
 		return b, err
 	}
 	var err error
-	b.Pool, err = OpenPool(ctx, db, b.Ops)
+	b.Pool, err = OpenPool(ctx, db, b.Ops, b.Log)
 	return b, err
 }

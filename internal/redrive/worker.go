@@ -730,6 +730,7 @@ func (w *worker) storer(ctx context.Context) {
 		for i := range b.items {
 			recs[i] = b.items[i].rec
 		}
+		var warned time.Time
 		for attempt := 0; ; attempt++ {
 			cctx, cancel := context.WithTimeout(ctx, callTimeout)
 			_, err := w.e.store.StoreBatch(cctx, recs, nil)
@@ -743,8 +744,10 @@ func (w *worker) storer(ctx context.Context) {
 			}
 			w.stalled.Store("postgres: " + err.Error())
 			w.e.metrics.errors.WithLabelValues(w.route.Name, "store").Inc()
-			if attempt%20 == 0 {
-				w.log.Warn().Err(err).Bool("retriable", store.IsRetriable(err)).Int("records", len(recs)).
+			// The first failure, then at the backoff's cap: each line names the real cause.
+			if time.Since(warned) >= stallCap {
+				warned = time.Now()
+				w.log.Warn().Err(err).Bool("retriable", store.IsRetriable(err)).Int("records", len(recs)).Int("attempt", attempt+1).
 					Msg("cannot store scheduled/parked records; their partitions stall until PostgreSQL answers")
 			}
 			select {

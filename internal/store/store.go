@@ -43,8 +43,14 @@ func WithClock(clock func() time.Time) Option {
 
 // Open connects a pool to connString (a postgres:// URL or DSN; pool_max_conns and the like
 // apply) and checks that the server answers.
+// Its sessions are recycled as NewPool's are.
 func Open(ctx context.Context, connString string, opts ...Option) (*Store, error) {
-	pool, err := pgxpool.New(ctx, connString)
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, interpretError(fmt.Errorf("open pool: %w", err))
+	}
+	s := New(nil, opts...)
+	pool, err := NewPool(ctx, cfg, s.log)
 	if err != nil {
 		return nil, interpretError(fmt.Errorf("open pool: %w", err))
 	}
@@ -52,8 +58,7 @@ func Open(ctx context.Context, connString string, opts ...Option) (*Store, error
 		pool.Close()
 		return nil, interpretError(fmt.Errorf("ping: %w", err))
 	}
-	s := New(pool, opts...)
-	s.owned = true
+	s.pool, s.owned = pool, true
 	return s, nil
 }
 

@@ -1,0 +1,71 @@
+package redrive_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/redrive"
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+)
+
+// A failover to a read-only node and back, at one address: the worker's sessions are cut
+// and the ones it opens again are read-only (default_transaction_read_only set for the
+// database, as on a standby), then new sessions are writable again (promotion) while the
+// pooled ones stay read-only. The worker stalls without committing past anything it
+// could not store, recycles its sessions on SQLSTATE 25006, becomes ready again by
+// itself, the run finishes, and every record is accounted for.
+func TestPostgresReadOnlyRecovers(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	pg := testenv.StartPGServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, store.Migrate(ctx, pg.URL()))
+	st, err := store.Open(ctx, pg.URL())
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	admin, err := pgx.Connect(ctx, pg.URL())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	exec := func(sql string) {
+		t.Helper()
+		_, err := admin.Exec(context.Background(), sql)
+		require.NoError(t, err, sql)
+	}
+
+	bs := testenv.KafkaBootstrap(t)
+	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
+	orders := kafkatest.CreateTopic(t, bs, 2, nil)
+	produce(t, dlq, seedMixed(n, orders, time.Now())...)
+	rc := faultRoute("readonly-", dlq)
+	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 2)
+	run := runInBackground(e, rc.Name)
+	require.Eventually(t, func() bool {
+		got, err := st.Count(context.Background(), store.Filter{})
+		return err == nil && got >= n/50
+	}, 2*time.Minute, 50*time.Millisecond)
+
+	exec("ALTER DATABASE postgres SET default_transaction_read_only = on")
+	exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'postgres' AND pid <> pg_backend_pid()")
+	require.Eventually(t, ready(e, false), time.Minute, 100*time.Millisecond, "ready while PostgreSQL refuses writes")
+	waitOutage(time.Now(), 10*time.Second)
+	exec("ALTER DATABASE postgres RESET default_transaction_read_only")
+
+	select {
+	case err := <-run:
+		require.NoError(t, err, "the run resumes and finishes by itself")
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the run did not finish within 3 minutes of PostgreSQL turning writable")
+	}
+	require.Eventually(t, ready(e, true), time.Minute, 100*time.Millisecond)
+	waitCommitted(t, committedOffsets(t, bs, dlq, rc.Group, 2), watermarks(t, bs, dlq), time.Minute)
+	rep := requireMixedConserved(t, kcfg(t), st, dlq, rc.Group, n)
+	t.Logf("%s", rep)
+}
