@@ -106,11 +106,19 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.submit(c, store.JobRequest{
+	edit, err := replayEdit(&req)
+	if err != nil {
+		return 0, nil, err
+	}
+	jr := store.JobRequest{
 		JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{rec.ID}, TargetTopic: req.TargetTopic,
-			ResetRetry: req.ResetRetry, ConfirmedCount: 1},
+			ResetRetry: req.ResetRetry, ConfirmedCount: 1, Edit: edit},
 		IdempotencyKey: key,
-	})
+	}
+	if edit != nil {
+		jr.Reason = editDiff(&rec, edit)
+	}
+	return s.submit(c, jr)
 }
 
 func idempotencyKey(c *call) (string, error) {

@@ -124,10 +124,13 @@ type Filter struct {
 	StoredTo       *time.Time     `json:"stored_to,omitempty"`
 }
 
-// ReplayRequest is the body of a single replay.
+// ReplayRequest is the body of a single replay. Value and Headers, when given, replace
+// what is sent (an operator's fix); the stored record keeps what was dead-lettered.
 type ReplayRequest struct {
-	TargetTopic string `json:"target_topic,omitempty"`
-	ResetRetry  bool   `json:"reset_retry,omitempty"`
+	TargetTopic string    `json:"target_topic,omitempty"`
+	ResetRetry  bool      `json:"reset_retry,omitempty"`
+	Value       *Bytes    `json:"value,omitempty"`
+	Headers     *[]Header `json:"headers,omitempty"`
 }
 
 // DiscardRequest is the body of a single discard.

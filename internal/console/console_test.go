@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
@@ -184,6 +185,50 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, "replayed", text(t, ctx, "#record-status"))
 		require.Contains(t, text(t, ctx, "#produced"), e.orders)
 		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#replay-form").length`), "a replayed record has no actions")
+	})
+
+	t.Run("EditAndReplay", func(t *testing.T) {
+		const bad, fixed = `{"amount":"12,50"}`, `{"amount": 12.5}`
+		id := e.park("EditOne", e.orders, 1, func(_ int, r *store.NewRecord) {
+			r.Value = []byte(bad)
+			r.Headers = append(r.Headers, store.Header{Key: "currency", Value: []byte("EUR")})
+		})[0]
+		ctx := e.tab(t)
+		e.signIn(t, ctx, operatorToken)
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, id)), chromedp.WaitVisible("#edit"),
+			chromedp.Click("#edit summary"), chromedp.WaitVisible("#edit-value"))
+		require.Equal(t, bad, run(t, ctx, chromedp.Value("#edit-value")))
+		headers := run(t, ctx, chromedp.Value("#edit-headers"))
+		require.Contains(t, headers, "currency: EUR")
+		do(t, ctx, chromedp.Clear("#edit-value"), chromedp.SendKeys("#edit-value", fixed),
+			chromedp.SetValue("#edit-headers", headers+"\nfixed-by: console"))
+		e.shot(t, ctx, "record-edit")
+		do(t, ctx, chromedp.Click("#edit-replay"), chromedp.WaitVisible("#job-status"))
+		waitJobPage(t, ctx, "succeeded")
+
+		var got *kafka.Message
+		for _, m := range jobstest.Consume(t, e.orders, 1, 1) {
+			if string(m.Value) == fixed {
+				got = m
+			}
+		}
+		require.NotNil(t, got, "the edited value is on the topic")
+		hs := map[string]string{}
+		for _, h := range got.Headers {
+			hs[h.Key] = string(h.Value)
+		}
+		require.Equal(t, "console", hs["fixed-by"])
+		require.Equal(t, "EUR", hs["currency"])
+
+		rec, err := e.store.Get(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusReplayed, rec.Status)
+		require.Equal(t, bad, string(rec.Value), "the stored record keeps what was dead-lettered")
+
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/audit"), chromedp.WaitVisible("#audit"))
+		audit := text(t, ctx, "#audit")
+		require.Contains(t, audit, "edited: value 18 bytes sha256:")
+		require.Contains(t, audit, `headers added ["fixed-by"]`)
 	})
 
 	t.Run("Discard", func(t *testing.T) {

@@ -2,9 +2,11 @@ package console
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/store"
@@ -93,6 +95,38 @@ type recordPage struct {
 	Headers        []headerRow
 	ReplayTopics   []string
 	IdempotencyKey string
+	// Edit is the edit-and-replay form's starting point.
+	Edit editForm
+}
+
+// editForm offers a record's value and headers as text to correct before a replay. A
+// value that is not text cannot be edited here (the API takes base64); headers only when
+// every one of them is text.
+type editForm struct {
+	ValueEditable, HeadersEditable bool
+	Value, Headers                 string
+}
+
+func newEditForm(d *api.RecordDetail) editForm {
+	var f editForm
+	if v := decodeBytes(d.Value); printable(v) {
+		f.ValueEditable, f.Value = true, string(v)
+	}
+	f.HeadersEditable = true
+	var lines []string
+	for _, h := range d.Headers {
+		v := decodeBytes(h.Value)
+		if h.Value.Null || !printable([]byte(h.Key)) || !printable(v) || strings.ContainsAny(h.Key+string(v), "\r\n") ||
+			strings.Contains(h.Key, ": ") {
+			f.HeadersEditable = false
+			break
+		}
+		lines = append(lines, h.Key+": "+string(v))
+	}
+	if f.HeadersEditable {
+		f.Headers = strings.Join(lines, "\n")
+	}
+	return f
 }
 
 func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -102,7 +136,8 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 		return
 	}
 	page := recordPage{RecordDetail: d, Key: viewPayload(d.Key), Value: viewPayload(d.Value),
-		Headers: viewHeaders(d.Headers), ReplayTopics: s.cfg.ReplayTopics, IdempotencyKey: randomToken()}
+		Headers: viewHeaders(d.Headers), ReplayTopics: s.cfg.ReplayTopics, IdempotencyKey: randomToken(),
+		Edit: newEditForm(&d)}
 	s.render(w, sess, http.StatusOK, "record", "Record "+strconv.FormatInt(d.Record.ID, 10), "records", page)
 }
 
@@ -110,6 +145,13 @@ func recordPath(r *http.Request) string { return "/ui/records/" + url.PathEscape
 
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, sess *session) {
 	req := api.ReplayRequest{TargetTopic: r.PostFormValue("target_topic"), ResetRetry: r.PostFormValue("reset_retry") == "on"}
+	if r.PostFormValue("edit") == "on" {
+		if err := editRequest(r, &req); err != nil {
+			s.actionDone(w, r, sess, recordPath(r), &apiError{problem: api.Problem{Status: http.StatusBadRequest,
+				Title: "Invalid edit", Detail: err.Error()}}, "")
+			return
+		}
+	}
 	var job api.Job
 	_, err := s.call(r, sess, http.MethodPost, "/v1/records/"+url.PathEscape(r.PathValue("id"))+"/replay", nil, req, &job)
 	to := recordPath(r)
@@ -128,4 +170,28 @@ func (s *Server) discard(w http.ResponseWriter, r *http.Request, sess *session) 
 func (s *Server) retryNow(w http.ResponseWriter, r *http.Request, sess *session) {
 	_, err := s.call(r, sess, http.MethodPost, "/v1/records/"+url.PathEscape(r.PathValue("id"))+"/retry-now", nil, nil, nil)
 	s.actionDone(w, r, sess, recordPath(r), err, "Record due now: the next run redrives it.")
+}
+
+// editRequest adds the edit form's value and headers to a replay. Browsers send a
+// textarea's line breaks as CRLF; they are turned back into LF.
+func editRequest(r *http.Request, req *api.ReplayRequest) error {
+	unCRLF := func(v string) string { return strings.ReplaceAll(v, "\r\n", "\n") }
+	if _, ok := r.PostForm["value"]; ok {
+		req.Value = &api.Bytes{Base64: base64.StdEncoding.EncodeToString([]byte(unCRLF(r.PostFormValue("value"))))}
+	}
+	if _, ok := r.PostForm["headers"]; ok {
+		hs := []api.Header{}
+		for n, line := range strings.Split(unCRLF(r.PostFormValue("headers")), "\n") {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(line, ": ")
+			if !ok {
+				return fmt.Errorf("header line %d: write it as name: value", n+1)
+			}
+			hs = append(hs, api.Header{Key: k, Value: api.Bytes{Base64: base64.StdEncoding.EncodeToString([]byte(v))}})
+		}
+		req.Headers = &hs
+	}
+	return nil
 }

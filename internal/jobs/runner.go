@@ -666,7 +666,25 @@ func (x *execution) produce(p *kafka.Producer, rec *store.Record, reports chan k
 		env.RetryCount = 0
 	}
 	env = env.Replayed(headers.Replay{Actor: x.job.CreatedBy, JobID: strconv.FormatInt(x.job.ID, 10), ReplayID: rec.ReplayID})
+	src := delivery.Source[store.Header]{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: rec.Headers}
+	if e := x.job.Edit; e != nil {
+		src = edited(src, e)
+	}
 	return delivery.Produce(&x.enc, p, reports, delivery.Destination{Topic: topic, Partition: partition},
-		delivery.Source[store.Header]{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: rec.Headers},
-		env, rules.Encode, i)
+		src, env, rules.Encode, i)
+}
+
+// edited is what an operator's edit sends instead of the stored record: the edited value
+// and foreign headers; the envelope still comes from the stored headers.
+func edited(src delivery.Source[store.Header], e *store.Edit) delivery.Source[store.Header] {
+	if e.ValueSet {
+		src.Value = e.Value
+	}
+	if e.HeadersSet {
+		src.Headers = make([]store.Header, len(e.Headers))
+		for i, h := range e.Headers {
+			src.Headers[i] = store.Header(h)
+		}
+	}
+	return src
 }

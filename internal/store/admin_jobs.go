@@ -87,7 +87,7 @@ func (s *Store) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job
 		var err error
 		job, err = scanJob(tx.QueryRow(ctx, sqlSubmitJob, string(req.Kind), req.Filter, req.RecordIDs,
 			req.TargetTopic, req.ResetRetry, req.RatePerSecond, req.ConfirmedCount,
-			actor.Name, actor.RequestID, now, nullIfEmpty(req.IdempotencyKey), topics))
+			actor.Name, actor.RequestID, now, nullIfEmpty(req.IdempotencyKey), topics, req.Edit))
 		if err != nil {
 			return err
 		}
@@ -136,6 +136,8 @@ func validateJobSpec(spec *JobSpec) error {
 		return &ValidationError{Field: "ids", Reason: "empty"}
 	case spec.RatePerSecond < 0:
 		return &ValidationError{Field: "rate_per_second", Reason: "negative"}
+	case spec.Edit != nil && (spec.Kind != JobReplay || len(spec.RecordIDs) != 1):
+		return &ValidationError{Field: "edit", Reason: "only a replay of one record may be edited"}
 	}
 	return nil
 }
@@ -143,7 +145,9 @@ func validateJobSpec(spec *JobSpec) error {
 func sameSpec(a, b JobSpec) bool {
 	fa, _ := json.Marshal(a.Filter)
 	fb, _ := json.Marshal(b.Filter)
-	return a.Kind == b.Kind && string(fa) == string(fb) && slices.Equal(a.RecordIDs, b.RecordIDs) &&
+	ea, _ := json.Marshal(a.Edit)
+	eb, _ := json.Marshal(b.Edit)
+	return a.Kind == b.Kind && string(fa) == string(fb) && string(ea) == string(eb) && slices.Equal(a.RecordIDs, b.RecordIDs) &&
 		a.TargetTopic == b.TargetTopic && a.ResetRetry == b.ResetRetry && a.RatePerSecond == b.RatePerSecond
 }
 
@@ -372,8 +376,8 @@ func (s *Store) ReleaseJob(ctx context.Context, id int64, owner string) error {
 const sqlAsyncCommit = `SET LOCAL synchronous_commit = off`
 
 const sqlSubmitJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
-		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key, topics)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $10, $11, $12)
+		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key, topics, edit)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $10, $11, $12, $13)
 	RETURNING ` + jobColumns
 
 // Orders an actor's submissions until commit, so that its count of active jobs holds.

@@ -41,6 +41,26 @@ type JobSpec struct {
 	RatePerSecond int
 	// ConfirmedCount is the dry-run count the operator confirmed.
 	ConfirmedCount int64
+	// Edit replaces what a single replay sends; nil sends the record as stored.
+	Edit *Edit
+}
+
+// Edit is an operator's correction of one record before its replay. The record's row keeps
+// what was dead-lettered; only the produced record differs.
+type Edit struct {
+	// Value replaces the value when ValueSet (nil: a null value).
+	ValueSet bool   `json:"value_set,omitempty"`
+	Value    []byte `json:"value,omitempty"`
+	// Headers replace the foreign headers when HeadersSet; our own headers are written
+	// from the record's envelope as for any replay.
+	HeadersSet bool         `json:"headers_set,omitempty"`
+	Headers    []EditHeader `json:"headers,omitempty"`
+}
+
+// EditHeader is one header of an Edit (nil Value: a null header value).
+type EditHeader struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value"`
 }
 
 // JobProgress is what a running job reports. Cursor is the last record id it processed:
@@ -212,7 +232,7 @@ func scanJob(row scanner) (Job, error) {
 	)
 	err := row.Scan(&j.ID, &j.Kind, &j.Filter, &j.RecordIDs, &j.TargetTopic, &j.ResetRetry, &j.RatePerSecond,
 		&j.ConfirmedCount, &j.Status, &j.Total, &j.Done, &j.Failed, &j.Cursor, &owner, &leaseUntil,
-		&j.Error, &j.CreatedBy, &j.RequestID, &j.CreatedAt, &started, &j.UpdatedAt, &finished, &j.Topics)
+		&j.Error, &j.CreatedBy, &j.RequestID, &j.CreatedAt, &started, &j.UpdatedAt, &finished, &j.Topics, &j.Edit)
 	j.LeaseOwner, j.LeaseUntil, j.StartedAt, j.FinishedAt = deref(owner), deref(leaseUntil), deref(started), deref(finished)
 	utc(&j.LeaseUntil, &j.CreatedAt, &j.StartedAt, &j.UpdatedAt, &j.FinishedAt)
 	return j, err

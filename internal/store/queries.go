@@ -139,7 +139,7 @@ const sqlListLedger = `SELECT run_id, dlq_topic, dlq_partition, from_offset, to_
 
 const jobColumns = `id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 	confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
-	error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics`
+	error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit`
 
 const sqlCreateJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at)
