@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -224,4 +225,25 @@ func (e *env) count(f store.Filter) int64 {
 	n, err := e.store.Count(context.Background(), f)
 	require.NoError(e.t, err)
 	return n
+}
+
+// consume reads topic (one partition) from the beginning until it has seen want records
+// that match, and returns them; it fails the test after a minute.
+func (e *env) consume(t *testing.T, topic string, want int, match func(*kafka.Message) bool) []*kafka.Message {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": testenv.KafkaBootstrap(t),
+		"group.id": testenv.UniqueName("console-"), "enable.auto.commit": false})
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: 0, Offset: kafka.OffsetBeginning}}))
+	var out []*kafka.Message
+	deadline := time.Now().Add(time.Minute)
+	for len(out) < want {
+		require.True(t, time.Now().Before(deadline), "found %d of %d records on %s", len(out), want, topic)
+		m, err := c.ReadMessage(time.Second)
+		if err == nil && match(m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
