@@ -18,6 +18,14 @@ help: ## Show this help
 build: ## Build both binaries into bin/
 	go build -o bin/ ./cmd/...
 
+.PHONY: static
+static: ## Build the static binaries the container image ships into bin/static/ (musl; installs musl-tools)
+	scripts/build-static.sh bin/static
+
+.PHONY: image
+image: ## Build the container image dlq:dev (needs a container engine: docker or podman)
+	$$(command -v docker || command -v podman) build -t dlq:dev .
+
 .PHONY: up
 up: ## Start the local Kafka + PostgreSQL stack (installs what is missing)
 	$(STACK) up

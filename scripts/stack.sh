@@ -7,6 +7,7 @@
 #   scripts/stack.sh status  say what runs
 #   scripts/stack.sh env     print the export lines for the tests and binaries
 #   scripts/stack.sh browser install Chromium for the console's browser tests when missing
+#   scripts/stack.sh need COMMAND:PACKAGE...   install each Debian package whose command is missing
 #
 # When KAFKA_BOOTSTRAP_SERVERS or DATABASE_URL is already set, that service is taken
 # as given and nothing is started for it.
@@ -35,11 +36,12 @@ apt_install() {
   [ "$(id -u)" = 0 ] || die "missing $*; install it (Debian: apt-get install $*)"
   if [ -z "$apt_updated" ]; then
     log "apt-get update"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get update -o DPkg::Lock::Timeout=600 -qq >/dev/null
     apt_updated=1
   fi
   log "apt-get install $*"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  # Another install may hold the lock for a while (a browser is large): wait for it.
+  DEBIAN_FRONTEND=noninteractive apt-get install -o DPkg::Lock::Timeout=600 -y -qq "$@" >/dev/null
 }
 
 pg_bindir() {
@@ -54,6 +56,14 @@ ensure_pg_binaries() {
   pg_bindir >/dev/null || apt_install postgresql-15 || apt_install postgresql
   pg_bindir >/dev/null || die "PostgreSQL server binaries not found"
   command -v psql >/dev/null || apt_install postgresql-client
+}
+
+# need musl-gcc:musl-tools promtool:prometheus ...: the build and test tools beside the stack.
+need() {
+  local spec
+  for spec in "$@"; do
+    command -v "${spec%%:*}" >/dev/null || apt_install "${spec##*:}"
+  done
 }
 
 ensure_java() {
@@ -243,5 +253,6 @@ case "${1:-}" in
     ;;
   topics) shift; topics "$@" ;;
   browser) ensure_chromium ;;
-  *) echo "usage: $0 up|down|status|env|browser|topics NAME:PARTITIONS...|kafka-stop|kafka-start|pg-stop|pg-start" >&2; exit 2 ;;
+  need) shift; need "$@" ;;
+  *) echo "usage: $0 up|down|status|env|browser|topics NAME:PARTITIONS...|need COMMAND:PACKAGE...|kafka-stop|kafka-start|pg-stop|pg-start" >&2; exit 2 ;;
 esac

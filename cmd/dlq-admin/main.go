@@ -16,6 +16,7 @@ import (
 	"github.com/dlqops/dlq/internal/console"
 	"github.com/dlqops/dlq/internal/daemon"
 	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/version"
 )
 
 const envPrefix = "DLQ_ADMIN_"
@@ -35,7 +36,9 @@ func newRoot(cf *clientFlags) *cobra.Command {
 		Short:         "Review, replay and discard parked dead-letter records",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String("dlq-admin"),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", "", "YAML configuration file (environment: "+envPrefix+"<KEY>)")
 	load := func() (*config.Admin, error) {
 		var cfg config.Admin

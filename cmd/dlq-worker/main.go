@@ -19,6 +19,7 @@ import (
 	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/redrive/audit"
 	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/version"
 )
 
 const envPrefix = "DLQ_WORKER_"
@@ -30,7 +31,9 @@ func main() {
 		Short:         "Re-drive dead-lettered Kafka records and park the ones that need a human",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       workerVersion(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", "", "YAML configuration file (environment: "+envPrefix+"<KEY>)")
 	load := func() (*config.Worker, error) {
 		var cfg config.Worker
@@ -133,6 +136,12 @@ func auditCommand(load func() (*config.Worker, error)) *cobra.Command {
 	_ = cmd.MarkFlagRequired("topic")
 	_ = cmd.MarkFlagRequired("group")
 	return cmd
+}
+
+// workerVersion adds the librdkafka linked in (and how: static musl in the image) to the build.
+func workerVersion() string {
+	_, rdkafka := kafka.LibraryVersion()
+	return fmt.Sprintf("%s, librdkafka %s (%s)", version.String("dlq-worker"), rdkafka, kafka.LibrdkafkaLinkInfo)
 }
 
 func ptr[T any](v T) *T { return &v }

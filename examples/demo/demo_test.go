@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,17 +17,27 @@ import (
 // downstream is down dead-letters every order, the worker re-drives them, poison orders
 // are parked after max_retries, an operator replays them through the admin API once the
 // bug is fixed, and every order ends up processed; the worker's audit agrees. run fails
-// on any missing order or audit finding.
+// on any missing order or audit finding. dlq-worker and dlq-admin are the static binaries
+// the container image ships, built by the same script as the Dockerfile.
 func TestWholeLoopConserves(t *testing.T) {
 	testenv.KafkaBootstrap(t)
 	testenv.DatabaseURL(t)
 	bin := t.TempDir()
-	for _, pkg := range []string{"../../cmd/dlq-worker", "../../cmd/dlq-admin", "../orders-service"} {
-		out, err := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), pkg).CombinedOutput()
-		require.NoError(t, err, "go build %s: %s", pkg, out)
+	out, err := exec.Command("../../scripts/build-static.sh", bin).CombinedOutput()
+	require.NoError(t, err, "scripts/build-static.sh: %s", out)
+	for _, name := range []string{"dlq-worker", "dlq-admin"} {
+		requireStatic(t, filepath.Join(bin, name))
 	}
+	version, err := exec.Command(filepath.Join(bin, "dlq-worker"), "--version").CombinedOutput()
+	require.NoError(t, err, "%s", version)
+	require.Contains(t, string(version), "(static musl_linux_", "the image's worker links the musl librdkafka")
+	version, err = exec.Command(filepath.Join(bin, "dlq-admin"), "--version").CombinedOutput()
+	require.NoError(t, err, "%s", version)
+	require.Regexp(t, `^dlq-admin \S+.*, go1\.\d+`, string(version))
+	out, err = exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "../orders-service").CombinedOutput()
+	require.NoError(t, err, "go build orders-service: %s", out)
 	dir := t.TempDir()
-	err := run(options{
+	err = run(options{
 		orders: 600, poisonEvery: 60, downFor: 5 * time.Second, timeout: 5 * time.Minute,
 		dir: dir, bin: bin, schedule: "* * * * * *", backoff: "{base: 500ms, factor: 2, cap: 2s, jitter: 0}",
 	})
@@ -38,6 +49,21 @@ func TestWholeLoopConserves(t *testing.T) {
 		}
 	}
 	require.NoError(t, err)
+}
+
+// requireStatic fails unless path is an ELF executable that needs no dynamic loader and no
+// shared library, so it runs on an image without a libc.
+func requireStatic(t *testing.T, path string) {
+	t.Helper()
+	f, err := elf.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	for _, p := range f.Progs {
+		require.NotEqual(t, elf.PT_INTERP, p.Type, "%s asks for a dynamic loader", path)
+	}
+	libs, err := f.ImportedLibraries()
+	require.NoError(t, err)
+	require.Empty(t, libs, "%s needs shared libraries", path)
 }
 
 func tail(b []byte, n int) []byte {
