@@ -47,6 +47,16 @@ func New(log zerolog.Logger) *Server {
 		log:      log.With().Str("component", "ops").Logger(),
 		checks:   map[string]Check{},
 	}
+	// Readiness as a series too, so an alert sees a pod that runs but cannot work.
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "dlq_ready",
+		Help: "1 when every readiness check passes (as /readyz answers 200), else 0; checked at each scrape.",
+	}, func() float64 {
+		if len(s.Ready(context.Background())) > 0 {
+			return 0
+		}
+		return 1
+	}))
 	s.Mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
