@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/dlqops/dlq/internal/config"
@@ -18,6 +20,7 @@ import (
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/redrive/audit"
+	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/version"
 )
@@ -90,6 +93,9 @@ func run(ctx context.Context, cfg *config.Worker) error {
 		return err
 	}
 	srv.AddCheck("redrive", engine.Ready)
+	if err := registerScheduleIntervals(srv.Registry, cfg.Routes); err != nil {
+		return err
+	}
 	// Operator jobs (replay/discard requested through dlq-admin) run here too.
 	host, _ := os.Hostname()
 	runner, err := jobs.New(jobs.Config{
@@ -136,6 +142,23 @@ func auditCommand(load func() (*config.Worker, error)) *cobra.Command {
 	_ = cmd.MarkFlagRequired("topic")
 	_ = cmd.MarkFlagRequired("group")
 	return cmd
+}
+
+// registerScheduleIntervals exports each route's longest gap between cron ticks, so an
+// alert can say "no successful run for 3 schedule periods" whatever the schedule.
+func registerScheduleIntervals(reg prometheus.Registerer, rcs []routes.Config) error {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dlq_worker_schedule_interval_seconds",
+		Help: "The longest gap between two runs of the route's cron schedule.",
+	}, []string{"route"})
+	for _, rc := range rcs {
+		d, err := routes.Interval(rc.Schedule, time.Now())
+		if err != nil {
+			return fmt.Errorf("routes[%s].schedule: %w", rc.Name, err)
+		}
+		g.WithLabelValues(rc.Name).Set(d.Seconds())
+	}
+	return reg.Register(g)
 }
 
 // workerVersion adds the librdkafka linked in (and how: static musl in the image) to the build.
