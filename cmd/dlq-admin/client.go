@@ -70,8 +70,13 @@ type filterFlags struct {
 	dlqTopic, originalTopic, errorClass, errorContains, route, key string
 }
 
-func (ff *filterFlags) add(cmd *cobra.Command) {
+func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
 	fl := cmd.Flags()
+	defer func() {
+		_ = cmd.RegisterFlagCompletionFunc("status", completeWords(store.Statuses))
+		_ = cmd.RegisterFlagCompletionFunc("park-reason", completeWords(store.Reasons))
+		_ = cmd.RegisterFlagCompletionFunc("route", f.completeRoutes)
+	}()
 	fl.StringSliceVar(&ff.statuses, "status", nil, "statuses (parked, scheduled, replaying, replayed, discarded, redriven)")
 	fl.StringSliceVar(&ff.reasons, "park-reason", nil, "why records were parked or scheduled (exhausted, unroutable, backoff, ...)")
 	fl.StringVar(&ff.dlqTopic, "dlq-topic", "", "DLQ topic")
@@ -132,8 +137,41 @@ func parseID(s string) (int64, error) {
 	return id, nil
 }
 
+// errorText is "class: message", without a dangling ": " when either is missing.
+func errorText(class, msg string) string {
+	switch {
+	case class == "":
+		return msg
+	case msg == "":
+		return class
+	}
+	return class + ": " + msg
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// origin is topic/partition/offset as far as the headers told.
+func origin(o api.Origin) string {
+	if o.Topic == "" {
+		return "- (unknown: no original topic in the headers)"
+	}
+	out := o.Topic
+	if o.Partition != nil {
+		out += "/" + strconv.FormatInt(int64(*o.Partition), 10)
+		if o.Offset != nil {
+			out += "/" + strconv.FormatInt(*o.Offset, 10)
+		}
+	}
+	return out
+}
+
 func ts(t *time.Time) string {
-	if t == nil {
+	if t == nil || t.IsZero() {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
@@ -147,6 +185,7 @@ func clientCommands(root *cobra.Command, f *clientFlags) {
 	pf.StringVarP(&f.output, "output", "o", "table", "table or json")
 	root.AddCommand(listCommand(f), showCommand(f), replayCommand(f), discardCommand(f), bulkCommand(f),
 		jobsCommand(f), statsCommand(f), tokenCommand())
+	root.AddCommand(operateCommands(f)...)
 }
 
 func listCommand(f *clientFlags) *cobra.Command {
@@ -175,7 +214,7 @@ func listCommand(f *clientFlags) *cobra.Command {
 				fmt.Fprintln(w, "ID\tSTATUS\tREASON\tORIGINAL TOPIC\tRETRIES\tERROR\tSTORED")
 				for _, r := range page.Records {
 					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Status, r.Reason, r.Original.Topic,
-						r.RetryCount, truncate(r.ErrorClass+": "+r.ErrorMessage, 60), ts(&r.StoredAt))
+						r.RetryCount, truncate(errorText(r.ErrorClass, r.ErrorMessage), 60), ts(&r.StoredAt))
 				}
 				if page.NextCursor != "" {
 					fmt.Fprintf(w, "next page: --cursor %s\n", page.NextCursor)
@@ -183,7 +222,7 @@ func listCommand(f *clientFlags) *cobra.Command {
 			})
 		},
 	}
-	ff.add(cmd)
+	ff.add(cmd, f)
 	cmd.Flags().StringVar(&cursor, "cursor", "", "the next_cursor of the previous page")
 	cmd.Flags().IntVar(&limit, "limit", 50, "records per page (at most 500)")
 	return cmd
@@ -212,9 +251,21 @@ func showCommand(f *clientFlags) *cobra.Command {
 			}
 			return f.print(cmd.OutOrStdout(), d, func(w *tabwriter.Writer) {
 				r := d.Record
-				fmt.Fprintf(w, "id\t%d\nstatus\t%s (%s)\ndlq\t%s/%d/%d\noriginal\t%s\nretries\t%d\nerror\t%s: %s\nstored\t%s\n",
-					r.ID, r.Status, r.Reason, r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, r.Original.Topic,
-					r.RetryCount, r.ErrorClass, r.ErrorMessage, ts(&r.StoredAt))
+				status := string(r.Status)
+				if r.Reason != "" {
+					status += " (" + string(r.Reason) + ")"
+				}
+				fmt.Fprintf(w, "id\t%d\nstatus\t%s\nroute\t%s\ndlq\t%s/%d/%d\noriginal\t%s\nretries\t%d\nerror\t%s\n",
+					r.ID, status, dash(r.Route), r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, origin(r.Original),
+					r.RetryCount, dash(errorText(r.ErrorClass, r.ErrorMessage)))
+				fmt.Fprintf(w, "due\t%s\ntimestamp\t%s\nstored\t%s\nchanged\t%s by %s\n",
+					ts(r.DueAt), ts(&r.Timestamp), ts(&r.StoredAt), ts(&r.ChangedAt), dash(r.ChangedBy))
+				if r.Produced != nil {
+					fmt.Fprintf(w, "produced\t%s/%d/%d\n", r.Produced.Topic, r.Produced.Partition, r.Produced.Offset)
+				}
+				if r.JobID != 0 {
+					fmt.Fprintf(w, "job\t%d\n", r.JobID)
+				}
 				fmt.Fprintf(w, "key\t%s\nvalue\t%s\n", preview(d.Key), preview(d.Value))
 				for _, h := range d.Headers {
 					fmt.Fprintf(w, "header %s\t%s\n", h.Key, preview(h.Value))
@@ -323,10 +374,9 @@ func bulkCommand(f *clientFlags) *cobra.Command {
 					return err
 				}
 				if !detach {
-					job, err = c.WaitJob(ctx, job.ID, 500*time.Millisecond, func(j api.Job) {
-						fmt.Fprintf(cmd.ErrOrStderr(), "\rjob %d %-9s %d/%d done, %d failed", j.ID, j.Status, j.Done, j.Total, j.Failed)
-					})
-					fmt.Fprintln(cmd.ErrOrStderr())
+					p := newProgress(cmd.ErrOrStderr(), time.Now)
+					job, err = c.WaitJob(ctx, job.ID, 500*time.Millisecond, p.update)
+					p.done()
 					if err != nil {
 						return err
 					}
@@ -334,7 +384,7 @@ func bulkCommand(f *clientFlags) *cobra.Command {
 				return printJobs(f, out, job)
 			},
 		}
-		ff.add(sub)
+		ff.add(sub, f)
 		fl := sub.Flags()
 		fl.Int64SliceVar(&req.IDs, "ids", nil, "record ids (instead of a filter)")
 		fl.BoolVar(&yes, "yes", false, "confirm the dry run's count and run the job")

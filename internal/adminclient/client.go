@@ -166,3 +166,41 @@ func (c *Client) WaitJob(ctx context.Context, id int64, interval time.Duration, 
 		}
 	}
 }
+
+// RetryNow makes a scheduled record due now.
+func (c *Client) RetryNow(ctx context.Context, id int64) (api.Record, error) {
+	var out api.Record
+	return out, c.do(ctx, "POST", fmt.Sprintf("/v1/records/%d/retry-now", id), nil, &out)
+}
+
+// Routes lists the route controls.
+func (c *Client) Routes(ctx context.Context) (api.RouteList, error) {
+	var out api.RouteList
+	return out, c.do(ctx, "GET", "/v1/routes", nil, &out)
+}
+
+// RouteAction pauses, resumes or runs a route now: action is "pause", "resume" or "run".
+func (c *Client) RouteAction(ctx context.Context, route, action string) (api.RouteControl, error) {
+	var out api.RouteControl
+	return out, c.do(ctx, "POST", "/v1/routes/"+url.PathEscape(route)+"/"+action, nil, &out)
+}
+
+// Runs lists recent redrive runs with their ledger, of one route when route is not empty.
+func (c *Client) Runs(ctx context.Context, route string, limit int) (api.RunList, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if route != "" {
+		q.Set("route", route)
+	}
+	var out api.RunList
+	return out, c.do(ctx, "GET", "/v1/runs?"+q.Encode(), nil, &out)
+}
+
+// Audit lists audit entries below id before (0 for the newest).
+func (c *Client) Audit(ctx context.Context, before int64, limit int) (api.AuditList, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if before > 0 {
+		q.Set("before", strconv.FormatInt(before, 10))
+	}
+	var out api.AuditList
+	return out, c.do(ctx, "GET", "/v1/audit?"+q.Encode(), nil, &out)
+}

@@ -20,6 +20,9 @@ const (
 	StatusDiscarded Status = "discarded"
 )
 
+// Statuses lists every Status.
+var Statuses = []Status{StatusScheduled, StatusRedriven, StatusParked, StatusReplaying, StatusReplayed, StatusDiscarded}
+
 // Reason says why a record was scheduled or parked.
 type Reason string
 
@@ -35,6 +38,10 @@ const (
 	ReasonTargetNotAllowed Reason = "target_not_allowed"
 	ReasonManual           Reason = "manual"
 )
+
+// Reasons lists every Reason.
+var Reasons = []Reason{ReasonBackoff, ReasonExhausted, ReasonUnroutable, ReasonInvalidRetryCount, ReasonTooLarge,
+	ReasonUnknownTopic, ReasonUnauthorized, ReasonTargetNotAllowed, ReasonManual}
 
 // Coordinates name one record in a topic.
 type Coordinates struct {
