@@ -76,6 +76,10 @@ dev: up build ## Stack up, demo topics, migrations, both binaries running with c
 	done
 	@scripts/dev-guide.sh
 
+.PHONY: fail
+fail: ## Make records fail now on `make dev`'s stack: redriven, parked exhausted and unroutable, then how to watch and replay
+	$(WITH_STACK) go run ./examples/fail
+
 .PHONY: demo
 demo: up build ## The whole loop: service → DLQ → worker → park → admin replay, with a conservation report
 	go build -o bin/ ./examples/orders-service

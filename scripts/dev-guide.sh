@@ -21,6 +21,9 @@ The local stack is up.
   console     http://127.0.0.1:8080/ui/   sign in with the token dev-operator-token
               (dev-viewer-token reads only; dev-admin-token also runs bulk jobs)
 
+Make something fail and watch it:
+  make fail        # dead letters on orders.dlq: some redriven after backoff, some parked; prints what to run next
+
 Try:
   curl -s 127.0.0.1:9464/readyz; echo                        # worker readiness (PostgreSQL, Kafka, routes)
   curl -s -H "Authorization: Bearer dev-viewer-token" 127.0.0.1:8080/v1/routes; echo
