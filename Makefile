@@ -38,8 +38,17 @@ status: ## Say what runs
 .PHONY: test
 test: up ## Run the whole test suite against the real stack (screenshots: .cache/test-output/)
 	$(STACK) browser
+	$(STACK) need musl-gcc:musl-tools promtool:prometheus
 	mkdir -p .cache/test-output
 	$(WITH_STACK) go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) test-deploy
+
+.PHONY: test-deploy
+# deploy/ is a module of its own (Helm's and Kubernetes' dependencies stay out of the main
+# module); -mod=mod follows the main module's requirements as they change.
+test-deploy: up ## Test the Helm chart, the alert rules and the dashboard (deploy/)
+	$(STACK) need promtool:prometheus
+	$(WITH_STACK) cd deploy && go test -mod=mod $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
 # -p 1: one package's benchmarks at a time, or two packages share the two cores and the

@@ -1,0 +1,300 @@
+// Package deploy holds what a platform team deploys dlq with (the Helm chart, alert rules,
+// a dashboard) and the tests that check them offline. It is a module of its own so that
+// Helm's and Kubernetes' dependencies stay out of the main module, which services import
+// for the deadletter package.
+package deploy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dlqops/dlq/internal/config"
+)
+
+const chartDir = "helm/dlq"
+
+// minimal is the least a release needs: a database, a broker, a route and a token.
+func minimal() map[string]any {
+	return map[string]any{
+		"database": map[string]any{"url": "postgres://dlq:secret@db:5432/dlq"},
+		"kafka":    map[string]any{"bootstrapServers": "kafka-0:9092,kafka-1:9092"},
+		"worker": map[string]any{"config": map[string]any{"routes": []any{
+			map[string]any{"name": "orders", "topics": []any{"orders.dlq"}, "schedule": "@every 5m", "max_retries": 5},
+		}}},
+		"admin": map[string]any{"config": map[string]any{"tokens": []any{
+			map[string]any{"name": "ops", "role": "operator", "sha256": strings.Repeat("ab", 32)},
+		}, "replay_topics": []any{"orders"}}, "allowInsecure": true},
+	}
+}
+
+// with returns minimal() with the dotted path set to v.
+func with(kv ...any) map[string]any {
+	vals := minimal()
+	for i := 0; i < len(kv); i += 2 {
+		m := vals
+		keys := strings.Split(kv[i].(string), ".")
+		for _, k := range keys[:len(keys)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[k] = next
+			}
+			m = next
+		}
+		m[keys[len(keys)-1]] = kv[i+1]
+	}
+	return vals
+}
+
+// The matrix every check runs over; kinds lists the objects each case must render.
+var matrix = []struct {
+	name   string
+	values map[string]any
+	kinds  []string
+}{
+	{"minimal", minimal(), []string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service"}},
+	{"service monitor", with("serviceMonitor.enabled", true, "serviceMonitor.labels", map[string]any{"release": "kube-prometheus"}),
+		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "ServiceMonitor"}},
+	{"existing secret", with("database.url", "", "database.existingSecret", "dlq-credentials", "admin.config.tokens", []any{}),
+		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Service", "Service"}},
+	{"worker only", with("admin.enabled", false, "admin.config.tokens", []any{}),
+		[]string{"ConfigMap", "Deployment", "PodDisruptionBudget", "Secret", "Service"}},
+	{"admin only, no PDBs", with("worker.enabled", false, "worker.config.routes", []any{}, "kafka.bootstrapServers", "",
+		"admin.podDisruptionBudget.enabled", false, "worker.podDisruptionBudget.enabled", false),
+		[]string{"Deployment", "Secret", "Service"}},
+	{"scaled, migrations by hand, pull secret", with("worker.replicas", 3, "admin.replicas", 3, "database.migrateOnStart", false,
+		"imagePullSecrets", []any{map[string]any{"name": "registry"}}, "image.tag", "1.2.3",
+		"worker.config.kafka", map[string]any{"extra": map[string]any{"security.protocol": "SSL"}},
+		"worker.nodeSelector", map[string]any{"pool": "dlq"}, "admin.service.type", "LoadBalancer",
+		"admin.allowInsecure", false, "admin.tls.secretName", "dlq-admin-tls"),
+		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service"}},
+}
+
+func TestChartLints(t *testing.T) {
+	for _, tc := range matrix {
+		t.Run(tc.name, func(t *testing.T) {
+			l := lint.AllWithKubeVersion(chartDir, tc.values, "dlq", nil)
+			for _, m := range l.Messages {
+				require.Less(t, m.Severity, support.WarningSev, "helm lint: %s", m)
+			}
+		})
+	}
+}
+
+// The chart refuses a release that could not work, naming what is missing.
+func TestChartRefusesIncompleteValues(t *testing.T) {
+	for _, tc := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{with("database.url", ""), "database.url is required"},
+		{with("kafka.bootstrapServers", ""), "kafka.bootstrapServers is required"},
+		{with("worker.config.routes", []any{}), "worker.config.routes: at least one route"},
+		{with("admin.config.tokens", []any{}), "admin.config.tokens: at least one token"},
+		{with("admin.allowInsecure", false), "set admin.tls.secretName, or admin.allowInsecure"},
+	} {
+		_, err := render(t, tc.values)
+		require.ErrorContains(t, err, tc.want)
+	}
+}
+
+func TestChartRendersValidObjects(t *testing.T) {
+	for _, tc := range matrix {
+		t.Run(tc.name, func(t *testing.T) {
+			manifest, err := render(t, tc.values)
+			require.NoError(t, err)
+			objs := decodeStrict(t, manifest)
+			var kinds []string
+			for _, o := range objs {
+				kinds = append(kinds, o.kind)
+			}
+			sort.Strings(kinds)
+			require.Equal(t, tc.kinds, kinds)
+			checkRelease(t, tc.values, objs)
+		})
+	}
+}
+
+type object struct {
+	kind string
+	obj  any
+}
+
+// render is `helm template` of the chart with values.
+func render(t *testing.T, values map[string]any) (string, error) {
+	t.Helper()
+	chrt, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.Replace = true, true, true
+	install.ReleaseName, install.Namespace = "dlq", "dlq"
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.31.0", Major: "1", Minor: "31"}
+	install.APIVersions = chartutil.VersionSet{"monitoring.coreos.com/v1/ServiceMonitor"}
+	rel, err := install.Run(chrt, values)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// decodeStrict decodes every document into its Kubernetes API type, refusing unknown
+// fields, so a misspelt or misplaced key fails here rather than in a cluster.
+func decodeStrict(t *testing.T, manifest string) []object {
+	t.Helper()
+	var out []object
+	for _, doc := range strings.Split(manifest, "\n---") {
+		if strings.TrimSpace(strings.TrimPrefix(doc, "---")) == "" {
+			continue
+		}
+		var head struct{ APIVersion, Kind string }
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &head))
+		var obj any
+		switch head.APIVersion + "/" + head.Kind {
+		case "v1/ConfigMap":
+			obj = &corev1.ConfigMap{}
+		case "v1/Secret":
+			obj = &corev1.Secret{}
+		case "v1/Service":
+			obj = &corev1.Service{}
+		case "apps/v1/Deployment":
+			obj = &appsv1.Deployment{}
+		case "policy/v1/PodDisruptionBudget":
+			obj = &policyv1.PodDisruptionBudget{}
+		case "monitoring.coreos.com/v1/ServiceMonitor":
+			obj = &monitoringv1.ServiceMonitor{}
+		default:
+			t.Fatalf("unexpected object %s/%s:\n%s", head.APIVersion, head.Kind, doc)
+		}
+		raw, err := yaml.YAMLToJSON([]byte(doc))
+		require.NoError(t, err)
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(obj), "%s:\n%s", head.Kind, doc)
+		out = append(out, object{head.Kind, obj})
+	}
+	return out
+}
+
+// checkRelease checks that the objects fit together and that each binary accepts its
+// rendered configuration, loaded and validated by the binaries' own loader.
+func checkRelease(t *testing.T, values map[string]any, objs []object) {
+	var cm *corev1.ConfigMap
+	var secret *corev1.Secret
+	var services []*corev1.Service
+	var deployments []*appsv1.Deployment
+	for _, o := range objs {
+		switch v := o.obj.(type) {
+		case *corev1.ConfigMap:
+			cm = v
+		case *corev1.Secret:
+			secret = v
+		case *corev1.Service:
+			services = append(services, v)
+		case *appsv1.Deployment:
+			deployments = append(deployments, v)
+		}
+	}
+	for _, d := range deployments {
+		pod := d.Spec.Template
+		require.True(t, matches(d.Spec.Selector.MatchLabels, pod.Labels), "%s selects its pods", d.Name)
+		require.True(t, *pod.Spec.SecurityContext.RunAsNonRoot, "%s runs as non-root", d.Name)
+		c := pod.Spec.Containers[0]
+		require.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
+		require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+		require.False(t, c.Resources.Requests.Memory().IsZero(), "%s requests memory", d.Name)
+		require.False(t, c.Resources.Limits.Memory().IsZero(), "%s has a memory limit", d.Name)
+		require.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
+		require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+		require.Equal(t, "http", c.ReadinessProbe.HTTPGet.Port.StrVal)
+		require.Equal(t, "http", c.Ports[0].Name)
+		binary, cfgPath := c.Args[0], c.Args[3]
+		require.Equal(t, "DATABASE_URL", c.Env[0].Name)
+		var cfgYAML string
+		switch binary {
+		case "dlq-worker":
+			require.Equal(t, []string{"dlq-worker", "run", "--config", "/etc/dlq/worker.yaml"}, c.Args)
+			cfgYAML = cm.Data["worker.yaml"]
+			var cfg config.Worker
+			loadConfig(t, cfgYAML, "DLQ_WORKER_", &cfg)
+			require.Equal(t, fmt.Sprintf(":%d", c.Ports[0].ContainerPort), cfg.HTTP.Listen, "the probes reach the port the worker listens on")
+			require.Equal(t, "orders", cfg.Routes[0].Name)
+			require.Equal(t, "KAFKA_BOOTSTRAP_SERVERS", c.Env[1].Name)
+			require.Equal(t, values["kafka"].(map[string]any)["bootstrapServers"], c.Env[1].Value)
+		case "dlq-admin":
+			require.Equal(t, []string{"dlq-admin", "serve", "--config", "/etc/dlq/admin.yaml"}, c.Args)
+			if secret == nil { // an existing secret holds it
+				continue
+			}
+			cfgYAML = secret.StringData["admin.yaml"]
+			var cfg config.Admin
+			loadConfig(t, cfgYAML, "DLQ_ADMIN_", &cfg)
+			require.Equal(t, fmt.Sprintf(":%d", c.Ports[0].ContainerPort), cfg.HTTP.Listen, "the probes reach the port the API listens on")
+			require.Len(t, cfg.Tokens, 1)
+			if cfg.HTTP.TLSCertFile != "" {
+				require.Equal(t, corev1.URISchemeHTTPS, c.ReadinessProbe.HTTPGet.Scheme, "the probes speak TLS to a TLS listener")
+				require.Equal(t, corev1.URISchemeHTTPS, c.LivenessProbe.HTTPGet.Scheme)
+				require.Equal(t, "/etc/dlq/tls/tls.crt", cfg.HTTP.TLSCertFile)
+				require.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: "/etc/dlq/tls", ReadOnly: true})
+			} else {
+				require.True(t, cfg.HTTP.AllowInsecure)
+			}
+		default:
+			t.Fatalf("%s runs %q", d.Name, binary)
+		}
+		require.Equal(t, filepath.Base(cfgPath), volumeItem(pod.Spec.Volumes[0]), "the configuration is mounted where the binary reads it")
+		var served bool
+		for _, s := range services {
+			served = served || (matches(s.Spec.Selector, pod.Labels) && s.Spec.Ports[0].TargetPort.StrVal == "http")
+		}
+		require.True(t, served, "a Service selects %s's pods", d.Name)
+	}
+	if secret != nil {
+		require.Equal(t, values["database"].(map[string]any)["url"], secret.StringData["database-url"])
+	}
+}
+
+// volumeItem is the file name a ConfigMap or Secret volume mounts.
+func volumeItem(v corev1.Volume) string {
+	if v.Secret != nil {
+		return v.Secret.Items[0].Path
+	}
+	return v.ConfigMap.Items[0].Path
+}
+
+func matches(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
+}
+
+// loadConfig writes raw to a file and loads it as the binary would, with a database URL.
+func loadConfig(t *testing.T, raw, prefix string, dst config.Validatable) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(raw), 0o600))
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv(prefix+"DATABASE_URL", "postgres://dlq@db/dlq")
+	t.Setenv(prefix+"KAFKA_BOOTSTRAP_SERVERS", "kafka:9092")
+	require.NoError(t, config.Load(path, prefix, dst), "the binary refuses the rendered configuration:\n%s", raw)
+}
