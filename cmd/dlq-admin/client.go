@@ -407,9 +407,9 @@ func printJobs(f *clientFlags, w io.Writer, jobs ...api.Job) error {
 		v = jobs[0]
 	}
 	return f.print(w, v, func(tw *tabwriter.Writer) {
-		fmt.Fprintln(tw, "JOB\tKIND\tSTATUS\tDONE\tFAILED\tTOTAL\tBY\tCREATED\tERROR")
+		fmt.Fprintln(tw, "JOB\tKIND\tSTATUS\tDONE\tFAILED\tSKIPPED\tTOTAL\tBY\tCREATED\tERROR")
 		for _, j := range jobs {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", j.ID, j.Kind, j.Status, j.Done, j.Failed, j.Total,
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", j.ID, j.Kind, j.Status, j.Done, j.Failed, j.Skipped, j.Total,
 				j.CreatedBy, ts(&j.CreatedAt), truncate(j.Error, 80))
 		}
 	})

@@ -170,6 +170,7 @@ type Job struct {
 	Total          int64           `json:"total"`
 	Done           int64           `json:"done"`
 	Failed         int64           `json:"failed"`
+	Skipped        int64           `json:"skipped"`
 	Error          string          `json:"error,omitempty"`
 	CreatedBy      string          `json:"created_by"`
 	CreatedAt      time.Time       `json:"created_at"`
@@ -368,7 +369,7 @@ func toJob(j *store.Job) Job {
 	return Job{
 		ID: j.ID, Kind: j.Kind, Status: j.Status, IDs: j.RecordIDs, Filter: toFilter(j.Filter),
 		TargetTopic: j.TargetTopic, ResetRetry: j.ResetRetry, RatePerSecond: j.RatePerSecond,
-		ConfirmedCount: j.ConfirmedCount, Total: j.Total, Done: j.Done, Failed: j.Failed, Error: j.Error,
+		ConfirmedCount: j.ConfirmedCount, Total: j.Total, Done: j.Done, Failed: j.Failed, Skipped: j.Skipped, Error: j.Error,
 		CreatedBy: j.CreatedBy, CreatedAt: j.CreatedAt, StartedAt: optTime(j.StartedAt), UpdatedAt: j.UpdatedAt,
 		FinishedAt: optTime(j.FinishedAt),
 	}

@@ -321,3 +321,47 @@ func TestSingleReplayNotBehindBulkJobs(t *testing.T) {
 		require.Equal(t, store.JobRunning, j.Status, "the bulk jobs were still running")
 	}
 }
+
+// Two bulk jobs race for the same 2,000 records: each record is replayed once, by one of
+// them, and each job's counts add up: total = done + failed + skipped, the records the
+// other job took counted as skipped.
+func TestTwoJobsRaceForTheSameRecords(t *testing.T) {
+	t.Parallel()
+	const n = 2000
+	ctx := context.Background()
+	st := storetest.New(t)
+	bootstrap := testenv.KafkaBootstrap(t)
+	target := kafkatest.CreateTopic(t, bootstrap, 3, nil)
+	jobstest.Park(t, st, "orders", n)
+	var racers []store.Job
+	for range 2 {
+		job, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
+			Filter: &store.Filter{OriginalTopic: "orders"}, TargetTopic: target, ConfirmedCount: n}}, store.Actor{Name: "ada"})
+		require.NoError(t, err)
+		racers = append(racers, job)
+	}
+	r, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: bootstrap},
+		Routes: jobstest.Routes("orders"), Concurrency: 2, BatchSize: 100, Owner: "w1",
+		Lease: 30 * time.Second, Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		require.NoError(t, r.Stop(sctx))
+	})
+
+	var done int64
+	for _, job := range racers {
+		job = waitJob(t, st, job.ID)
+		require.Zero(t, job.Failed, job.Error)
+		require.Equal(t, job.Total, job.Done+job.Failed+job.Skipped, "%+v", job.JobProgress)
+		require.EqualValues(t, n, job.Total)
+		done += job.Done
+	}
+	require.EqualValues(t, n, done, "each record replayed by one job")
+	replayed, err := st.Count(ctx, store.Filter{Statuses: []store.Status{store.StatusReplayed}})
+	require.NoError(t, err)
+	require.EqualValues(t, n, replayed)
+	require.EqualValues(t, n, jobstest.Records(t, target), "no record produced twice")
+}

@@ -99,7 +99,7 @@ func New(cfg Config) (*Runner, error) {
 		log: cfg.Log.With().Str("component", "jobs").Str("owner", cfg.Owner).Logger(),
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dlq_job_records_total",
-			Help: "Records processed by operator jobs, by job kind and outcome (done, failed).",
+			Help: "Records processed by operator jobs, by job kind and outcome (done, failed, skipped).",
 		}, []string{"kind", "outcome"}),
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dlq_jobs_finished_total",
@@ -307,10 +307,15 @@ func (r *Runner) run(ctx context.Context, owner string, job store.Job) {
 }
 
 func (r *Runner) finish(ctx context.Context, x *execution) {
+	p := &x.progress
+	// The dry run's count may differ from what the job met: records it counted that no
+	// longer match are skipped, and more that match raise the total.
+	p.Skipped += max(0, p.Total-p.Done-p.Failed-p.Skipped)
+	p.Total = p.Done + p.Failed + p.Skipped
 	status, msg := store.JobSucceeded, ""
-	if x.progress.Failed > 0 {
-		msg = fmt.Sprintf("%d of %d records failed; first: %s", x.progress.Failed, x.progress.Done+x.progress.Failed, x.firstFailure)
-		if x.progress.Done == 0 {
+	if p.Failed > 0 || p.Skipped > 0 {
+		msg = fmt.Sprintf("%d of %d records failed, %d skipped; first: %s", p.Failed, p.Total, p.Skipped, x.firstFailure)
+		if p.Done == 0 {
 			status = store.JobFailed
 		}
 	}
@@ -319,6 +324,7 @@ func (r *Runner) finish(ctx context.Context, x *execution) {
 
 // finishFailed ends a job that failed as a whole, before it touched a record.
 func (r *Runner) finishFailed(ctx context.Context, x *execution) {
+	x.progress.Skipped = x.progress.Total - x.progress.Done - x.progress.Failed
 	r.end(ctx, x, store.JobFailed, x.firstFailure)
 }
 
@@ -335,7 +341,8 @@ func (r *Runner) end(ctx context.Context, x *execution, status store.JobStatus, 
 		return
 	}
 	r.jobs.WithLabelValues(string(x.job.Kind), string(status)).Inc()
-	x.log.Info().Str("status", string(status)).Int64("done", x.progress.Done).Int64("failed", x.progress.Failed).Msg("job finished")
+	x.log.Info().Str("status", string(status)).Int64("done", x.progress.Done).Int64("failed", x.progress.Failed).
+		Int64("skipped", x.progress.Skipped).Msg("job finished")
 }
 
 // execution is one holder's run of one job. progress and firstFailure belong to the
@@ -355,6 +362,7 @@ type batch struct {
 	last     int64          // the cursor once the batch is settled
 	done     int            // finished without producing (discarded, or by an earlier holder)
 	failed   int            // refused before producing
+	skipped  int            // left alone: see skip
 	why      string         // the first refusal
 	whyID    int64          // its record
 	sent     []store.Record // leased and produced, awaiting reports
@@ -451,10 +459,21 @@ func (x *execution) count(outcome string, n int) {
 }
 
 func (b *batch) refuse(id int64, why string, n int) {
+	b.note(id, why)
+	b.failed += n
+}
+
+// skip counts n records the job leaves alone (another job holds them, or they are not
+// parked or scheduled any more).
+func (b *batch) skip(id int64, n int) {
+	b.note(id, "not parked or scheduled any more, or held by another job")
+	b.skipped += n
+}
+
+func (b *batch) note(id int64, why string) {
 	if b.why == "" {
 		b.why, b.whyID = why, id
 	}
-	b.failed += n
 }
 
 // send handles one batch up to the point where only delivery reports are missing.
@@ -475,7 +494,6 @@ func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, erro
 	if len(todo) == 0 {
 		return b, nil
 	}
-	const refused = "not parked or scheduled any more, or held by another job"
 	if x.job.Kind == store.JobDiscard {
 		n, err := x.cfg.Store.DiscardRecords(ctx, x.job.ID, recordIDs(todo), x.actor())
 		if err != nil {
@@ -483,7 +501,7 @@ func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, erro
 		}
 		b.done += n
 		if n < len(todo) {
-			b.refuse(todo[0].ID, refused, len(todo)-n)
+			b.skip(todo[0].ID, len(todo)-n)
 		}
 		return b, nil
 	}
@@ -501,7 +519,7 @@ func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, erro
 		}
 	}
 	if n := len(todo) - len(b.sent); n > 0 {
-		b.refuse(todo[0].ID, refused, n)
+		b.skip(todo[0].ID, n)
 	}
 	x.mu.Lock()
 	p := x.producer
@@ -599,14 +617,16 @@ func (x *execution) settle(ctx context.Context, b *batch, beat bool) error {
 	if lost != nil {
 		return lost
 	}
-	if b.failed > 0 && x.firstFailure == "" {
+	if b.why != "" && x.firstFailure == "" {
 		x.firstFailure = fmt.Sprintf("record %d: %s", b.whyID, b.why)
 	}
 	x.progress.Done += int64(b.done)
 	x.progress.Failed += int64(b.failed)
+	x.progress.Skipped += int64(b.skipped)
 	x.progress.Cursor = b.last
 	x.count("done", b.done)
 	x.count("failed", b.failed)
+	x.count("skipped", b.skipped)
 	return nil
 }
 

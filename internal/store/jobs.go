@@ -67,7 +67,11 @@ type EditHeader struct {
 // after a crash the next holder resumes above it.
 type JobProgress struct {
 	Total, Done, Failed int64
-	Cursor              int64
+	// Skipped counts selected records the job left alone: taken by another job, or no
+	// longer parked or scheduled (or no longer matching its filter) when it came to them.
+	// A finished job has Total = Done + Failed + Skipped.
+	Skipped int64
+	Cursor  int64
 }
 
 // Job is a durable operator job.
@@ -168,7 +172,7 @@ func (s *Store) claimJob(ctx context.Context, query, owner string, lease time.Du
 // the worker must stop.
 func (s *Store) UpdateJobProgress(ctx context.Context, id int64, owner string, p JobProgress, lease time.Duration) error {
 	now := s.now()
-	tag, err := s.pool.Exec(ctx, sqlUpdateJobProgress, id, owner, p.Total, p.Done, p.Failed, p.Cursor, now.Add(lease), now)
+	tag, err := s.pool.Exec(ctx, sqlUpdateJobProgress, id, owner, p.Total, p.Done, p.Failed, p.Cursor, now.Add(lease), now, p.Skipped)
 	if err != nil {
 		return interpretError(err)
 	}
@@ -232,7 +236,7 @@ func scanJob(row scanner) (Job, error) {
 	)
 	err := row.Scan(&j.ID, &j.Kind, &j.Filter, &j.RecordIDs, &j.TargetTopic, &j.ResetRetry, &j.RatePerSecond,
 		&j.ConfirmedCount, &j.Status, &j.Total, &j.Done, &j.Failed, &j.Cursor, &owner, &leaseUntil,
-		&j.Error, &j.CreatedBy, &j.RequestID, &j.CreatedAt, &started, &j.UpdatedAt, &finished, &j.Topics, &j.Edit)
+		&j.Error, &j.CreatedBy, &j.RequestID, &j.CreatedAt, &started, &j.UpdatedAt, &finished, &j.Topics, &j.Edit, &j.Skipped)
 	j.LeaseOwner, j.LeaseUntil, j.StartedAt, j.FinishedAt = deref(owner), deref(leaseUntil), deref(started), deref(finished)
 	utc(&j.LeaseUntil, &j.CreatedAt, &j.StartedAt, &j.UpdatedAt, &j.FinishedAt)
 	return j, err

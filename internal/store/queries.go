@@ -139,7 +139,7 @@ const sqlListLedger = `SELECT run_id, dlq_topic, dlq_partition, from_offset, to_
 
 const jobColumns = `id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 	confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
-	error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit`
+	error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped`
 
 const sqlCreateJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at)
@@ -179,7 +179,7 @@ const sqlClaimRecordJob = `WITH next AS (
 
 // $1 id, $2 owner, $3 total, $4 done, $5 failed, $6 cursor, $7 lease until, $8 now.
 const sqlUpdateJobProgress = `UPDATE jobs SET total = $3, done = $4, failed = $5, cursor_id = $6,
-		lease_until = $7, updated_at = $8
+		lease_until = $7, updated_at = $8, skipped = $9
 	WHERE id = $1 AND status = 'running' AND lease_owner = $2`
 
 // Job transitions: $1 id, $2 now, then their own parameters.
