@@ -85,8 +85,13 @@ func run(ctx context.Context, cfg *config.Worker) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st := store.New(pool, store.WithLogger(log))
+	groupInstance, release, err := groupInstanceID(cfg.GroupInstanceID)
+	if err != nil {
+		return err
+	}
+	defer release()
 	engine, err := redrive.New(cfg.Routes, redrive.Options{
-		Log: log, Store: st, Kafka: cfg.Kafka, Registry: srv.Registry,
+		Log: log, Store: st, Kafka: cfg.Kafka, Registry: srv.Registry, GroupInstanceID: groupInstance,
 		OnFatal: func(error) { cancel() },
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/dlqops/dlq/internal/api"
@@ -26,6 +27,10 @@ type Worker struct {
 	Routes []routes.Config `yaml:"routes"`
 	// Jobs configures the operator jobs (replays, discards) the worker executes.
 	Jobs Jobs `yaml:"jobs"`
+	// GroupInstanceID is the static group membership id of this worker (each route's
+	// consumer adds ".<route>"): empty picks the host name and the lowest slot no other
+	// worker on this host holds, "off" disables static membership.
+	GroupInstanceID string `yaml:"group_instance_id"`
 }
 
 // Jobs configures the job runner.
@@ -67,9 +72,15 @@ func (w *Worker) Validate() error {
 	if w.Jobs.Concurrency < 1 || w.Jobs.Concurrency > 64 {
 		jobs = fmt.Errorf("jobs.concurrency: must be 1 to 64, got %d", w.Jobs.Concurrency)
 	}
+	var gid error
+	if w.GroupInstanceID != "" && !instanceIDPattern.MatchString(w.GroupInstanceID) {
+		gid = fmt.Errorf("group_instance_id: %q must be 1-100 letters, digits, '.', '_' or '-' (or off)", w.GroupInstanceID)
+	}
 	return errors.Join(w.Log.Validate(), w.HTTP.Validate(), w.Database.Validate(), w.Kafka.Validate(),
-		ValidateGrace(w.ShutdownGrace), mem, jobs, routes.ValidateAll(w.Routes))
+		ValidateGrace(w.ShutdownGrace), mem, jobs, gid, routes.ValidateAll(w.Routes))
 }
+
+var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
 
 // Admin is dlq-admin's configuration (environment prefix DLQ_ADMIN_).
 type Admin struct {

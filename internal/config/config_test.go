@@ -40,6 +40,7 @@ func TestLoadRejects(t *testing.T) {
 		"negative grace":     {file: "shutdown_grace: -1s\n", want: "shutdown_grace"},
 		"tiny memory limit":  {file: "memory_limit_mib: 8\n", want: "memory_limit_mib"},
 		"no job slot":        {file: "jobs:\n  concurrency: -1\n", want: "jobs.concurrency"},
+		"bad instance id":    {file: "group_instance_id: pod 1\n", want: "group_instance_id"},
 		"wrong type in file": {file: "database:\n  max_conns: many\n", want: "max_conns"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -37,6 +37,11 @@ type Options struct {
 	Registry prometheus.Registerer
 	// InstanceID names this worker in runs, claims and client ids; default host-pid-random.
 	InstanceID string
+	// GroupInstanceID, when set, makes each route's consumer a static group member with
+	// id GroupInstanceID.<route>: a restarted worker with the same id gets its partitions
+	// back at once instead of after the session timeout. Two live consumers must never
+	// share one (the broker fences the older).
+	GroupInstanceID string
 	// ControlPoll is how often operator controls (pause, resume, run now) are read; default 2 s.
 	ControlPoll time.Duration
 	// OnFatal is called once when a route hits a fatal error (the binary then exits non-zero).
@@ -51,6 +56,7 @@ type Engine struct {
 	kafka      config.Kafka
 	metrics    *metrics
 	instanceID string
+	groupInst  string
 	poll       time.Duration
 	onFatal    func(error)
 	configs    []routes.Config
@@ -92,7 +98,7 @@ func New(rcs []routes.Config, o Options) (*Engine, error) {
 	}
 	return &Engine{
 		log: o.Log.With().Str("component", "redrive").Logger(), clock: o.Clock, store: o.Store, kafka: o.Kafka,
-		metrics: m, instanceID: o.InstanceID, poll: o.ControlPoll, onFatal: o.OnFatal, configs: rcs,
+		metrics: m, instanceID: o.InstanceID, groupInst: o.GroupInstanceID, poll: o.ControlPoll, onFatal: o.OnFatal, configs: rcs,
 	}, nil
 }
 

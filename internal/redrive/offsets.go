@@ -52,7 +52,9 @@ func (w *worker) positionWriter(ctx context.Context) {
 // storeOffsets hands librdkafka (which commits them) the new watermarks the ledger already
 // holds, and writes the others to the ledger first.
 func (w *worker) storeOffsets() {
-	if w.posBusy || time.Since(w.lastCommit) < commitInterval/4 {
+	// Until the first commit of a life, every turn: a crash loop should commit its first
+	// acknowledged range as soon as it exists.
+	if w.posBusy || w.committedOnce && time.Since(w.lastCommit) < commitInterval/4 {
 		return
 	}
 	w.lastCommit = time.Now()
@@ -109,6 +111,15 @@ func (w *worker) storeLedgered(ps []*partition) {
 	}
 	if _, err := w.consumer.StoreOffsets(tps); err != nil {
 		w.warnEvery("store_offsets", err, "cannot store offsets")
+		return
+	}
+	// The first range of a life is committed at once, not at the next auto-commit: a
+	// worker in a crash loop would otherwise redrive the same first records every life.
+	if !w.committedOnce {
+		w.committedOnce = true
+		if _, err := w.consumer.CommitOffsets(tps); err != nil {
+			w.warnEvery("commit", err, "first commit failed; the next auto-commit retries it")
+		}
 	}
 }
 

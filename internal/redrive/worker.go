@@ -146,7 +146,9 @@ type worker struct {
 	posIn   chan *positionBatch
 	posOut  chan *positionBatch
 	posBusy bool
-	adopt   []store.Coordinates
+	// committedOnce: this life committed its first range (see storeLedgered).
+	committedOnce bool
+	adopt         []store.Coordinates
 	// topicsOK caches whether the route's topics exist, for readiness and run outcomes.
 	topicsOK topicCheck
 }
@@ -183,6 +185,9 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	cc["auto.commit.interval.ms"] = int(commitInterval / time.Millisecond)
 	cc["enable.partition.eof"] = true // a run ends at end of log even when markers hide the last offset
 	cc["client.id"] = e.instanceID
+	if e.groupInst != "" {
+		cc["group.instance.id"] = e.groupInst + "." + r.Name
+	}
 	pc := delivery.ProducerConfig(e.kafka)
 	pc["go.delivery.report.fields"] = "none"
 	pc["client.id"] = e.instanceID
