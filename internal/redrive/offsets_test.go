@@ -56,6 +56,15 @@ func moveGroupTo(t *testing.T, bs, group, topic string, offsets map[int32]int64)
 	}, 30*time.Second, 200*time.Millisecond)
 }
 
+// runUntilCommitted runs route until the group committed n offsets (the group may list
+// the member before its assignment reaches the engine: such a run reads nothing).
+func runUntilCommitted(t *testing.T, e *redrive.Engine, route string, committed func() map[int32]int64, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return runOnce(e, route) == nil && total(committed()) == int64(n)
+	}, time.Minute, 100*time.Millisecond)
+}
+
 func stopNow(t *testing.T, e *redrive.Engine) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -84,13 +93,18 @@ func startAfterJump(t *testing.T, onJump string, first, skipped int) jumpSetup {
 	produce(t, s.dlq, dueRecords("a", first, s.target)...)
 	e1 := startEngineWith(t, redrive.Options{Store: s.st, Kafka: kcfg(t)}, s.rc)
 	waitAssigned(t, s.bs, s.rc.Group, 1, 2)
-	runNow(t, e1, s.rc.Name)
+	runUntilCommitted(t, e1, s.rc.Name, committedOffsets(t, s.bs, s.dlq, s.rc.Group, 2), first)
 	stopNow(t, e1)
 
 	produce(t, s.dlq, dueRecords("b", skipped, s.target)...)
 	moveGroupTo(t, s.bs, s.rc.Group, s.dlq, watermarks(t, s.bs, s.dlq)())
 	s.e = startEngineWith(t, redrive.Options{Store: s.st, Kafka: kcfg(t), Registry: s.reg}, s.rc)
 	waitAssigned(t, s.bs, s.rc.Group, 1, 2)
+	// Seen at assignment, once per partition (the group may list the member before its
+	// assignment reaches the engine).
+	require.Eventually(t, func() bool {
+		return counterSum(t, s.reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "jump"}) == 2
+	}, 30*time.Second, 20*time.Millisecond)
 	return s
 }
 
@@ -188,7 +202,7 @@ func TestRetentionLossIsReportedFromTheLedger(t *testing.T) {
 	produce(t, dlq, dueRecords("a", first, target)...)
 	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg}, rc)
 	waitAssigned(t, bs, rc.Group, 1, 2)
-	runNow(t, e, rc.Name)
+	runUntilCommitted(t, e, rc.Name, committedOffsets(t, bs, dlq, rc.Group, 2), first)
 	requireConserved(t, st, dlq, rc.Group)
 
 	produce(t, dlq, dueRecords("b", second, target)...)
