@@ -198,10 +198,21 @@ kafka_up() {
   local i
   for i in $(seq 1 120); do
     kafka_running || { tail -30 "$KAFKA_DIR/logs/stdout.log" >&2; die "Kafka exited during start-up"; }
-    kafka_answers "$(default_kafka)" && { log "Kafka: ready"; return; }
+    kafka_answers "$(default_kafka)" && { kafka_features; log "Kafka: ready"; return; }
     sleep 1
   done
   die "Kafka did not answer metadata requests within 120 s (log: $KAFKA_DIR/logs/server.log)"
+}
+
+# Finalizes every feature at the jars' release (share.version=2: share groups and their
+# dead-letter topics), so that storage formatted by an older release gets them too. A
+# fresh format already finalizes them; the upgrade is then a no-op.
+kafka_features() {
+  local release
+  release=$(sed -n 's#.*<kafka.version>\([0-9]*\.[0-9]*\)\..*</kafka.version>.*#\1#p' "$ROOT/stack/kafka/pom.xml")
+  kafka_java org.apache.kafka.tools.FeatureCommand --bootstrap-server "$(default_kafka)" upgrade \
+    --release-version "$release" >"$KAFKA_DIR/logs/features.log" 2>&1 \
+    || { cat "$KAFKA_DIR/logs/features.log" >&2; die "Kafka: cannot finalize the features of release $release"; }
 }
 
 kafka_down() {
