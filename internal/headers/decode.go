@@ -29,6 +29,8 @@ const (
 	fJob
 	fReplayID
 	fNotBefore
+	fDeliveries // a share group's delivery count: information, never the retry count
+	fGroup      // the share group that dead-lettered the record
 	numFields
 )
 
@@ -51,6 +53,17 @@ var conventions = [...]convention{
 		fFirstFailure: KeyFirstFailure, fLastFailure: KeyLastFailure,
 		fClass: KeyErrorClass, fMessage: KeyErrorMessage, fRedrive: KeyRedriveID,
 		fActor: KeyReplayActor, fJob: KeyReplayJob, fReplayID: KeyReplayID,
+	}},
+	// Kafka writes these two itself when it dead-letters a record, after any header it
+	// copies from the source, so they describe this DLQ record better than a foreign
+	// convention copied along with the original headers.
+	{name: "share-group", keys: [numFields]string{
+		fTopic: KeyShareTopic, fPartition: "__dlq.errors.partition", fOffset: "__dlq.errors.offset",
+		fMessage: "__dlq.errors.message", fDeliveries: "__dlq.errors.delivery.count", fGroup: "__dlq.errors.group",
+	}},
+	{name: "streams", keys: [numFields]string{
+		fTopic: "__streams.errors.topic", fPartition: "__streams.errors.partition", fOffset: "__streams.errors.offset",
+		fClass: "__streams.errors.exception", fMessage: "__streams.errors.message",
 	}},
 	{name: "plain", keys: [numFields]string{fRetry: "retryCount", fTopic: "originalTopic"}},
 	{name: "x-retry-count", keys: [numFields]string{fRetry: "x-retry-count"}},
@@ -168,6 +181,12 @@ func decode[H Shape](hs []H) Decoded {
 	if c, ok := dec.first(fNotBefore); ok {
 		e.NotBefore = dec.time(c, fNotBefore)
 	}
+	if c, ok := dec.first(fDeliveries); ok {
+		if n, ok := dec.nonNegative(c, fDeliveries, 32); ok {
+			e.DeliveryCount = int(n)
+		}
+	}
+	e.ShareGroup = dec.firstText(fGroup)
 	return dec.d
 }
 

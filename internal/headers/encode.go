@@ -13,7 +13,10 @@ type EncodeOptions struct {
 }
 
 // DefaultEncodeOptions strip the stack traces Spring and Kafka Connect attach,
-// which would otherwise be carried, and often re-added, on every hop.
+// which would otherwise be carried, and often re-added, on every hop, and the
+// six headers Kafka Streams appends to a dead letter after the source's own:
+// what they say travels in ours, so a redriven Streams dead letter is its
+// source record plus our headers.
 func DefaultEncodeOptions() EncodeOptions {
 	return EncodeOptions{StripKeys: []string{
 		"kafka_dlt-exception-stacktrace",
@@ -21,7 +24,7 @@ func DefaultEncodeOptions() EncodeOptions {
 		"kafka_exception-stacktrace",
 		"kafka_key-exception-stacktrace",
 		"__connect.errors.exception.stacktrace",
-	}}
+	}, StripPrefixes: []string{"__streams.errors."}}
 }
 
 func (o EncodeOptions) strips(key string) bool {
@@ -49,7 +52,8 @@ func canonical(key string) bool {
 // our canonical headers written from e. Every existing canonical header is
 // dropped first, so ours are replaced, never appended. Unknown fields
 // (empty, -1, zero time, nil) are not written; text is bounded by MaxTextBytes.
-// Convention and NotBefore are decode-side facts and are not written.
+// Convention, NotBefore, DeliveryCount and ShareGroup are decode-side facts
+// and are not written.
 func Encode(hs []Header, e Envelope, opts EncodeOptions) []Header {
 	return EncodeAs[Header](hs, e, opts)
 }

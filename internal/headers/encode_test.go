@@ -105,6 +105,40 @@ func TestEncodeStrip(t *testing.T) {
 	}, out)
 }
 
+// A Kafka Streams dead letter is its source record's headers then six of
+// Streams'; redriven, it is the source's headers then ours, hop after hop.
+func TestEncodeStreamsDeadLetterIsItsSourcePlusOurs(t *testing.T) {
+	source := []Header{h("traceparent", "00-abc-01"), {Key: "bin", Value: []byte{0, 1}}, {Key: "null"}}
+	streams := func(hs []Header, offset string) []Header {
+		return append(append([]Header(nil), hs...),
+			h("__streams.errors.exception", "org.apache.kafka.common.errors.SerializationException"),
+			h("__streams.errors.message", "Size of data received by IntegerDeserializer is not 4"),
+			h("__streams.errors.stacktrace", strings.Repeat("at x\n", 100)),
+			h("__streams.errors.topic", "payments"),
+			h("__streams.errors.partition", "1"),
+			h("__streams.errors.offset", offset))
+	}
+	hs := streams(source, "42")
+	for hop := range 3 {
+		d := Decode(hs)
+		require.Nil(t, d.Problem)
+		require.Empty(t, d.Warnings)
+		require.Equal(t, hop, d.Envelope.RetryCount)
+		require.Equal(t, "org.apache.kafka.common.errors.SerializationException", d.Envelope.ErrorClass)
+
+		out := Encode(hs, d.Envelope.Redriven(Coordinates{Topic: "payments-dlq", Offset: int64(hop)}, t0), DefaultEncodeOptions())
+
+		require.Equal(t, source, out[:len(source)])
+		for _, x := range out[len(source):] {
+			require.True(t, canonical(x.Key), "%s is not one of ours", x.Key)
+		}
+		again := Decode(out)
+		require.Equal(t, "payments", again.Envelope.OriginalTopic)
+		require.Equal(t, int32(1), again.Envelope.OriginalPartition)
+		hs = streams(out, "43") // the redriven record fails again in the Streams app
+	}
+}
+
 func TestEncodeTruncatesOnRuneBoundary(t *testing.T) {
 	msg := strings.Repeat("é", MaxTextBytes) // 2 bytes each
 

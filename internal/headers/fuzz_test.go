@@ -6,17 +6,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fuzzKeys lets the fuzzer reach every key we read with one byte.
+// fuzzKeys lets the fuzzer reach every key we read with one byte. Conventions
+// added later come last, so that the seed corpus keeps its meaning.
 var fuzzKeys = func() []string {
-	var ks []string
+	var ks, later []string
 	for _, c := range conventions {
 		for _, k := range c.keys {
-			if k != "" {
+			switch {
+			case k == "":
+			case c.name == "share-group" || c.name == "streams":
+				later = append(later, k)
+			default:
 				ks = append(ks, k)
 			}
 		}
 	}
-	return append(ks, DefaultEncodeOptions().StripKeys...)
+	ks = append(ks, DefaultEncodeOptions().StripKeys...)
+	return append(ks, append(later, "__streams.errors.stacktrace")...)
 }()
 
 // fuzzHeaders turns fuzz input into headers. Per header: a tag byte (high bit

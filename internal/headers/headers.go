@@ -1,12 +1,12 @@
 // Package headers is the DLQ record header contract: it decodes the retry
 // envelope from our canonical dlq-* headers and from the conventions other
-// systems already write (seed 002 plain style, x-retry-count, Spring Kafka,
-// Kafka Connect, Karafka), and it writes our canonical headers on redrive or
+// systems already write (Kafka share groups and Kafka Streams, seed 002 plain
+// style, x-retry-count, Spring Kafka, Kafka Connect, Karafka), and it writes our canonical headers on redrive or
 // replay without disturbing any other header.
 //
 // Decoding rules (the README copies them):
-//   - Precedence is fixed: dlq, plain, x-retry-count, spring, spring-original,
-//     connect, karafka. Each field takes the first convention that has it,
+//   - Precedence is fixed: dlq, share-group, streams, plain, x-retry-count,
+//     spring, spring-original, connect, karafka. Each field takes the first convention that has it,
 //     except routing: topic, partition, offset and timestamp all come from the
 //     first convention that names a topic, so coordinates are never mixed.
 //   - Keys match exactly (Kafka header keys are case-sensitive). A key that
@@ -19,6 +19,8 @@
 //     binary unless every byte is an ASCII digit: such binary values would
 //     exceed 808464432 (an int) or 3.4e18 (a long), which no partition,
 //     attempt count, offset or millisecond timestamp reaches.
+//   - A share group's delivery count is information only: it counts deliveries
+//     to one group, not our redrives, and never becomes the retry count.
 //   - A missing or illegal original topic makes the record unroutable; a
 //     malformed, negative or overflowing retry count makes it
 //     invalid_retry_count (unroutable wins when both apply). Any other
@@ -53,6 +55,14 @@ const (
 	KeyReplayJob         = "dlq-replay-job"
 	KeyReplayID          = "dlq-replay-id"
 )
+
+// KeyShareTopic is the original topic a share group's dead letter points at
+// (Kafka 4.4, KIP-1191). By default such a record carries headers only: the
+// worker fetches the record it points at from the source topic.
+const KeyShareTopic = "__dlq.errors.topic"
+
+// ConventionShareGroup is Envelope.Convention for a share group's dead letter.
+const ConventionShareGroup = "share-group"
 
 // Reasons a record cannot be redriven; the parking store uses these strings.
 const (
@@ -97,8 +107,17 @@ type Envelope struct {
 	// NotBefore is Spring's retry_topic-backoff-timestamp (zero when absent).
 	// It is read only: the redrive policy owns our own due time.
 	NotBefore time.Time
-	// Convention names who supplied the routing: "dlq", "plain", "spring",
-	// "spring-original", "connect" or "karafka"; "" when nobody did.
+	// DeliveryCount is a share group's __dlq.errors.delivery.count (0 when
+	// absent): how often the broker delivered the record to that group, 1 for a
+	// record the consumer rejected, the group's limit for one that ran out. It
+	// is read only and never the retry count: a redriven record starts a new
+	// count, our retry count travels in dlq-retry-count.
+	DeliveryCount int
+	// ShareGroup is the share group that dead-lettered the record ("" when none).
+	ShareGroup string
+	// Convention names who supplied the routing: "dlq", "share-group",
+	// "streams", "plain", "spring", "spring-original", "connect" or "karafka";
+	// "" when nobody did.
 	Convention string
 }
 
