@@ -14,6 +14,9 @@ type metrics struct {
 	offsetResets *prometheus.CounterVec
 	lastSuccess  *prometheus.GaugeVec
 	oldestDue    *prometheus.GaugeVec
+	// sourceHeadroom is how many records the last share-group pointer resolved was
+	// above its source partition's log start: near 0, pointers expire before a redrive.
+	sourceHeadroom *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,8 +41,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Unix time of the end of the last run that read every partition it held to its high watermark."}, []string{"route"}),
 		oldestDue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_oldest_due_age_seconds",
 			Help: "How long the oldest due scheduled record of the route has waited to be redriven (0: none)."}, []string{"route"}),
+		sourceHeadroom: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_source_headroom_records",
+			Help: "Records between the last share-group dead letter resolved and its source partition's log start."}, []string{"route"}),
 	}
-	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.oldestDue} {
+	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.oldestDue, m.sourceHeadroom} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -526,6 +526,7 @@ func (w *worker) shutdown(ctx context.Context) error {
 		w.log.Warn().Err(err).Msg("final commit failed: the records after the last commit will be read again")
 	}
 	cerr := w.consumer.Close() // may revoke, and a revocation drains through the sender
+	w.fetch.close()
 	w.send.close()
 	flushMs := 5000
 	if dl, ok := ctx.Deadline(); ok {

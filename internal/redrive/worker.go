@@ -136,6 +136,7 @@ type worker struct {
 	claimEnc   delivery.Encoder // builds scheduled records on the loop; the sender has its own
 	retries    []retry          // produces waiting for a backoff
 	send       *sender
+	fetch      *fetcher  // reads the source records of share groups' dead letters; nil until needed
 	sendQ      []sendJob // redriven records not handed to the sender yet
 	stallN     int       // consecutive transient failures, for the stall backoff
 	lastWarn   map[string]time.Time
@@ -546,6 +547,11 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 	now := w.e.clock()
 	from := headers.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)}
 	dec := headers.DecodeOf(m.Headers)
+	if isPointer(dec) {
+		if m, dec = w.resolvePointer(p, m, dec); m == nil {
+			return // parked source_unavailable, or stalled and read again later
+		}
+	}
 	d := w.route.classify(dec, from, m.Timestamp, now)
 	if d.act == actRedrive {
 		target, ok, err := w.topics.Partition(dec.Envelope.OriginalTopic, dec.Envelope.OriginalPartition, m.Key)

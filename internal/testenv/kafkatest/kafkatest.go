@@ -27,7 +27,13 @@ func Admin(t testing.TB, bootstrap string) *kafka.AdminClient {
 // ends, and returns its name. Extra config entries (e.g. max.message.bytes) are optional.
 func CreateTopic(t testing.TB, bootstrap string, partitions int, config map[string]string) string {
 	t.Helper()
-	name := testenv.UniqueName("test-")
+	return CreateNamedTopic(t, bootstrap, testenv.UniqueName("test-"), partitions, config)
+}
+
+// CreateNamedTopic is CreateTopic for a name the caller chose (unique, as CreateTopic's
+// are), for brokers that want a given prefix.
+func CreateNamedTopic(t testing.TB, bootstrap, name string, partitions int, config map[string]string) string {
+	t.Helper()
 	a := Admin(t, bootstrap)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,0 +1,215 @@
+package redrive
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// ReasonSourceUnavailable parks a share group's dead letter whose source record no
+// longer exists (retention, DeleteRecords, compaction, a deleted topic): the pointer is
+// kept with its coordinates, and its copy of the record when the group made one.
+const ReasonSourceUnavailable store.Reason = "source_unavailable"
+
+// headroomWarnShare is the share of a source partition's retained records below which a
+// pointer is close enough to the log start to warn: its source may expire before the
+// DLQ backlog reaches it.
+const headroomWarnShare = 0.1
+
+// fetchSkipMax is how far ahead of the fetcher's position a pointer may be before the
+// fetcher seeks instead of reading its way there.
+const fetchSkipMax = 1000
+
+// isPointer reports whether d is a share group's dead letter (KIP-1191). Those are always
+// resolved from the source, even when the group copied the record: a copy has none of
+// the source's headers (our retry count among them), and an oversized copy is silently
+// dropped by the broker, which leaves key and value null like a real tombstone.
+func isPointer(d headers.Decoded) bool {
+	return d.Problem == nil && d.Envelope.Convention == headers.ConventionShareGroup
+}
+
+// fetcher reads single records from source topics: a group-less consumer, assigned one
+// partition at a time. It is owned by the loop goroutine.
+type fetcher struct {
+	c    *kafka.Consumer
+	at   *kafka.TopicPartition // assigned partition, nil when none
+	next int64                 // offset the assigned partition returns next
+}
+
+// resolvePointer replaces a share group's dead letter m by the source record it points
+// at: same DLQ position, the source's key, value, timestamp and headers, and our headers
+// carrying the pointer's routing. It returns nil when it handled m itself: parked (the
+// source is unavailable) or stalled (the cluster does not answer; m is read again).
+func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Decoded) (*kafka.Message, headers.Decoded) {
+	e := dec.Envelope
+	src, gone, low, high, err := w.fetchSource(e.OriginalTopic, e.OriginalPartition, e.OriginalOffset)
+	log := w.log.With().Str("topic", e.OriginalTopic).Int32("partition", e.OriginalPartition).Int64("offset", e.OriginalOffset).
+		Str("dlq_topic", p.key.topic).Int32("dlq_partition", p.key.partition).Int64("dlq_offset", int64(m.TopicPartition.Offset)).Logger()
+	switch {
+	case err != nil:
+		w.stall("source_fetch", err, "cannot fetch the source record of a share group's dead letter; partition stalled")
+		w.rewind(m)
+		p.reading = false
+		w.requeueRead(p)
+		return nil, dec
+	case gone != "":
+		log.Warn().Str("detail", gone).Int64("source_log_start", low).Msg("source record unavailable: dead letter parked source_unavailable")
+		e.ErrorMessage = "source unavailable: " + gone + "; " + e.ErrorMessage
+		w.parkAsRead(p, m, e, ReasonSourceUnavailable, gone)
+		return nil, dec
+	}
+	headroom := e.OriginalOffset - low
+	w.e.metrics.sourceHeadroom.WithLabelValues(w.route.Name).Set(float64(headroom))
+	// Only once the source has started deleting (its log start moved) is a small headroom
+	// a race with retention; the first record of a young topic always has none.
+	if low > 0 && float64(headroom) < headroomWarnShare*float64(high-low) {
+		w.warnEvery("source_headroom", fmt.Errorf("%s/%d/%d is %d records above the log start %d", e.OriginalTopic, e.OriginalPartition, e.OriginalOffset, headroom, low),
+			"share-group dead letters are close to their source's log start: pointers may expire before they are redriven")
+	}
+	sd := headers.DecodeOf(src.Headers)
+	if sd.Problem != nil && sd.Problem.Reason == headers.ReasonInvalidRetryCount {
+		r := *src
+		r.TopicPartition = m.TopicPartition
+		w.parkAsRead(p, &r, e, store.ReasonInvalidRetryCount, sd.Problem.Detail)
+		return nil, dec
+	}
+	// The source's own envelope (a record we redrove before carries our retry count),
+	// routed by the pointer and described by the broker.
+	env := sd.Envelope
+	env.OriginalTopic, env.OriginalPartition, env.OriginalOffset = e.OriginalTopic, e.OriginalPartition, e.OriginalOffset
+	env.OriginalTimestamp = src.Timestamp
+	env.ErrorClass = ""
+	env.ErrorMessage = e.ErrorMessage + " (share group " + e.ShareGroup + ", delivery count " + strconv.Itoa(e.DeliveryCount) + ")"
+	env.LastFailure = m.Timestamp.UTC().Truncate(time.Millisecond) // the broker wrote the dead letter when it gave up
+	if env.FirstFailure.IsZero() {
+		env.FirstFailure = env.LastFailure
+	}
+	r := &kafka.Message{TopicPartition: m.TopicPartition, Key: src.Key, Value: src.Value, Timestamp: src.Timestamp,
+		TimestampType: src.TimestampType, Headers: headers.EncodeAs[kafka.Header](src.Headers, env, headers.EncodeOptions{})}
+	return r, headers.DecodeOf(r.Headers)
+}
+
+// parkAsRead parks m, a record read from the DLQ at p, with reason.
+func (w *worker) parkAsRead(p *partition, m *kafka.Message, e headers.Envelope, reason store.Reason, detail string) {
+	mustAdd(p, m)
+	w.inFlight++
+	w.enqueueStore(p, m, e, decision{act: actPark, reason: reason, detail: detail})
+}
+
+// fetchSource reads the record at topic/partition/offset. gone says why it no longer
+// exists ("" when it does); low and high are the partition's watermarks; err is a
+// failure worth retrying.
+func (w *worker) fetchSource(topic string, partition int32, offset int64) (m *kafka.Message, gone string, low, high int64, err error) {
+	partitions, err := w.topics.Partitions(topic)
+	switch {
+	case err != nil:
+		return nil, "", 0, 0, err
+	case partitions == 0:
+		return nil, "topic " + topic + " does not exist", 0, 0, nil
+	case partition < 0 || offset < 0:
+		return nil, "the dead letter names no partition or offset", 0, 0, nil
+	case partition >= partitions:
+		return nil, fmt.Sprintf("topic %s has no partition %d", topic, partition), 0, 0, nil
+	}
+	f, err := w.sourceFetcher()
+	if err != nil {
+		return nil, "", 0, 0, err
+	}
+	low, high, err = f.c.QueryWatermarkOffsets(topic, partition, int(callTimeout/time.Millisecond))
+	switch {
+	case err != nil:
+		return nil, "", 0, 0, err
+	case offset < low:
+		return nil, fmt.Sprintf("offset %d is below the log start %d (retention or deleted records)", offset, low), low, high, nil
+	case offset >= high:
+		return nil, fmt.Sprintf("offset %d is beyond the end of the log %d (topic re-created?)", offset, high), low, high, nil
+	}
+	m, err = f.read(topic, partition, offset)
+	var ke kafka.Error
+	switch {
+	case errors.As(err, &ke) && (ke.Code() == kafka.ErrOffsetOutOfRange || ke.Code() == kafka.ErrAutoOffsetReset):
+		return nil, fmt.Sprintf("offset %d was deleted while it was read", offset), low, high, nil
+	case err != nil:
+		return nil, "", low, high, err
+	case m == nil || int64(m.TopicPartition.Offset) != offset:
+		return nil, fmt.Sprintf("no record at offset %d (compacted away, or a transaction marker)", offset), low, high, nil
+	}
+	return m, "", low, high, nil
+}
+
+// sourceFetcher returns the worker's fetcher, created on first use: most routes never
+// read a share group's dead letter.
+func (w *worker) sourceFetcher() (*fetcher, error) {
+	if w.fetch != nil {
+		return w.fetch, nil
+	}
+	// Assigned, never subscribed, never committing: the group id is a formality of the
+	// client and no group is joined.
+	cc := kafkaclient.ConsumerConfig(w.e.kafka, w.route.Group+".source-fetch")
+	cc["enable.auto.commit"] = false
+	cc["enable.partition.eof"] = true
+	cc["auto.offset.reset"] = "error" // a deleted offset is an error, never a jump elsewhere
+	// The pointer names the exact record the group was given, whatever its transaction.
+	cc["isolation.level"] = "read_uncommitted"
+	cc["queued.max.messages.kbytes"] = 1024
+	cc["client.id"] = w.e.instanceID + "-source-fetch"
+	c, err := kafka.NewConsumer(&cc)
+	if err != nil {
+		return nil, fmt.Errorf("route %s: source fetcher: %w", w.route.Name, err)
+	}
+	w.fetch = &fetcher{c: c}
+	return w.fetch, nil
+}
+
+// read returns the first record at or after offset on topic/partition, or nil at the end
+// of the log.
+func (f *fetcher) read(topic string, partition int32, offset int64) (*kafka.Message, error) {
+	if f.at == nil || *f.at.Topic != topic || f.at.Partition != partition || offset < f.next || offset-f.next > fetchSkipMax {
+		tp := kafka.TopicPartition{Topic: &topic, Partition: partition, Offset: kafka.Offset(offset)}
+		if err := f.c.Assign([]kafka.TopicPartition{tp}); err != nil {
+			f.at = nil
+			return nil, err
+		}
+		f.at, f.next = &tp, offset
+	}
+	deadline := time.Now().Add(callTimeout)
+	for time.Now().Before(deadline) {
+		switch ev := f.c.Poll(100).(type) {
+		case *kafka.Message:
+			if *ev.TopicPartition.Topic != topic || ev.TopicPartition.Partition != partition {
+				continue // fetched for an earlier assignment
+			}
+			if ev.TopicPartition.Error != nil {
+				f.at = nil
+				return nil, ev.TopicPartition.Error
+			}
+			f.next = int64(ev.TopicPartition.Offset) + 1
+			if int64(ev.TopicPartition.Offset) >= offset {
+				return ev, nil
+			}
+		case kafka.PartitionEOF:
+			if *ev.Topic == topic && ev.Partition == partition && int64(ev.Offset) > offset {
+				return nil, nil
+			}
+		case kafka.Error:
+			f.at = nil
+			return nil, ev
+		}
+	}
+	f.at = nil
+	return nil, kafka.NewError(kafka.ErrTimedOut, "source record not fetched in time", false)
+}
+
+// close closes the fetcher's consumer; the loop calls it at shutdown.
+func (f *fetcher) close() {
+	if f != nil {
+		_ = f.c.Close()
+	}
+}
