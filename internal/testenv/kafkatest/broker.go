@@ -75,7 +75,8 @@ func (b *Broker) Start() {
 		b.t.Fatal(err)
 	}
 	defer a.Close()
-	deadline := time.Now().Add(90 * time.Second)
+	// A JVM broker took ~100 s to start on two cores shared by several test runs.
+	deadline := time.Now().Add(180 * time.Second)
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, err := a.DescribeCluster(ctx)
@@ -85,7 +86,7 @@ func (b *Broker) Start() {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	b.t.Fatalf("private broker did not answer in 90 s; log in %s", b.dir)
+	b.t.Fatalf("private broker did not answer in 180 s; log in %s", b.dir)
 }
 
 // Stop stops the broker gracefully (SIGTERM), as an operator would; safe twice.
