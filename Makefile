@@ -45,10 +45,11 @@ test: up ## Run the whole test suite against the real stack (screenshots: .cache
 
 .PHONY: test-deploy
 # deploy/ is a module of its own (Helm's and Kubernetes' dependencies stay out of the main
-# module); -mod=mod follows the main module's requirements as they change.
+# module); -mod=mod follows the main module's requirements as they change. No -race: the
+# tests are sequential, and a race build of Helm and Kubernetes costs minutes of CI.
 test-deploy: up ## Test the Helm chart, the alert rules and the dashboard (deploy/)
 	$(STACK) need promtool:prometheus
-	$(WITH_STACK) cd deploy && go test -mod=mod $(GO_TEST_FLAGS) ./...
+	$(WITH_STACK) cd deploy && go test -mod=mod -count=1 -timeout 30m ./...
 
 .PHONY: bench
 # -p 1: one package's benchmarks at a time, or two packages share the two cores and the
