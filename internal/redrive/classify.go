@@ -8,6 +8,9 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 )
 
+// maxNotBefore bounds how far ahead a writer's not-before hint may schedule a record.
+const maxNotBefore = 24 * time.Hour
+
 // action is what happens to a DLQ record.
 type action uint8
 
@@ -43,6 +46,14 @@ func (r *route) classify(d headers.Decoded, from headers.Coordinates, recordTime
 		last = recordTime // the record was written when it failed
 	}
 	due := r.policy.Due(last, e.RetryCount, jitterDraw(from))
+	// Spring's retry_topic-backoff-timestamp is its writer's not-before: honoured, but
+	// bounded, so that a garbled far-future hint cannot hold a record for ever.
+	if hint := e.NotBefore; hint.After(due) {
+		due = hint
+		if limit := now.Add(maxNotBefore); due.After(limit) {
+			due = limit
+		}
+	}
 	if due.After(now) {
 		return decision{act: actSchedule, reason: store.ReasonBackoff, due: due}
 	}
