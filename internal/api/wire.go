@@ -327,7 +327,7 @@ func toDetail(r *store.Record) RecordDetail {
 		out.Headers[i] = Header{Key: h.Key, Value: toBytes(h.Value)}
 	}
 	d := headers.Decode(hs)
-	e := d.Envelope
+	e := d.Envelope.DeadLetteredAt(r.Timestamp) // unknown failure times: when it was dead-lettered
 	out.Envelope = Envelope{
 		RetryCount: e.RetryCount, OriginalTopic: e.OriginalTopic,
 		OriginalTimestamp: optTime(e.OriginalTimestamp), FirstFailure: optTime(e.FirstFailure), LastFailure: optTime(e.LastFailure),

@@ -170,10 +170,21 @@ func decode[H Shape](hs []H) Decoded {
 	e := &dec.d.Envelope
 	e.FirstFailure = dec.time(ours, fFirstFailure)
 	e.LastFailure = dec.time(ours, fLastFailure)
-	if e.ErrorClass = dec.firstText(fClass); e.ErrorClass == "" {
-		e.ErrorClass = dec.firstText(fCause)
+	if c, ok := dec.newerFailure(); ok {
+		// A foreign system dead-lettered the record after we last wrote our headers (it
+		// failed again after our redrive): its error is the newest, and our last-failure
+		// time predates it.
+		if e.ErrorClass = dec.text(c, fClass); e.ErrorClass == "" {
+			e.ErrorClass = dec.text(c, fCause)
+		}
+		e.ErrorMessage = dec.text(c, fMessage)
+		e.LastFailure = time.Time{}
+	} else {
+		if e.ErrorClass = dec.firstText(fClass); e.ErrorClass == "" {
+			e.ErrorClass = dec.firstText(fCause)
+		}
+		e.ErrorMessage = dec.firstText(fMessage)
 	}
-	e.ErrorMessage = dec.firstText(fMessage)
 	e.RedriveID = dec.redriveID()
 	if r := (Replay{Actor: dec.text(ours, fActor), JobID: dec.text(ours, fJob), ReplayID: dec.text(ours, fReplayID)}); r != (Replay{}) {
 		e.Replay = new(r) // allocated only when present
@@ -202,6 +213,30 @@ func (dec *decoder[H]) key(c int, f field) string { return conventions[c].keys[f
 
 func (dec *decoder[H]) warn(key, msg string) {
 	dec.d.Warnings = append(dec.d.Warnings, key+": "+msg)
+}
+
+// newerFailure returns the foreign convention that wrote an error after our headers,
+// the one written last when several did. Our headers are always written together at the
+// end of the list (Encode), and Spring and Kafka Connect append theirs when they
+// dead-letter a record, so what follows ours is a failure that happened after our last
+// write.
+func (dec *decoder[H]) newerFailure() (int, bool) {
+	oursAt := 0
+	for _, i := range dec.last[ours] {
+		oursAt = max(oursAt, i)
+	}
+	if oursAt == 0 {
+		return 0, false
+	}
+	best, at := 0, oursAt
+	for c := range conventions {
+		for _, f := range [...]field{fClass, fCause, fMessage} {
+			if i := dec.last[c][f]; c != ours && i > at && len(Header(dec.hs[i-1]).Value) > 0 {
+				best, at = c, i
+			}
+		}
+	}
+	return best, at > oursAt
 }
 
 // first returns the first convention in precedence order that has f.

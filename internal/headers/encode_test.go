@@ -173,6 +173,54 @@ func TestReplayed(t *testing.T) {
 		"one de-duplication id per hop: the earlier redrive's is dropped")
 }
 
+// A record Spring dead-lettered, redriven by us, then dead-lettered by Spring again: the
+// first failure is the first dead-lettering (the first DLQ record's timestamp), the newest
+// failure's class, message and time win over ours.
+func TestNewestFailureWinsAcrossHops(t *testing.T) {
+	first := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC) // Spring dead-letters it
+	redrive := first.Add(10 * time.Minute)               // we redrive it
+	second := redrive.Add(time.Minute)                   // Spring dead-letters it again
+	from := Coordinates{Topic: "orders.dlq", Partition: 0, Offset: 7}
+	hs := []Header{
+		h("kafka_dlt-original-topic", "orders"),
+		h("kafka_dlt-exception-fqcn", "FirstError"),
+		h("kafka_dlt-exception-message", "first"),
+	}
+
+	hs = Encode(hs, Decode(hs).Envelope.DeadLetteredAt(first).Redriven(from, redrive), DefaultEncodeOptions())
+	e := Decode(hs).Envelope
+	require.Equal(t, first, e.FirstFailure, "the first failure is the first dead-lettering, not our redrive")
+	require.Equal(t, "FirstError", e.ErrorClass)
+
+	// Spring strips its previous exception headers and appends the new ones.
+	var again []Header
+	for _, x := range hs {
+		if !strings.HasPrefix(x.Key, "kafka_dlt-exception") {
+			again = append(again, x)
+		}
+	}
+	again = append(again, h("kafka_dlt-exception-fqcn", "SecondError"), h("kafka_dlt-exception-message", "second"))
+	e = Decode(again).Envelope.DeadLetteredAt(second)
+	require.Equal(t, "SecondError", e.ErrorClass)
+	require.Equal(t, "second", e.ErrorMessage)
+	require.Equal(t, second, e.LastFailure, "the newest failure's time, not our redrive's")
+	require.Equal(t, first, e.FirstFailure)
+	require.Equal(t, 1, e.RetryCount)
+
+	// Our own publisher failing it again writes our headers last: ours win.
+	ours := Encode(again, Envelope{OriginalTopic: "orders", ErrorClass: "OurError", LastFailure: second}, EncodeOptions{})
+	require.Equal(t, "OurError", Decode(ours).Envelope.ErrorClass)
+}
+
+func TestDeadLetteredAtKeepsKnownTimes(t *testing.T) {
+	at := time.Date(2026, 3, 1, 9, 0, 0, 123456789, time.UTC)
+	known := Envelope{FirstFailure: t0, LastFailure: t0.Add(time.Hour)}
+	require.Equal(t, known, known.DeadLetteredAt(at))
+	require.Equal(t, Envelope{FirstFailure: at.Truncate(time.Millisecond), LastFailure: at.Truncate(time.Millisecond)}, Envelope{}.DeadLetteredAt(at))
+	require.Equal(t, Envelope{}, Envelope{}.DeadLetteredAt(time.Time{}), "no timestamp: nothing to fill")
+	require.Equal(t, Envelope{}, Envelope{}.DeadLetteredAt(time.Unix(0, 0)), "no timestamp: nothing to fill")
+}
+
 // A redrive hop, as the worker does it: decode, next hop, encode. The record
 // must not grow from hop to hop.
 func TestRedriveHopsDoNotGrow(t *testing.T) {

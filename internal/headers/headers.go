@@ -9,6 +9,10 @@
 //     spring, spring-original, connect, karafka. Each field takes the first convention that has it,
 //     except routing: topic, partition, offset and timestamp all come from the
 //     first convention that names a topic, so coordinates are never mixed.
+//   - The newest failure wins: a foreign error header written after ours (a
+//     system that failed the record again after our redrive) supplies the error
+//     class and message, and our last-failure time is dropped. Failure times the
+//     headers do not give are the DLQ record's timestamp (DeadLetteredAt).
 //   - Keys match exactly (Kafka header keys are case-sensitive). A key that
 //     occurs more than once: the last occurrence wins, with a warning.
 //   - An empty text value counts as absent.
@@ -104,8 +108,9 @@ type Envelope struct {
 	ErrorMessage      string
 	RedriveID         *Coordinates // DLQ position the record was last read from; nil when absent
 	Replay            *Replay      // nil when the record was never replayed
-	// NotBefore is Spring's retry_topic-backoff-timestamp (zero when absent).
-	// It is read only: the redrive policy owns our own due time.
+	// NotBefore is Spring's retry_topic-backoff-timestamp (zero when absent):
+	// the worker redrives no earlier. It is not written: our own due time is the
+	// redrive policy's.
 	NotBefore time.Time
 	// DeliveryCount is a share group's __dlq.errors.delivery.count (0 when
 	// absent): how often the broker delivered the record to that group, 1 for a
@@ -144,6 +149,25 @@ func (e Envelope) Redriven(from Coordinates, now time.Time) Envelope {
 func (e Envelope) Replayed(r Replay) Envelope {
 	e.Replay = &r
 	e.RedriveID = nil
+	return e
+}
+
+// DeadLetteredAt fills the failure times the headers leave unknown with t, the DLQ
+// record's own timestamp: Spring and Kafka Connect leave the timestamp of the records they
+// dead-letter to their producer's clock, so it is the time of the failure that put the
+// record there. The first failure is then the first dead-lettering, not our first redrive.
+// A zero or pre-1970 t (no timestamp) changes nothing.
+func (e Envelope) DeadLetteredAt(t time.Time) Envelope {
+	if t.UnixMilli() <= 0 {
+		return e
+	}
+	t = t.UTC().Truncate(time.Millisecond)
+	if e.FirstFailure.IsZero() {
+		e.FirstFailure = t
+	}
+	if e.LastFailure.IsZero() {
+		e.LastFailure = t
+	}
 	return e
 }
 

@@ -223,7 +223,7 @@ func (w *worker) produceClaimed(c *claimState, rec store.Record) {
 	}
 	err = delivery.Produce(&w.claimEnc, w.producer, nil, delivery.Destination{Topic: topic, Partition: target},
 		delivery.Source[store.Header]{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: rec.Headers},
-		dec.Envelope.Redriven(from, w.e.clock()), w.route.rules.Encode, &claimed{c: c, rec: rec})
+		dec.Envelope.DeadLetteredAt(rec.Timestamp).Redriven(from, w.e.clock()), w.route.rules.Encode, &claimed{c: c, rec: rec})
 	if err != nil {
 		w.onClaimFailure(c, rec, err)
 		return

@@ -82,5 +82,5 @@ func (s *sender) send(j sendJob) error {
 	from := headers.Coordinates{Topic: o.part.key.topic, Partition: o.part.key.partition, Offset: int64(o.src.TopicPartition.Offset)}
 	return delivery.Produce(&s.enc, s.producer, nil, delivery.Destination{Topic: o.topic, Partition: o.target},
 		delivery.Source[kafka.Header]{Key: o.src.Key, Value: o.src.Value, Timestamp: o.src.Timestamp, Headers: o.src.Headers},
-		j.env.Redriven(from, j.now), s.opts, o)
+		j.env.DeadLetteredAt(o.src.Timestamp).Redriven(from, j.now), s.opts, o)
 }
