@@ -331,10 +331,10 @@ func toDetail(r *store.Record) RecordDetail {
 	out.Envelope = Envelope{
 		RetryCount: e.RetryCount, OriginalTopic: e.OriginalTopic,
 		OriginalTimestamp: optTime(e.OriginalTimestamp), FirstFailure: optTime(e.FirstFailure), LastFailure: optTime(e.LastFailure),
-		ErrorClass: e.ErrorClass, ErrorMessage: e.ErrorMessage, Convention: e.Convention, Warnings: d.Warnings,
+		ErrorClass: e.ErrorClass, ErrorMessage: e.ErrorMessage, Convention: e.Convention, Warnings: make([]string, len(d.Warnings)),
 	}
-	if out.Envelope.Warnings == nil {
-		out.Envelope.Warnings = []string{}
+	for i, w := range d.Warnings {
+		out.Envelope.Warnings[i] = w.Detail
 	}
 	if e.OriginalPartition >= 0 {
 		out.Envelope.OriginalPartition = &e.OriginalPartition

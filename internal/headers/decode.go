@@ -155,7 +155,7 @@ func decode[H Shape](hs []H) Decoded {
 		}
 		if dec.last[s.conv][s.f] != 0 && !dup[s.conv][s.f] {
 			dup[s.conv][s.f] = true
-			dec.warn(h.Key, "duplicate key, the last occurrence wins")
+			dec.d.Warnings = append(dec.d.Warnings, Warning{WarnDuplicateKey, h.Key + ": duplicate key, the last occurrence wins"})
 		}
 		dec.last[s.conv][s.f] = i + 1
 	}
@@ -163,7 +163,7 @@ func decode[H Shape](hs []H) Decoded {
 	dec.routing()
 	switch {
 	case dec.d.Problem != nil && retryProblem != nil:
-		dec.d.Warnings = append(dec.d.Warnings, retryProblem.Error())
+		dec.d.Warnings = append(dec.d.Warnings, Warning{WarnRetryCount, retryProblem.Error()})
 	case retryProblem != nil:
 		dec.d.Problem = retryProblem
 	}
@@ -211,8 +211,20 @@ func (dec *decoder[H]) value(c int, f field) ([]byte, bool) {
 
 func (dec *decoder[H]) key(c int, f field) string { return conventions[c].keys[f] }
 
+// warn reports a malformed value of key, which is left unknown.
 func (dec *decoder[H]) warn(key, msg string) {
-	dec.d.Warnings = append(dec.d.Warnings, key+": "+msg)
+	kind := WarnOther
+	switch index[key].f {
+	case fPartition:
+		kind = WarnPartition
+	case fOffset:
+		kind = WarnOffset
+	case fTimestamp, fFirstFailure, fLastFailure, fNotBefore:
+		kind = WarnTimestamp
+	case fRedrive:
+		kind = WarnRedriveID
+	}
+	dec.d.Warnings = append(dec.d.Warnings, Warning{kind, key + ": " + msg})
 }
 
 // newerFailure returns the foreign convention that wrote an error after our headers,

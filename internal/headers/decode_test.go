@@ -83,7 +83,7 @@ func TestDecodeGolden(t *testing.T) {
 				}
 				require.Len(t, d.Warnings, len(g.Warnings), "warnings: %q", d.Warnings)
 				for i, w := range g.Warnings {
-					require.Contains(t, d.Warnings[i], w)
+					require.Contains(t, d.Warnings[i].Detail, w)
 				}
 				checkInvariants(t, d)
 			})
@@ -179,4 +179,29 @@ func TestParseTimeMatchesTimeParse(t *testing.T) {
 		require.True(t, want.Equal(got), "%q: %v, want %v", in, got, want)
 		require.Equal(t, want.UTC(), got.UTC(), "%q", in)
 	}
+}
+
+// Every warning has a kind from the closed set, whatever the header values say, so the
+// worker can count them by kind.
+func TestDecodeWarningKinds(t *testing.T) {
+	hs := []Header{
+		{Key: "retryCount", Value: []byte("1")},
+		{Key: "retryCount", Value: []byte("2")},
+		{Key: KeyRetryCount, Value: []byte("x")},
+		{Key: "__connect.errors.topic", Value: []byte("bad topic")},
+		{Key: "__connect.errors.partition", Value: []byte("p{0}")},
+		{Key: "__connect.errors.offset", Value: []byte("-1")},
+		{Key: KeyFirstFailure, Value: []byte("yesterday")},
+		{Key: KeyRedriveID, Value: []byte("nowhere")},
+		{Key: "retry_topic-backoff-timestamp", Value: []byte("not-a-time")},
+	}
+
+	d := Decode(hs)
+
+	var kinds []WarningKind
+	for _, w := range d.Warnings {
+		kinds = append(kinds, w.Kind)
+	}
+	require.Equal(t, []WarningKind{WarnDuplicateKey, WarnPartition, WarnOffset, WarnRetryCount, WarnTimestamp, WarnRedriveID, WarnTimestamp}, kinds)
+	require.Equal(t, "__connect.errors.partition: not a decimal integer: \"p{0}\"", d.Warnings[1].String())
 }

@@ -183,10 +183,35 @@ func (p *Problem) Error() string { return p.Reason + ": " + p.Detail }
 // Decoded is the result of Decode.
 type Decoded struct {
 	Envelope Envelope
-	Problem  *Problem // nil when the record can be redriven
-	Warnings []string // malformed optional fields and duplicate keys, for logging
-	Raw      []Header // the input, untouched (same backing array)
+	Problem  *Problem  // nil when the record can be redriven
+	Warnings []Warning // malformed optional fields and duplicate keys, for logging
+	Raw      []Header  // the input, untouched (same backing array)
 }
+
+// WarningKind says what a decoder warning is about. The set is closed, so a kind is
+// safe as a metric label (the header values are not).
+type WarningKind string
+
+// Warning kinds.
+const (
+	WarnDuplicateKey WarningKind = "duplicate_key" // a key we read occurs more than once
+	WarnRetryCount   WarningKind = "retry_count"   // an invalid retry count on a record unroutable anyway
+	WarnPartition    WarningKind = "partition"
+	WarnOffset       WarningKind = "offset"
+	WarnTimestamp    WarningKind = "timestamp" // original timestamp, failure times, not-before
+	WarnRedriveID    WarningKind = "redrive_id"
+	WarnOther        WarningKind = "other"
+)
+
+// Warning is a malformed optional field, left unknown, or a duplicated key.
+type Warning struct {
+	Kind WarningKind
+	// Detail is "key: what is wrong: value", the value quoted and cut to 64 bytes. It
+	// holds text from the record: log it as a field value, never as a format or a label.
+	Detail string
+}
+
+func (w Warning) String() string { return w.Detail }
 
 // ValidTopicName reports whether s is a legal Kafka topic name.
 func ValidTopicName(s string) bool {

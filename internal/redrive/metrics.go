@@ -17,6 +17,8 @@ type metrics struct {
 	// sourceHeadroom is how many records the last share-group pointer resolved was
 	// above its source partition's log start: near 0, pointers expire before a redrive.
 	sourceHeadroom *prometheus.GaugeVec
+	// headerWarnings counts decoder warnings by kind, a closed set (headers.WarningKind).
+	headerWarnings *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -43,8 +45,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "How long the oldest due scheduled record of the route has waited to be redriven (0: none)."}, []string{"route"}),
 		sourceHeadroom: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_source_headroom_records",
 			Help: "Records between the last share-group dead letter resolved and its source partition's log start."}, []string{"route"}),
+		headerWarnings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_header_warnings_total",
+			Help: "Header fields of DLQ records left unknown (malformed value, duplicated key), by kind."}, []string{"route", "kind"}),
 	}
-	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.oldestDue, m.sourceHeadroom} {
+	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.oldestDue, m.sourceHeadroom, m.headerWarnings} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -140,6 +140,7 @@ type worker struct {
 	sendQ      []sendJob // redriven records not handed to the sender yet
 	stallN     int       // consecutive transient failures, for the stall backoff
 	lastWarn   map[string]time.Time
+	hdrWarn    headerWarnLog
 	fatal      error
 	lastCommit time.Time
 	// The position writer's input and output (one batch at a time: posBusy), and the
@@ -547,6 +548,9 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 	now := w.e.clock()
 	from := headers.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)}
 	dec := headers.DecodeOf(m.Headers)
+	if len(dec.Warnings) > 0 {
+		w.noteHeaderWarnings(from, dec.Warnings)
+	}
 	if isPointer(dec) {
 		if m, dec = w.resolvePointer(p, m, dec); m == nil {
 			return // parked source_unavailable, or stalled and read again later
