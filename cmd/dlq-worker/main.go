@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/daemon"
+	"github.com/dlqops/dlq/internal/housekeeping"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive"
@@ -109,7 +110,15 @@ func run(ctx context.Context, cfg *config.Worker) error {
 	if err != nil {
 		return err
 	}
-	if err := daemon.Run(ctx, log, srv, cfg.HTTP.Listener(), cfg.ShutdownGrace, engine, runner); err != nil {
+	keeper, err := housekeeping.New(housekeeping.Options{
+		Log: log, Store: st, Registry: srv.Registry, Interval: cfg.Retention.Interval,
+		Retention: store.Retention{Records: cfg.Retention.Records, Runs: cfg.Retention.Runs, IdleRuns: cfg.Retention.IdleRuns,
+			Jobs: cfg.Retention.Jobs, Audit: cfg.Retention.Audit},
+	})
+	if err != nil {
+		return err
+	}
+	if err := daemon.Run(ctx, log, srv, cfg.HTTP.Listener(), cfg.ShutdownGrace, engine, runner, keeper); err != nil {
 		return err
 	}
 	return engine.Err()

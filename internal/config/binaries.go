@@ -31,6 +31,8 @@ type Worker struct {
 	// consumer adds ".<route>"): empty picks the host name and the lowest slot no other
 	// worker on this host holds, "off" disables static membership.
 	GroupInstanceID string `yaml:"group_instance_id"`
+	// Retention is how long rows nobody needs any more are kept.
+	Retention Retention `yaml:"retention"`
 }
 
 // Jobs configures the job runner.
@@ -47,6 +49,7 @@ func (w *Worker) WithDefaults() {
 	}
 	w.Log.WithDefaults()
 	w.Database.WithDefaults()
+	w.Retention.WithDefaults()
 	if w.HTTP.Listen == "" {
 		w.HTTP.Listen = "127.0.0.1:9464"
 	}
@@ -77,7 +80,7 @@ func (w *Worker) Validate() error {
 		gid = fmt.Errorf("group_instance_id: %q must be 1-100 letters, digits, '.', '_' or '-' (or off)", w.GroupInstanceID)
 	}
 	return errors.Join(w.Log.Validate(), w.HTTP.Validate(), w.Database.Validate(), w.Kafka.Validate(),
-		ValidateGrace(w.ShutdownGrace), mem, jobs, gid, routes.ValidateAll(w.Routes))
+		ValidateGrace(w.ShutdownGrace), mem, jobs, gid, routes.ValidateAll(w.Routes), w.Retention.Validate())
 }
 
 var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)

@@ -83,3 +83,15 @@ func TestLoadTypeErrorNamesTheKey(t *testing.T) {
 		})
 	}
 }
+
+func TestRetention(t *testing.T) {
+	var w Worker
+	require.NoError(t, Load(writeFile(t, "database:\n  url: x\nkafka:\n  bootstrap_servers: k\nretention:\n  records: 48h\n"), "DLQ_WORKER_", &w))
+	require.Equal(t, Retention{Records: 48 * time.Hour, Runs: DefaultRetainRuns, IdleRuns: DefaultRetainIdleRuns,
+		Jobs: DefaultRetainJobs, Audit: DefaultRetainAudit, Interval: DefaultHousekeeping}, w.Retention)
+
+	t.Setenv("DLQ_WORKER_RETENTION_AUDIT", "10s")
+	err := Load(writeFile(t, "database:\n  url: x\nretention:\n  idle_runs: -1h\n"), "DLQ_WORKER_", &w)
+	require.ErrorContains(t, err, "retention.idle_runs: must be at least 1m0s, got -1h0m0s")
+	require.ErrorContains(t, err, "retention.audit: must be at least 1m0s, got 10s")
+}

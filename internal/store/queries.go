@@ -118,7 +118,7 @@ const sqlOldestParked = `SELECT stored_at FROM dead_letters WHERE status = 'park
 const sqlPurge = `DELETE FROM dead_letters WHERE id IN (
 	SELECT id FROM dead_letters
 	WHERE status IN ('redriven', 'replayed', 'discarded') AND changed_at < $1
-	LIMIT $2)`
+	ORDER BY changed_at LIMIT $2)`
 
 const sqlBeginRun = `INSERT INTO redrive_runs (route, worker_id, status, started_at)
 	VALUES ($1, $2, 'running', $3) RETURNING id`

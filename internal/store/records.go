@@ -332,20 +332,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 // Purge deletes redriven, replayed and discarded records whose last change is older than
 // age, in batches so that no transaction grows large, and returns how many it deleted.
 func (s *Store) Purge(ctx context.Context, age time.Duration) (int64, error) {
-	const batch = 5000
-	cutoff := s.now().Add(-age)
-	var total int64
-	for {
-		tag, err := s.pool.Exec(ctx, sqlPurge, cutoff, batch)
-		if err != nil {
-			return total, interpretError(err)
-		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < batch {
-			s.log.Info().Int64("deleted", total).Time("cutoff", cutoff).Msg("purged finished records")
-			return total, nil
-		}
-	}
+	return s.purge(ctx, sqlPurge, s.now().Add(-age))
 }
 
 // scanner is a pgx.Row or pgx.CollectableRow.
