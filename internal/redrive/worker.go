@@ -223,8 +223,13 @@ func (w *worker) stall(kind string, err error, msg string) time.Duration {
 	w.stalled.Store(kind + ": " + err.Error())
 	w.e.metrics.errors.WithLabelValues(w.route.Name, kind).Inc()
 	w.warnEvery(kind, err, msg)
-	d := stallBase << min(w.stallN, 8)
-	return min(d, stallCap)
+	return stallDelay(w.stallN)
+}
+
+// stallDelay is the backoff after n consecutive transient failures: stallBase doubling
+// per failure, capped at stallCap. Every stall waits by it.
+func stallDelay(n int) time.Duration {
+	return min(stallBase<<min(n, 8), stallCap)
 }
 
 func (w *worker) unstall() {
@@ -604,7 +609,7 @@ func (w *worker) sendIn() chan<- []sendJob {
 // requeueRead makes a stalled partition part of the run again after the stall backoff.
 func (w *worker) requeueRead(p *partition) {
 	if w.run != nil {
-		w.run.stalledParts = append(w.run.stalledParts, stalledPart{p: p, at: time.Now().Add(stallBase << min(w.stallN, 8))})
+		w.run.stalledParts = append(w.run.stalledParts, stalledPart{p: p, at: time.Now().Add(stallDelay(w.stallN))})
 	}
 }
 
@@ -767,7 +772,7 @@ func (w *worker) storer(ctx context.Context) {
 			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(min(stallBase<<min(attempt, 8), stallCap)):
+			case <-time.After(stallDelay(attempt)):
 			}
 		}
 		select {

@@ -1,0 +1,59 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/redrive/routes"
+)
+
+func TestStallDelayDoublesUpToTheCap(t *testing.T) {
+	require.Equal(t, stallBase, stallDelay(0))
+	require.Equal(t, 2*stallBase, stallDelay(1))
+	for n := range 100 {
+		require.LessOrEqual(t, stallDelay(n), stallCap, "after %d failures", n)
+		require.LessOrEqual(t, stallDelay(n), stallDelay(n+1))
+	}
+	require.Equal(t, stallCap, stallDelay(8))
+}
+
+// A partition stalled after many failures is read again within the cap, like every other
+// stall (it used to wait stallBase<<8 = 51.2 s).
+func TestRequeueReadWaitsAtMostTheCap(t *testing.T) {
+	w := &worker{run: &runState{}, stallN: 8}
+
+	w.requeueRead(&partition{})
+
+	require.Len(t, w.run.stalledParts, 1)
+	at := w.run.stalledParts[0].at
+	require.False(t, at.After(time.Now().Add(stallCap)), "read again at %s, more than %s from now", at, stallCap)
+}
+
+// Stop holds the engine's lock while it waits for the route loops; a loop that reports a
+// fatal error meanwhile must not need that lock, or Stop waits out its whole grace.
+func TestStopWhileALoopReportsAFatalError(t *testing.T) {
+	e := &Engine{log: zerolog.Nop(), started: true, cron: cron.New(), cancel: func() {}}
+	stop, done := make(chan context.Context, 1), make(chan error, 1)
+	e.workers = []*worker{{route: route{Config: routes.Config{Name: "r"}}}}
+	e.stops, e.loops = []chan context.Context{stop}, []chan error{done}
+	boom := errors.New("fatal producer error")
+	go func() { // the route loop: it hits a fatal error as Stop comes
+		<-stop
+		e.fatal(boom)
+		done <- boom
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	err := e.Stop(ctx)
+
+	require.ErrorIs(t, err, boom)
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "Stop waited out its grace")
+	require.ErrorIs(t, e.Err(), boom)
+}
