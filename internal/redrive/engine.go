@@ -72,6 +72,7 @@ type Engine struct {
 	stops    []chan context.Context // carries Stop's context: its deadline is the grace
 	closed   bool                   // every loop ended and the background goroutines too
 	bg       sync.WaitGroup
+	fatalMu  sync.Mutex // guards fatalErr, not mu: Stop holds mu while it waits for loops that report one
 	fatalErr error
 }
 
@@ -218,18 +219,18 @@ func (e *Engine) stopLocked(ctx context.Context) error {
 
 // Err is the first fatal error a route hit, nil if none.
 func (e *Engine) Err() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.fatalMu.Lock()
+	defer e.fatalMu.Unlock()
 	return e.fatalErr
 }
 
 func (e *Engine) fatal(err error) {
-	e.mu.Lock()
+	e.fatalMu.Lock()
 	first := e.fatalErr == nil
 	if first {
 		e.fatalErr = err
 	}
-	e.mu.Unlock()
+	e.fatalMu.Unlock()
 	if first && e.onFatal != nil {
 		e.onFatal(err)
 	}
