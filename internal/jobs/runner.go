@@ -72,6 +72,7 @@ type Runner struct {
 	stopping chan struct{}      // closed by Stop: finish the current batch, then exit
 	done     chan struct{}      // closed when every loop has exited
 	sweeping sync.WaitGroup     // the sweep goroutine, ended by cancel
+	drained  chan struct{}      // closed when drainEvents has returned (after the producer's Close)
 }
 
 // New validates cfg and registers the runner's metrics.
@@ -129,9 +130,13 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.mu.Lock()
 	r.producer, r.cancel = p, cancel
 	r.topics = delivery.NewTopics(p, metadataTTL, metadataTimeout)
-	r.stopping, r.done = make(chan struct{}), make(chan struct{})
+	r.stopping, r.done, r.drained = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	drained := r.drained
 	r.mu.Unlock()
-	go r.drainEvents(p)
+	go func() {
+		defer close(drained)
+		r.drainEvents(p)
+	}()
 	r.sweeping.Go(func() { r.sweep(work) })
 	// Each slot holds its jobs under an owner of its own, so that a slot never takes over
 	// a job another slot still runs (a heartbeat late enough to let the lease expire).
@@ -154,7 +159,7 @@ func (r *Runner) Start(ctx context.Context) error {
 // and twice.
 func (r *Runner) Stop(ctx context.Context) error {
 	r.mu.Lock()
-	p, cancel, stopping, done := r.producer, r.cancel, r.stopping, r.done
+	p, cancel, stopping, done, drained := r.producer, r.cancel, r.stopping, r.done, r.drained
 	r.producer = nil
 	r.mu.Unlock()
 	if p == nil {
@@ -176,6 +181,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 		}
 	}
 	p.Close()
+	<-drained // Close ended the event channel
 	return err
 }
 

@@ -534,7 +534,9 @@ func (w *worker) shutdown(ctx context.Context) error {
 	}
 	// Flush counts events nobody reads any more as outstanding, and its own poll blocks
 	// while the events channel is full: drain them (nothing is committed after this).
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		for range w.producer.Events() { // closed by Close
 		}
 	}()
@@ -542,5 +544,6 @@ func (w *worker) shutdown(ctx context.Context) error {
 		w.log.Warn().Int("records", left).Msg("records still unacknowledged at shutdown: they stay uncommitted in the DLQ")
 	}
 	w.producer.Close()
+	<-drained // ends with Close: nothing of the worker outlives its loop
 	return errors.Join(cerr)
 }
