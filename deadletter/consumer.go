@@ -142,7 +142,7 @@ func (c *Consumer) process(ctx context.Context, m *kafka.Message) {
 
 func (c *Consumer) rewind(ctx context.Context, m *kafka.Message, cause error) {
 	c.log.Error().Err(cause).Str("topic", *m.TopicPartition.Topic).Int32("partition", m.TopicPartition.Partition).
-		Int64("offset", int64(m.TopicPartition.Offset)).Dur("backoff", c.backoff).
+		Int64("offset", int64(m.TopicPartition.Offset)).Dur("backoff_ms", c.backoff).
 		Msg("dead-letter publish failed; the record will be handled again")
 	if err := c.c.Seek(m.TopicPartition, 0); err != nil {
 		c.log.Warn().Err(err).Msg("seek back failed (partition revoked?); its next owner resumes from the last commit")

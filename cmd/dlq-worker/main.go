@@ -76,6 +76,13 @@ func run(ctx context.Context, cfg *config.Worker) error {
 	}
 	defer base.Pool.Close()
 	log, srv, pool := base.Log, base.Ops, base.Pool
+	// librdkafka's own log lines go through zerolog too; the router stops after the last
+	// handle closed (the deferred admin.Close below runs first).
+	klog := kafkaclient.NewLogRouter(log)
+	if err := klog.Start(ctx); err != nil {
+		return err
+	}
+	defer func() { _ = klog.Stop(context.Background()) }()
 	admin, err := kafka.NewAdminClient(ptr(kafkaclient.AdminConfig(cfg.Kafka)))
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)

@@ -120,7 +120,7 @@ func run(bootstrap, topic, dlq, group, listen string, downFor time.Duration, poi
 	d := &downstream{poisonEvery: poisonEvery, processed: map[int]int{}, failures: map[string]int{}}
 	d.up.Store(downFor == 0)
 	if downFor > 0 {
-		log.Info().Dur("down_for", downFor).Msg("downstream is down")
+		log.Info().Dur("down_for_ms", downFor).Msg("downstream is down")
 		time.AfterFunc(downFor, func() { d.up.Store(true); log.Info().Msg("downstream is back up") })
 	}
 

@@ -45,7 +45,7 @@ func Run(ctx context.Context, log zerolog.Logger, srv *ops.Server, listen ops.Li
 	if startErr == nil {
 		log.Info().Msg("started")
 		<-ctx.Done()
-		log.Info().Dur("grace", grace).Msg("shutting down")
+		log.Info().Dur("grace_ms", grace).Msg("shutting down")
 	}
 	// The shutdown outlives the cancelled signal context, bounded by its own grace.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)

@@ -149,7 +149,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		loops.Wait()
 		close(r.done)
 	}()
-	r.log.Info().Dur("lease", r.cfg.Lease).Msg("job runner started")
+	r.log.Info().Dur("lease_ms", r.cfg.Lease).Msg("job runner started")
 	return nil
 }
 

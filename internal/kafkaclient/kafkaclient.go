@@ -27,8 +27,7 @@ func ProducerConfig(cfg config.Kafka) kafka.ConfigMap {
 	m := base(cfg)
 	m["acks"] = "all"
 	m["enable.idempotence"] = true
-	m["go.logs.channel.enable"] = false
-	return m
+	return withLogs(m)
 }
 
 // ConsumerConfig is a consumer that commits only what its caller stored: no auto offset
@@ -42,7 +41,7 @@ func ConsumerConfig(cfg config.Kafka, group string) kafka.ConfigMap {
 	// When the read-ahead queue fills, librdkafka (≥ 2.4) waits this long before fetching
 	// again; its 1 s default stalls a consumer that drains bursts, as the worker does.
 	m["fetch.queue.backoff.ms"] = 10
-	return m
+	return withLogs(m)
 }
 
 // PipeQueues sizes librdkafka's queues for a consume→produce pipe that keeps at most
@@ -56,7 +55,8 @@ func PipeQueues(consumer, producer kafka.ConfigMap, inFlight int) {
 	producer["queue.buffering.max.messages"] = max(inFlight*2, 1000)
 }
 
-// AdminConfig is an admin client.
+// AdminConfig is an admin client. confluent-kafka-go's admin client takes no log
+// channel: its librdkafka lines go to stderr.
 func AdminConfig(cfg config.Kafka) kafka.ConfigMap { return base(cfg) }
 
 // MetadataCheck is a readiness check: the cluster answers a metadata request.

@@ -339,7 +339,7 @@ func (w *worker) finishRun(ctx context.Context) {
 		}
 		w.e.metrics.lag.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition)).Set(float64(max(0, p.hw-done)))
 	}
-	w.log.Info().Int64("run_id", r.id).Dur("elapsed", elapsed).Int64("redriven", total.redriven).
+	w.log.Info().Int64("run_id", r.id).Dur("elapsed_ms", elapsed).Int64("redriven", total.redriven).
 		Int64("scheduled", total.scheduled).Int64("parked", total.parked).Str("status", string(status)).Str("error", msg).Msg("run finished")
 	w.run = nil
 	switch {

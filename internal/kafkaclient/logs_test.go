@@ -1,0 +1,79 @@
+package kafkaclient_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/kafkaclient"
+)
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// librdkafka's own lines (here: a refused connection) come out as zerolog JSON lines with
+// the client, the tag and a level, not as raw "%3|…|FAIL|…" lines on stderr.
+func TestLogRouterForwardsLibrdkafkaLines(t *testing.T) {
+	ctx := context.Background()
+	logs := &syncBuffer{}
+	r := kafkaclient.NewLogRouter(zerolog.New(logs))
+	require.NoError(t, r.Stop(ctx), "before Start")
+	require.NoError(t, r.Start(ctx))
+	require.Error(t, kafkaclient.NewLogRouter(zerolog.Nop()).Start(ctx), "one router per process")
+	cm := kafkaclient.ProducerConfig(config.Kafka{BootstrapServers: "127.0.0.1:1"}) // nothing listens
+	require.Equal(t, true, cm["go.logs.channel.enable"])
+	p, err := kafka.NewProducer(&cm)
+	require.NoError(t, err)
+	cc := kafkaclient.ConsumerConfig(config.Kafka{BootstrapServers: "127.0.0.1:1"}, "g")
+	c, err := kafka.NewConsumer(&cc)
+	require.NoError(t, err)
+	defer c.Close()
+	ac := kafkaclient.AdminConfig(config.Kafka{BootstrapServers: "127.0.0.1:1"})
+	a, err := kafka.NewAdminClient(&ac)
+	require.NoError(t, err, "the admin client takes no log channel")
+	a.Close()
+
+	var line map[string]any
+	require.Eventually(t, func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["tag"] == "FAIL" {
+				line = m
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond)
+	p.Close()
+	require.NoError(t, r.Stop(ctx))
+	require.NoError(t, r.Stop(ctx), "twice")
+
+	require.Equal(t, "librdkafka", line["component"])
+	require.Equal(t, "error", line["level"])
+	require.Contains(t, line["message"], "127.0.0.1:1")
+	require.NotEmpty(t, line["client"])
+	require.Equal(t, false, kafkaclient.ProducerConfig(config.Kafka{BootstrapServers: "x"})["go.logs.channel.enable"], "stopped: back to librdkafka's default")
+}
