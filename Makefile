@@ -79,8 +79,8 @@ dev: up build ## Stack up, demo topics, migrations, both binaries running with c
 	$(STACK) topics orders:3 orders.dlq:3
 	$(WITH_STACK) bin/dlq-worker migrate up --config config/worker.example.yaml
 	@mkdir -p $(DEV)
+	@scripts/stop-dev.sh $(DEV)
 	@$(WITH_STACK) for b in dlq-worker dlq-admin; do \
-	  if [ -f $(DEV)/$$b.pid ] && kill -0 "$$(cat $(DEV)/$$b.pid)" 2>/dev/null; then kill -TERM "$$(cat $(DEV)/$$b.pid)"; sleep 1; fi; \
 	  sub=run; [ $$b = dlq-admin ] && sub=serve; \
 	  DLQ_ADMIN_ALLOW_DEV_TOKENS=true nohup bin/$$b $$sub --config config/$${b#dlq-}.example.yaml >$(DEV)/$$b.log 2>&1 & echo $$! >$(DEV)/$$b.pid; \
 	done
@@ -96,8 +96,8 @@ demo: up build ## The whole loop: service → DLQ → worker → park → admin 
 	$(WITH_STACK) go run ./examples/demo
 
 .PHONY: down
-down: ## Stop the binaries started by `make dev` and the local stack
-	@for p in $(DEV)/*.pid; do [ -f "$$p" ] || continue; kill -TERM "$$(cat $$p)" 2>/dev/null || true; rm -f "$$p"; done
+down: ## Stop the binaries started by `make dev` (waiting for them), then the local stack
+	@scripts/stop-dev.sh $(DEV)
 	$(STACK) down
 
 .PHONY: clean

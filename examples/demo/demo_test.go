@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"debug/elf"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/testenv"
@@ -21,7 +23,10 @@ import (
 // the container image ships, built by the same script as the Dockerfile.
 func TestWholeLoopConserves(t *testing.T) {
 	testenv.KafkaBootstrap(t)
-	testenv.DatabaseURL(t)
+	devDB := testenv.DatabaseURL(t)
+	before := demoRows(t, devDB)
+	// A schema of its own: what the test parks stays out of the database `make dev` shows.
+	t.Setenv("DATABASE_URL", testenv.Schema(t))
 	bin := t.TempDir()
 	out, err := exec.Command("../../scripts/build-static.sh", bin).CombinedOutput()
 	require.NoError(t, err, "scripts/build-static.sh: %s", out)
@@ -49,6 +54,24 @@ func TestWholeLoopConserves(t *testing.T) {
 		}
 	}
 	require.NoError(t, err)
+	require.Equal(t, before, demoRows(t, devDB), "the test wrote into the dev database")
+}
+
+// demoRows counts the demo routes' rows in the database's default schema (none when it
+// was never migrated).
+func demoRows(t *testing.T, url string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var exists bool
+	require.NoError(t, conn.QueryRow(ctx, `SELECT to_regclass('dead_letters') IS NOT NULL`).Scan(&exists))
+	var n int64
+	if exists {
+		require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM dead_letters WHERE route LIKE 'demo-%'`).Scan(&n))
+	}
+	return n
 }
 
 // requireStatic fails unless path is an ELF executable that needs no dynamic loader and no
