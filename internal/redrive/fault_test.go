@@ -3,6 +3,7 @@ package redrive_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"testing"
 	"time"
@@ -90,14 +91,15 @@ type brokerOutageRun struct {
 
 // startBrokerOutageRun seeds n mixed records into a DLQ on a private broker, starts an
 // engine and a run of faultRoute on it, and returns once a tenth of them reached the
-// target: the moment to inject the outage.
-func startBrokerOutageRun(t *testing.T, prefix string, n int) brokerOutageRun {
+// target: the moment to inject the outage. extra adds client properties for the engine.
+func startBrokerOutageRun(t *testing.T, prefix string, n int, extra map[string]string) brokerOutageRun {
 	t.Helper()
 	r := brokerOutageRun{b: kafkatest.StartBroker(t), st: storetest.New(t), reg: prometheus.NewRegistry()}
 	bs := r.b.Bootstrap()
 	// Produces in flight when the broker stops time out during the outage, so the
 	// worker's own retry of a failed delivery is exercised, not only librdkafka's.
 	r.kc = config.Kafka{BootstrapServers: bs, Extra: map[string]string{"message.timeout.ms": strconv.Itoa(int(deliveryTimeout / time.Millisecond))}}
+	maps.Copy(r.kc.Extra, extra)
 	r.dlq = kafkatest.CreateTopic(t, bs, 2, nil)
 	orders := kafkatest.CreateTopic(t, bs, 2, nil)
 	produceTo(t, bs, r.dlq, seedMixed(n, orders, time.Now())...)
@@ -129,7 +131,10 @@ func waitOutage(from time.Time, d time.Duration) {
 func TestBrokerOutageMidRun(t *testing.T) {
 	t.Parallel()
 	const n = 6000
-	r := startBrokerOutageRun(t, "broker-", n)
+	// The outage plus the private broker's restart must stay within the group session
+	// (45 s by default; a loaded machine restarts the broker slowly): an outage longer than
+	// the session is a rebalance, which TestRevokeMidRunCommitsWhatIsDone covers.
+	r := startBrokerOutageRun(t, "broker-", n, map[string]string{"session.timeout.ms": "120000"})
 	b, bs, kc, st, dlq, rc, e, run := r.b, r.b.Bootstrap(), r.kc, r.st, r.dlq, r.rc, r.e, r.outcome
 
 	down := time.Now()
@@ -274,7 +279,7 @@ func TestRevokeMidRunCommitsWhatIsDone(t *testing.T) {
 func TestStopDuringBrokerOutageIsBounded(t *testing.T) {
 	t.Parallel()
 	const n = 6000
-	r := startBrokerOutageRun(t, "stop-", n)
+	r := startBrokerOutageRun(t, "stop-", n, nil)
 	b, kc, st, dlq, rc, e, run := r.b, r.kc, r.st, r.dlq, r.rc, r.e, r.outcome
 
 	b.Stop()
