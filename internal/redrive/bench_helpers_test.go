@@ -1,12 +1,8 @@
 package redrive_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -355,21 +351,4 @@ func (e *benchEnv) rawPipe(b *testing.B, dlq, target string) func() {
 			b.Fatal(err)
 		}
 	}
-}
-
-// peakRSS returns the peak resident set size of process pid in MiB (VmHWM).
-func peakRSS(pid int) (float64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, errors.Join(errors.New("no VmHWM in /proc/PID/status"), sc.Err())
 }

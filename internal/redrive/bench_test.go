@@ -20,6 +20,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/procstat"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -324,7 +325,7 @@ func (e *benchEnv) runWorker(b *testing.B, bin, dlq string) (time.Duration, floa
 			fail("DLQ not drained after 30 min")
 		}
 	}
-	peak, err := peakRSS(cmd.Process.Pid)
+	peak, err := procstat.PeakRSSMiB(cmd.Process.Pid)
 	if err != nil {
 		fail("read peak RSS: %v", err)
 	}

@@ -8,20 +8,17 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/procstat"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 )
 
@@ -140,7 +137,7 @@ func pipe(kc config.Kafka, group, from, to string, inFlight int) (result, error)
 		return result{}, err
 	}
 	elapsed := time.Since(start)
-	peak, err := peakRSS()
+	peak, err := procstat.PeakRSSMiB(os.Getpid())
 	return result{ElapsedMs: float64(elapsed.Microseconds()) / 1000, Records: total, PeakMiB: peak}, err
 }
 
@@ -167,21 +164,4 @@ func fatal(ev kafka.Event) error {
 		return ke
 	}
 	return nil
-}
-
-// peakRSS is this process's peak resident set size in MiB (VmHWM).
-func peakRSS() (float64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, errors.Join(errors.New("no VmHWM in /proc/self/status"), sc.Err())
 }
