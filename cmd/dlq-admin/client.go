@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,8 +65,8 @@ func (f *clientFlags) print(w io.Writer, v any, table func(*tabwriter.Writer)) e
 
 // filterFlags select records, for list and bulk.
 type filterFlags struct {
-	statuses, reasons                                              []string
-	dlqTopic, originalTopic, errorClass, errorContains, route, key string
+	statuses, reasons                                                      []string
+	dlqTopic, originalTopic, errorClass, errorContains, route, key, keyB64 string
 }
 
 func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
@@ -84,7 +83,9 @@ func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
 	fl.StringVar(&ff.errorClass, "error-class", "", "error class")
 	fl.StringVar(&ff.errorContains, "error-contains", "", "error message contains (case-insensitive)")
 	fl.StringVar(&ff.route, "route", "", "route")
-	fl.StringVar(&ff.key, "key", "", "exact key (text)")
+	fl.StringVar(&ff.key, "key", "", "exact key, as text")
+	fl.StringVar(&ff.keyB64, "key-b64", "", "exact key bytes, in standard base64 (for a key that is not text)")
+	cmd.MarkFlagsMutuallyExclusive("key", "key-b64")
 }
 
 func (ff *filterFlags) query() url.Values {
@@ -101,9 +102,8 @@ func (ff *filterFlags) query() url.Values {
 	set("error_class", ff.errorClass)
 	set("error_contains", ff.errorContains)
 	set("route", ff.route)
-	if ff.key != "" {
-		q.Set("key", base64.StdEncoding.EncodeToString([]byte(ff.key)))
-	}
+	set("key", ff.key)
+	set("key_b64", ff.keyB64)
 	return q
 }
 
@@ -117,7 +117,10 @@ func (ff *filterFlags) filter() *api.Filter {
 		f.Reasons = append(f.Reasons, store.Reason(r))
 	}
 	if ff.key != "" {
-		f.Key = []byte(ff.key)
+		f.Key = &ff.key
+	}
+	if ff.keyB64 != "" {
+		f.KeyB64 = &ff.keyB64
 	}
 	return f
 }

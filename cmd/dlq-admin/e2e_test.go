@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http/httptest"
 	"strconv"
@@ -212,4 +213,40 @@ func TestTokenHashRefusesWeak(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, auth.Hash(tok)+"\n", out.String())
 	}
+}
+
+// --key is the key as text and --key-b64 its bytes in base64, in listings and bulk
+// selections alike; the two together are refused.
+func TestCLIKeyFilter(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, nil)
+	jobstest.Park(t, s.store, "orders", 4)
+	_, err := s.store.StoreBatch(context.Background(), []store.NewRecord{{
+		DLQ: store.Coordinates{Topic: "orders.dlq", Offset: 99}, Origin: store.Origin{Topic: "orders", Partition: -1, Offset: -1},
+		Key: []byte{0xff, 0x00}, Value: []byte("v"), Timestamp: time.Now(), RetryCount: 1,
+		Reason: store.ReasonExhausted, Status: store.StatusParked, Route: "orders",
+	}}, nil)
+	require.NoError(t, err)
+	list := func(args ...string) []int64 {
+		t.Helper()
+		out, err := s.cli(t, append([]string{"-o", "json", "list"}, args...)...)
+		require.NoError(t, err)
+		var page api.RecordPage
+		require.NoError(t, json.Unmarshal([]byte(out), &page), out)
+		var ids []int64
+		for _, r := range page.Records {
+			ids = append(ids, r.ID)
+		}
+		return ids
+	}
+	require.Equal(t, []int64{3}, list("--key", "k2"))
+	require.Equal(t, []int64{5}, list("--key-b64", base64.StdEncoding.EncodeToString([]byte{0xff, 0x00})))
+	_, err = s.cli(t, "list", "--key", "k2", "--key-b64", "azI=")
+	require.ErrorContains(t, err, "key-b64")
+	_, err = s.cli(t, "list", "--key-b64", "k2!")
+	require.ErrorContains(t, err, "key_b64")
+
+	out, err := s.cli(t, "bulk", "discard", "--key", "k3", "--reason", "by key")
+	require.NoError(t, err)
+	require.Contains(t, out, "1 records selected (dry run)")
 }

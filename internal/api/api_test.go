@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -113,7 +114,7 @@ func TestListFiltersAndCursor(t *testing.T) {
 	sort.Slice(seen, func(i, j int) bool { return seen[i] < seen[j] })
 	require.Equal(t, orders, seen)
 
-	r := b.do("GET", "/v1/records?error_class=SQLException&key="+url.QueryEscape(base64.StdEncoding.EncodeToString([]byte("key-1"))), viewerToken, nil)
+	r := b.do("GET", "/v1/records?error_class=SQLException&key_b64="+url.QueryEscape(base64.StdEncoding.EncodeToString([]byte("key-1"))), viewerToken, nil)
 	require.Equal(t, http.StatusOK, r.status)
 	r.decode(t, &page)
 	require.Len(t, page.Records, 1)
@@ -141,7 +142,9 @@ func TestListRejects(t *testing.T) {
 		"colour=red":              "colour",
 		"cursor=bm90LWEtY3Vyc29y": "cursor",
 		"status=lost":             "status",
-		"key=%25%25":              "key",
+		"key_b64=%25%25":          "key_b64",
+		"key=a&key_b64=YQ==":      "key_b64",
+		"key=":                    "key",
 		"stored_from=yesterday":   "stored_from",
 		"limit=1&limit=2":         "limit",
 	} {
@@ -486,4 +489,72 @@ func TestOpsEndpoints(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.status, p)
 	}
 	require.True(t, bytes.Contains(b.do("GET", "/metrics", "", nil).body, []byte("go_goroutines")))
+}
+
+// The key filter says its encoding (#12): key is the key as text, key_b64 its bytes in
+// base64; a text key that happens to be valid base64 ("user") is still the text.
+func TestKeyFilterTextOrBase64(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	user := b.park("users", 1, func(_ int, r *store.NewRecord) { r.Key = []byte("user") })[0]
+	binary := b.park("bins", 1, func(_ int, r *store.NewRecord) { r.Key = []byte{0xff, 0x00, 0x01} })[0]
+	b.park("orders", 3)
+	list := func(q url.Values) []int64 {
+		t.Helper()
+		r := b.do("GET", "/v1/records?"+q.Encode(), viewerToken, nil)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		var page api.RecordPage
+		r.decode(t, &page)
+		var ids []int64
+		for _, rec := range page.Records {
+			ids = append(ids, rec.ID)
+		}
+		return ids
+	}
+	require.Equal(t, []int64{user}, list(url.Values{"key": {"user"}}), "user is text, though it is valid base64 too")
+	require.Equal(t, []int64{user}, list(url.Values{"key_b64": {base64.StdEncoding.EncodeToString([]byte("user"))}}))
+	require.Equal(t, []int64{binary}, list(url.Values{"key_b64": {base64.StdEncoding.EncodeToString([]byte{0xff, 0x00, 0x01})}}))
+	require.Empty(t, list(url.Values{"key_b64": {"user"}}), "key_b64=user is the bytes ba eb 2b")
+
+	str := func(s string) *string { return &s }
+	dry := func(f *api.Filter) response {
+		t.Helper()
+		return b.do("POST", "/v1/bulk/replay", adminToken, api.BulkRequest{Filter: f, DryRun: true})
+	}
+	var count api.DryRun
+	r := dry(&api.Filter{Key: str("user")})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	r.decode(t, &count)
+	require.EqualValues(t, 1, count.Count)
+	dry(&api.Filter{KeyB64: str(base64.StdEncoding.EncodeToString([]byte{0xff, 0x00, 0x01}))}).decode(t, &count)
+	require.EqualValues(t, 1, count.Count)
+	for field, f := range map[string]*api.Filter{
+		"filter.key_b64": {Key: str("user"), KeyB64: str("dXNlcg==")},
+		"filter.key":     {Key: str("")},
+	} {
+		r := dry(f)
+		require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+		hasField(t, r, field)
+	}
+	for field, body := range map[string]string{
+		"filter.key_b64": `{"dry_run":true,"filter":{"key_b64":"%%"}}`,
+		"filter.key":     `{"dry_run":true,"filter":{"key":"a\u0000b"}}`,
+	} {
+		r := b.do("POST", "/v1/bulk/replay", adminToken, json.RawMessage(body))
+		require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+		hasField(t, r, field)
+	}
+	r = b.do("POST", "/v1/bulk/replay", adminToken, json.RawMessage(`{"dry_run":true,"filter":{"key_b64":""}}`))
+	require.Equal(t, http.StatusBadRequest, r.status, "an empty key would not survive the job's stored filter")
+
+	// A job shows its key as it can be given back: text when it is, base64 otherwise.
+	one := int64(1)
+	for _, f := range []*api.Filter{{Key: str("user")}, {KeyB64: str("/wAB")}} {
+		r := b.do("POST", "/v1/bulk/discard", adminToken, api.BulkRequest{Filter: f, ConfirmCount: &one, Reason: "key"})
+		require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+		var job api.Job
+		r.decode(t, &job)
+		require.Equal(t, f.Key, job.Filter.Key)
+		require.Equal(t, f.KeyB64, job.Filter.KeyB64)
+	}
 }

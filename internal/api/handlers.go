@@ -15,7 +15,7 @@ const maxReasonBytes = 1000
 
 func (s *Server) listRecords(c *call) (int, any, error) {
 	q, err := query(c.r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
-		"route", "key", "stored_from", "stored_to", "cursor", "limit")
+		"route", "key", "key_b64", "stored_from", "stored_to", "cursor", "limit")
 	if err != nil {
 		return 0, nil, err
 	}

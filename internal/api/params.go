@@ -120,33 +120,72 @@ func filterFromQuery(q url.Values) (store.Filter, error) {
 	if err := parseStatuses("status", f.Statuses); err != nil {
 		return f, err
 	}
-	if k, ok := q["key"]; ok {
-		key, err := base64.StdEncoding.DecodeString(k[0])
-		if err != nil {
-			return f, badParam("key", "must be standard base64")
-		}
-		f.Key = key
+	var keyText, keyB64 *string
+	if v, ok := q["key"]; ok {
+		keyText = &v[0]
 	}
+	if v, ok := q["key_b64"]; ok {
+		keyB64 = &v[0]
+	}
+	key, err := keyFilter("key", "key_b64", keyText, keyB64)
+	if err != nil {
+		return f, err
+	}
+	f.Key = key
 	var err1, err2 error
 	f.StoredFrom, err1 = parseTime("stored_from", q.Get("stored_from"))
 	f.StoredTo, err2 = parseTime("stored_to", q.Get("stored_to"))
 	return f, errors.Join(err1, err2)
 }
 
+// keyFilter reads the key filter: text is the key as UTF-8 text, b64 its bytes in standard
+// base64 (for keys that are not text); at most one of them, and not empty (an empty key
+// does not survive a job's stored filter). nil when neither is given.
+func keyFilter(textName, b64Name string, asText, b64 *string) ([]byte, error) {
+	switch {
+	case asText != nil && b64 != nil:
+		return nil, badParam(b64Name, "give %s (the key as text) or %s (its bytes in base64), not both", textName, b64Name)
+	case asText != nil:
+		if *asText == "" {
+			return nil, badParam(textName, "must not be empty")
+		}
+		return []byte(*asText), nil
+	case b64 != nil:
+		key, err := base64.StdEncoding.DecodeString(*b64)
+		if err != nil {
+			return nil, badParam(b64Name, "must be standard base64 (for a key as text, use %s)", textName)
+		}
+		if len(key) == 0 {
+			return nil, badParam(b64Name, "must not be empty")
+		}
+		return key, nil
+	}
+	return nil, nil
+}
+
 // filterFromBody converts a bulk request's filter.
 func filterFromBody(in *Filter) (store.Filter, error) {
 	f := store.Filter{Statuses: in.Statuses, Reasons: in.Reasons, DLQTopic: in.DLQTopic,
 		OriginalTopic: in.OriginalTopic, ErrorClass: in.ErrorClass, ErrorContains: in.ErrorContains,
-		Route: in.Route, Key: in.Key}
+		Route: in.Route}
 	if len(in.OriginalTopics) > 0 {
 		return f, badParam("filter.original_topics", "is set from the token's topics, not by the caller")
 	}
-	for name, v := range map[string]string{"filter.dlq_topic": f.DLQTopic, "filter.original_topic": f.OriginalTopic,
-		"filter.error_class": f.ErrorClass, "filter.error_contains": f.ErrorContains, "filter.route": f.Route} {
+	fields := map[string]string{"filter.dlq_topic": f.DLQTopic, "filter.original_topic": f.OriginalTopic,
+		"filter.error_class": f.ErrorClass, "filter.error_contains": f.ErrorContains, "filter.route": f.Route}
+	if in.Key != nil {
+		fields["filter.key"] = *in.Key
+	}
+	for name, v := range fields {
 		if err := text(name, v); err != nil {
 			return f, err
 		}
 	}
+	key, err := keyFilter("filter.key", "filter.key_b64", in.Key, in.KeyB64)
+	if err != nil {
+		return f, err
+	}
+	f.Key = key
 	if in.StoredFrom != nil {
 		f.StoredFrom = *in.StoredFrom
 	}

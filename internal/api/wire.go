@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -119,9 +120,12 @@ type Filter struct {
 	ErrorClass     string         `json:"error_class,omitempty"`
 	ErrorContains  string         `json:"error_contains,omitempty"`
 	Route          string         `json:"route,omitempty"`
-	Key            []byte         `json:"key,omitempty"`
-	StoredFrom     *time.Time     `json:"stored_from,omitempty"`
-	StoredTo       *time.Time     `json:"stored_to,omitempty"`
+	// Key is the key as UTF-8 text; KeyB64 its bytes in standard base64, for a key that
+	// is not text. At most one of them.
+	Key        *string    `json:"key,omitempty"`
+	KeyB64     *string    `json:"key_b64,omitempty"`
+	StoredFrom *time.Time `json:"stored_from,omitempty"`
+	StoredTo   *time.Time `json:"stored_to,omitempty"`
 }
 
 // ReplayRequest is the body of a single replay. Value and Headers, when given, replace
@@ -358,11 +362,21 @@ func toFilter(f *store.Filter) *Filter {
 	if f == nil {
 		return nil
 	}
-	return &Filter{
+	out := &Filter{
 		Statuses: f.Statuses, Reasons: f.Reasons, DLQTopic: f.DLQTopic, OriginalTopic: f.OriginalTopic,
 		OriginalTopics: f.OriginalTopics, ErrorClass: f.ErrorClass, ErrorContains: f.ErrorContains, Route: f.Route,
-		Key: f.Key, StoredFrom: optTime(f.StoredFrom), StoredTo: optTime(f.StoredTo),
+		StoredFrom: optTime(f.StoredFrom), StoredTo: optTime(f.StoredTo),
 	}
+	// The key as the caller could give it back: text when it is, base64 otherwise.
+	switch k := string(f.Key); {
+	case f.Key == nil:
+	case utf8.ValidString(k) && !strings.ContainsRune(k, 0):
+		out.Key = &k
+	default:
+		b := base64.StdEncoding.EncodeToString(f.Key)
+		out.KeyB64 = &b
+	}
+	return out
 }
 
 func toJob(j *store.Job) Job {

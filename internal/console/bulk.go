@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,12 +38,14 @@ func filterBody(f url.Values) (*api.Filter, error) {
 	for _, v := range splitComma(f.Get("reason")) {
 		out.Reasons = append(out.Reasons, store.Reason(v))
 	}
-	if k := f.Get("key"); k != "" {
-		key, err := base64.StdEncoding.DecodeString(k)
-		if err != nil {
-			return nil, errors.New("key: must be standard base64")
+	// The key goes to the API as given (text or base64): the API checks it.
+	for _, k := range []struct {
+		name string
+		dst  **string
+	}{{"key", &out.Key}, {"key_b64", &out.KeyB64}} {
+		if v := f.Get(k.name); v != "" {
+			*k.dst = &v
 		}
-		out.Key = key
 	}
 	for _, t := range []struct {
 		name string

@@ -106,6 +106,41 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, "PageErr", run(t, ctx2, chromedp.Value(`#filters input[name="error_class"]`)))
 	})
 
+	t.Run("KeyFilter", func(t *testing.T) {
+		// "user" is valid base64 too: the text field means the text.
+		user := e.park("KeyText", e.orders, 1, func(_ int, r *store.NewRecord) { r.Key = []byte("user") })[0]
+		bin := e.park("KeyBinary", e.orders, 1, func(_ int, r *store.NewRecord) { r.Key = []byte{0xff, 0x00, 0x01} })[0]
+		ctx := e.tab(t)
+		e.signIn(t, ctx, adminToken)
+		rows := func() []string {
+			return eval[[]string](t, ctx, `Array.from(document.querySelectorAll("tr.record-row")).map(r => r.dataset.id)`)
+		}
+		// filtered waits for the page the filter form led to.
+		filtered := func(param string) {
+			t.Helper()
+			waitTrue(t, ctx, fmt.Sprintf(`new URLSearchParams(location.search).has(%q) && document.readyState === "complete" && !!document.querySelector("#records")`, param))
+		}
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records"), chromedp.WaitVisible("#filters"),
+			chromedp.SendKeys(`#filters input[name="key"]`, "user"), chromedp.Click("#apply-filters"))
+		filtered("key")
+		require.Equal(t, []string{strconv.FormatInt(user, 10)}, rows())
+		loc, err := url.Parse(run(t, ctx, chromedp.Location()))
+		require.NoError(t, err)
+		require.Equal(t, "user", loc.Query().Get("key"), "the key is in the URL as the API names it")
+
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records"), chromedp.WaitVisible("#filters"),
+			chromedp.SendKeys(`#filters input[name="key_b64"]`, "/wAB"), chromedp.Click("#apply-filters"))
+		filtered("key_b64")
+		require.Equal(t, []string{strconv.FormatInt(bin, 10)}, rows())
+		do(t, ctx, chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
+			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#bulk-count"))
+		require.Equal(t, "1", text(t, ctx, "#bulk-count"), "the bulk form keeps the base64 key")
+
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?key_b64=user!"), chromedp.WaitVisible("#error-status"))
+		require.Equal(t, "400 Invalid parameter", text(t, ctx, "#error-status"))
+		require.Contains(t, text(t, ctx, "main"), "key_b64")
+	})
+
 	t.Run("RecordRendering", func(t *testing.T) {
 		jsonID := e.park("JSONValue", e.orders, 1, func(_ int, r *store.NewRecord) {
 			r.Value = []byte(`{"order":{"id":42,"lines":[1,2]}}`)
@@ -439,6 +474,17 @@ func waitText(t *testing.T, ctx context.Context, sel, want string) {
 		got = strings.TrimSpace(s)
 		return err == nil && got == want
 	}, 2*time.Minute, 100*time.Millisecond, "%s never said %q (last %q)", sel, want, got)
+}
+
+// waitTrue waits until the expression js is true, across the navigations on the way.
+func waitTrue(t *testing.T, ctx context.Context, js string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		ok, err := chromedp.Run(tctx, chromedp.Evaluate[bool](js))
+		return err == nil && ok
+	}, 2*time.Minute, 100*time.Millisecond, "never true: %s", js)
 }
 
 func (e *env) paused() bool {

@@ -15,19 +15,15 @@ import (
 // filterParams are the record filters of the API; the console's URLs use the same names,
 // so a console view and an API query share their filters.
 var filterParams = []string{"status", "reason", "dlq_topic", "original_topic", "route", "error_class",
-	"error_contains", "key", "stored_from", "stored_to"}
+	"error_contains", "key", "key_b64", "stored_from", "stored_to"}
 
-// filterQuery keeps the non-empty record filters of q. A key given as text (key_text)
-// becomes the API's base64 key.
+// filterQuery keeps the non-empty record filters of q.
 func filterQuery(q url.Values) url.Values {
 	out := url.Values{}
 	for _, name := range filterParams {
 		if v := q.Get(name); v != "" {
 			out.Set(name, v)
 		}
-	}
-	if kt := q.Get("key_text"); kt != "" && out.Get("key") == "" {
-		out.Set("key", base64.StdEncoding.EncodeToString([]byte(kt)))
 	}
 	return out
 }
@@ -38,7 +34,6 @@ type recordsPage struct {
 	// size, for the paging links.
 	Filter   url.Values
 	Query    url.Values
-	KeyText  string
 	Limit    string
 	Cursor   string
 	Next     string
@@ -71,7 +66,7 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request, sess *session) 
 		s.failAPI(w, r, sess, err)
 		return
 	}
-	view := recordsPage{Records: page.Records, Filter: f, Query: f, KeyText: q.Get("key_text"), Limit: q.Get("limit"),
+	view := recordsPage{Records: page.Records, Filter: f, Query: f, Limit: q.Get("limit"),
 		Cursor: q.Get("cursor"), Next: page.NextCursor, Statuses: statusNames, Reasons: reasonNames,
 		Bulk: bulkForm{Filter: f, ReplayTopics: s.cfg.ReplayTopics}}
 	if view.Limit != "" {
