@@ -17,6 +17,7 @@ import (
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/daemon"
 	"github.com/dlqops/dlq/internal/housekeeping"
+	"github.com/dlqops/dlq/internal/jobgauges"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive"
@@ -115,6 +116,10 @@ func run(ctx context.Context, cfg *config.Worker) error {
 		Store: st, Kafka: cfg.Kafka, Routes: cfg.Routes, Concurrency: cfg.Jobs.Concurrency, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()), Log: log, Registerer: srv.Registry,
 	})
 	if err != nil {
+		return err
+	}
+	// How jobs look in PostgreSQL, read at each scrape: pending, running, stalled.
+	if _, err := jobgauges.Register(srv.Registry, st, log); err != nil {
 		return err
 	}
 	keeper, err := housekeeping.New(housekeeping.Options{

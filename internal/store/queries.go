@@ -177,9 +177,12 @@ const sqlClaimRecordJob = `WITH next AS (
 	FROM next WHERE id = next_id
 	RETURNING ` + jobColumns
 
-// $1 id, $2 owner, $3 total, $4 done, $5 failed, $6 cursor, $7 lease until, $8 now.
+// $1 id, $2 owner, $3 total, $4 done, $5 failed, $6 cursor, $7 lease until, $8 now,
+// $9 skipped. progressed_at moves only when a record was settled (the right-hand side
+// reads the row as it was).
 const sqlUpdateJobProgress = `UPDATE jobs SET total = $3, done = $4, failed = $5, cursor_id = $6,
-		lease_until = $7, updated_at = $8, skipped = $9
+		lease_until = $7, updated_at = $8, skipped = $9,
+		progressed_at = CASE WHEN done + failed + skipped <> $4::bigint + $5::bigint + $9::bigint THEN $8 ELSE progressed_at END
 	WHERE id = $1 AND status = 'running' AND lease_owner = $2`
 
 // Job transitions: $1 id, $2 now, then their own parameters.
