@@ -310,6 +310,7 @@ func TestConsole(t *testing.T) {
 		waitJobPage(t, ctx, "succeeded")
 		require.Equal(t, strconv.Itoa(n), text(t, ctx, "#job-done"))
 		require.Equal(t, "0", text(t, ctx, "#job-failed"))
+		require.Equal(t, "0", text(t, ctx, "#job-skipped"))
 		require.Equal(t, int64(n), e.count(store.Filter{ErrorClass: "BulkErr", Statuses: []store.Status{store.StatusReplayed}}))
 		seen := map[string]int{}
 		for _, m := range e.consume(t, e.orders, n, func(m *kafka.Message) bool { return bytes.Contains(m.Value, []byte(`"class":"BulkErr"`)) }) {
@@ -338,6 +339,34 @@ func TestConsole(t *testing.T) {
 			parked := e.count(store.Filter{ErrorClass: "CancelErr", Statuses: []store.Status{store.StatusParked}})
 			return replayed+parked == n && parked > 0
 		}, time.Minute, 100*time.Millisecond)
+	})
+
+	t.Run("BulkSkipped", func(t *testing.T) {
+		const n, gone = 12, 3
+		ids := e.park("SkipErr", e.orders, n)
+		ctx := e.tab(t)
+		e.signIn(t, ctx, adminToken)
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked&error_class=SkipErr"), chromedp.WaitVisible("#bulk"),
+			chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
+			chromedp.Clear("#bulk-rate"), chromedp.SendKeys("#bulk-rate", "2"),
+			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#confirm-count"),
+			chromedp.SendKeys("#confirm-count", strconv.Itoa(n)), chromedp.Click("#confirm"), chromedp.WaitVisible("#job-status"))
+		waitJobPage(t, ctx, "running")
+		// Records discarded while the job runs are no longer parked when it meets them.
+		discarded := 0
+		for i := len(ids) - 1; i >= 0 && discarded < gone; i-- {
+			if _, err := e.store.DiscardRecord(context.Background(), ids[i], "meanwhile", store.Actor{Name: "test"}); err == nil {
+				discarded++
+			}
+		}
+		require.Equal(t, gone, discarded)
+		waitJobPage(t, ctx, "succeeded")
+		require.Equal(t, strconv.Itoa(n-gone), text(t, ctx, "#job-done"))
+		require.Equal(t, "0", text(t, ctx, "#job-failed"))
+		require.Equal(t, strconv.Itoa(gone), text(t, ctx, "#job-skipped"))
+		require.Equal(t, strconv.Itoa(n), text(t, ctx, "#job-total"))
+		require.Equal(t, "100", run(t, ctx, chromedp.AttributeValue("#job-bar", "value")).Value, "done, failed and skipped make the whole")
+		e.shot(t, ctx, "job-skipped")
 	})
 
 	t.Run("PauseResumeRoute", func(t *testing.T) {

@@ -43,6 +43,7 @@ type progress struct {
 	Total    int64           `json:"total"`
 	Done     int64           `json:"done"`
 	Failed   int64           `json:"failed"`
+	Skipped  int64           `json:"skipped"`
 	Percent  int64           `json:"percent"`
 	Rate     string          `json:"rate"`
 	ETA      string          `json:"eta"`
@@ -50,9 +51,10 @@ type progress struct {
 }
 
 func (s *Server) progressOf(j *api.Job) progress {
-	p := progress{Status: j.Status, Total: j.Total, Done: j.Done, Failed: j.Failed, Rate: "—", ETA: "—",
+	p := progress{Status: j.Status, Total: j.Total, Done: j.Done, Failed: j.Failed, Skipped: j.Skipped, Rate: "—", ETA: "—",
 		Finished: j.FinishedAt != nil}
-	handled := j.Done + j.Failed
+	// Skipped records (no longer parked or scheduled when the job met them) are handled too.
+	handled := j.Done + j.Failed + j.Skipped
 	if j.Total > 0 {
 		p.Percent = min(100, handled*100/j.Total)
 	}
