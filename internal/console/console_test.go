@@ -3,6 +3,7 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -253,6 +254,42 @@ func TestConsole(t *testing.T) {
 		audit := text(t, ctx, "#audit")
 		require.Contains(t, audit, "edited: value 18 bytes sha256:")
 		require.Contains(t, audit, `headers added ["fixed-by"]`)
+	})
+
+	t.Run("EditBinary", func(t *testing.T) {
+		stored, fixed := []byte{0xde, 0xad, 0x00, 0xff}, []byte{0x01, 0x00, 0xfe, 0xff, 0x80}
+		id := e.park("EditBinary", e.orders, 1, func(_ int, r *store.NewRecord) {
+			r.Value = stored
+			r.Headers = append(r.Headers, store.Header{Key: "trace", Value: []byte{0x00, 0xff}})
+		})[0]
+		ctx := e.tab(t)
+		e.signIn(t, ctx, operatorToken)
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, id)), chromedp.WaitVisible("#edit"),
+			chromedp.Click("#edit summary"), chromedp.WaitVisible("#edit-value"))
+		b64 := base64.StdEncoding.EncodeToString
+		require.Equal(t, "base64", run(t, ctx, chromedp.Value("#edit-value-encoding")), "a value that is not text is offered in base64")
+		require.Equal(t, b64(stored), run(t, ctx, chromedp.Value("#edit-value")))
+		require.Equal(t, "base64", run(t, ctx, chromedp.Value("#edit-headers-encoding")))
+		headers := run(t, ctx, chromedp.Value("#edit-headers"))
+		require.Contains(t, headers, b64([]byte("trace"))+" "+b64([]byte{0x00, 0xff}))
+		do(t, ctx, chromedp.SetValue("#edit-value", b64(fixed)),
+			chromedp.SetValue("#edit-headers", headers+"\n"+b64([]byte("sig"))+" "+b64([]byte{0xca, 0xfe, 0x00})+"\n"+b64([]byte("tomb"))+" -"))
+		e.shot(t, ctx, "record-edit-binary")
+		do(t, ctx, chromedp.Click("#edit-replay"), chromedp.WaitVisible("#job-status"))
+		waitJobPage(t, ctx, "succeeded")
+
+		got := e.consume(t, e.orders, 1, func(m *kafka.Message) bool { return bytes.Equal(m.Value, fixed) })[0]
+		hs := map[string][]byte{}
+		for _, h := range got.Headers {
+			hs[h.Key] = h.Value
+		}
+		require.Equal(t, []byte{0xca, 0xfe, 0x00}, hs["sig"], "byte-exact")
+		require.Equal(t, []byte{0x00, 0xff}, hs["trace"])
+		require.Contains(t, hs, "tomb")
+		require.Nil(t, hs["tomb"], "a null header value stays null")
+		rec, err := e.store.Get(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, stored, rec.Value, "the stored record keeps what was dead-lettered")
 	})
 
 	t.Run("Discard", func(t *testing.T) {

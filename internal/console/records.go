@@ -2,11 +2,13 @@ package console
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/store"
@@ -94,35 +96,48 @@ type recordPage struct {
 	Edit editForm
 }
 
-// editForm offers a record's value and headers as text to correct before a replay. A
-// value that is not text cannot be edited here (the API takes base64); headers only when
-// every one of them is text.
+// editForm offers a record's value and headers to correct before a replay, each as text
+// when it is text and as base64 otherwise, so that the console edits any record the API
+// can (a value may also be sent as null).
 type editForm struct {
-	ValueEditable, HeadersEditable bool
-	Value, Headers                 string
+	Value, Headers string
+	// ValueEncoding is "text", "base64" or "null"; HeadersEncoding "text" or "base64".
+	ValueEncoding, HeadersEncoding string
 }
 
 func newEditForm(d *api.RecordDetail) editForm {
-	var f editForm
-	if v := decodeBytes(d.Value); printable(v) {
-		f.ValueEditable, f.Value = true, string(v)
+	f := editForm{ValueEncoding: "text", HeadersEncoding: "text"}
+	switch v := decodeBytes(d.Value); {
+	case d.Value.Null:
+		f.ValueEncoding = "null"
+	case printable(v):
+		f.Value = string(v)
+	default:
+		f.ValueEncoding, f.Value = "base64", d.Value.Base64
 	}
-	f.HeadersEditable = true
-	var lines []string
+	var text, b64 []string
 	for _, h := range d.Headers {
 		v := decodeBytes(h.Value)
 		if h.Value.Null || !printable([]byte(h.Key)) || !printable(v) || strings.ContainsAny(h.Key+string(v), "\r\n") ||
 			strings.Contains(h.Key, ": ") {
-			f.HeadersEditable = false
-			break
+			f.HeadersEncoding = "base64"
 		}
-		lines = append(lines, h.Key+": "+string(v))
+		text = append(text, h.Key+": "+string(v))
+		value := h.Value.Base64
+		if h.Value.Null {
+			value = nullHeader
+		}
+		b64 = append(b64, base64.StdEncoding.EncodeToString([]byte(h.Key))+" "+value)
 	}
-	if f.HeadersEditable {
-		f.Headers = strings.Join(lines, "\n")
+	f.Headers = strings.Join(text, "\n")
+	if f.HeadersEncoding == "base64" {
+		f.Headers = strings.Join(b64, "\n")
 	}
 	return f
 }
+
+// nullHeader is a null header value in the base64 form of the headers ("-" is not base64).
+const nullHeader = "-"
 
 func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 	var d api.RecordDetail
@@ -168,25 +183,79 @@ func (s *Server) retryNow(w http.ResponseWriter, r *http.Request, sess *session)
 }
 
 // editRequest adds the edit form's value and headers to a replay. Browsers send a
-// textarea's line breaks as CRLF; they are turned back into LF.
+// textarea's line breaks as CRLF; they are turned back into LF in text, and base64 may be
+// wrapped over lines.
 func editRequest(r *http.Request, req *api.ReplayRequest) error {
 	unCRLF := func(v string) string { return strings.ReplaceAll(v, "\r\n", "\n") }
 	if _, ok := r.PostForm["value"]; ok {
-		req.Value = &api.Bytes{Base64: base64.StdEncoding.EncodeToString([]byte(unCRLF(r.PostFormValue("value"))))}
+		v := r.PostFormValue("value")
+		switch r.PostFormValue("value_encoding") {
+		case "null":
+			req.Value = &api.Bytes{Null: true}
+		case "base64":
+			raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(v), ""))
+			if err != nil {
+				return errors.New("value: not standard base64")
+			}
+			req.Value = &api.Bytes{Base64: base64.StdEncoding.EncodeToString(raw)}
+		default:
+			req.Value = &api.Bytes{Base64: base64.StdEncoding.EncodeToString([]byte(unCRLF(v)))}
+		}
 	}
 	if _, ok := r.PostForm["headers"]; ok {
+		parse := textHeader
+		if r.PostFormValue("headers_encoding") == "base64" {
+			parse = base64Header
+		}
 		hs := []api.Header{}
 		for n, line := range strings.Split(unCRLF(r.PostFormValue("headers")), "\n") {
 			if strings.TrimSpace(line) == "" {
 				continue
 			}
-			k, v, ok := strings.Cut(line, ": ")
-			if !ok {
-				return fmt.Errorf("header line %d: write it as name: value", n+1)
+			h, err := parse(line)
+			if err != nil {
+				return fmt.Errorf("header line %d: %w", n+1, err)
 			}
-			hs = append(hs, api.Header{Key: k, Value: api.Bytes{Base64: base64.StdEncoding.EncodeToString([]byte(v))}})
+			hs = append(hs, h)
 		}
 		req.Headers = &hs
 	}
 	return nil
+}
+
+// textHeader reads "name: value".
+func textHeader(line string) (api.Header, error) {
+	k, v, ok := strings.Cut(line, ": ")
+	if !ok {
+		return api.Header{}, errors.New("write it as name: value")
+	}
+	return api.Header{Key: k, Value: api.Bytes{Base64: base64.StdEncoding.EncodeToString([]byte(v))}}, nil
+}
+
+// base64Header reads "name value", each in base64; no value is an empty one, "-" a null one.
+func base64Header(line string) (api.Header, error) {
+	fields := strings.Fields(line)
+	if len(fields) > 2 {
+		return api.Header{}, errors.New("write it as the name and the value in base64, separated by a space")
+	}
+	name, err := base64.StdEncoding.DecodeString(fields[0])
+	if err != nil {
+		return api.Header{}, errors.New("the name is not standard base64")
+	}
+	if !utf8.Valid(name) {
+		return api.Header{}, errors.New("the name must be UTF-8 text: the API carries header names as JSON strings")
+	}
+	h := api.Header{Key: string(name)}
+	switch {
+	case len(fields) == 1:
+	case fields[1] == nullHeader:
+		h.Value.Null = true
+	default:
+		v, err := base64.StdEncoding.DecodeString(fields[1])
+		if err != nil {
+			return api.Header{}, errors.New("the value is not standard base64")
+		}
+		h.Value.Base64 = base64.StdEncoding.EncodeToString(v)
+	}
+	return h, nil
 }

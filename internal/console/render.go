@@ -61,6 +61,7 @@ var funcs = template.FuncMap{
 		return p + "?" + q2.Encode()
 	},
 	"pathEscape": url.PathEscape,
+	"list":       func(v ...string) []string { return v },
 	"join":       strings.Join,
 	"tallyTable": newTallyTable,
 	"payloadBlock": func(title, id string, p payload) payloadBlock {
