@@ -133,7 +133,7 @@ func TestBrokerOutageMidRun(t *testing.T) {
 	const n = 6000
 	// The outage plus the private broker's restart must stay within the group session
 	// (45 s by default; a loaded machine restarts the broker slowly): an outage longer than
-	// the session is a rebalance, which TestRevokeMidRunCommitsWhatIsDone covers.
+	// the session loses the assignment, which TestLostAssignmentFailsTheRun covers.
 	r := startBrokerOutageRun(t, "broker-", n, map[string]string{"session.timeout.ms": "120000"})
 	b, bs, kc, st, dlq, rc, e, run := r.b, r.b.Bootstrap(), r.kc, r.st, r.dlq, r.rc, r.e, r.outcome
 
@@ -308,4 +308,54 @@ func TestStopDuringBrokerOutageIsBounded(t *testing.T) {
 	<-run // its outcome arrives once the run's last commit gave up
 	rep := requireConservedOn(t, kc, st, dlq, rc.Group)
 	t.Logf("%s", rep)
+}
+
+// The broker stops for longer than the group session in the middle of a run: the group
+// takes the partitions away without a handover, so the run is no success. It fails naming
+// the lost partitions, the loss is counted, last-success does not move, and the next runs
+// redrive the rest: every record is accounted for.
+func TestLostAssignmentFailsTheRun(t *testing.T) {
+	t.Parallel()
+	const n = 6000
+	r := startBrokerOutageRun(t, "lost-", n, map[string]string{"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"})
+	bs, rc, e := r.b.Bootstrap(), r.rc, r.e
+
+	down := time.Now()
+	r.b.Stop()
+	waitOutage(down, outage) // five sessions
+	r.b.Start()
+	var err error
+	select {
+	case err = <-r.outcome:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the run did not end within 3 minutes of the broker's return")
+	}
+	require.ErrorIs(t, err, redrive.ErrRunIncomplete)
+	require.Contains(t, err.Error(), "revoked")
+	require.Positive(t, counterSum(t, r.reg, "dlq_worker_partitions_lost_total", map[string]string{"route": rc.Name}))
+	require.Zero(t, gaugeValue(t, r.reg, "dlq_worker_last_success_timestamp_seconds", rc.Name))
+	runs, err := r.st.ListRuns(context.Background(), rc.Name, 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, store.RunFailed, runs[0].Status)
+	require.Contains(t, runs[0].Error, "revoked")
+
+	// The records the lost run did not finish wait for the next runs, which succeed. (No
+	// admin request to the group here: librdkafka's coordinator requests have aborted the
+	// test binary right after a broker restart.)
+	committed, end := committedOffsets(t, bs, r.dlq, rc.Group, 2), watermarks(t, bs, r.dlq)
+	require.Eventually(t, func() bool {
+		if runOnce(e, rc.Name) != nil {
+			return false
+		}
+		got := committed()
+		for p, off := range end() {
+			if got[p] < off {
+				return false
+			}
+		}
+		return true
+	}, 3*time.Minute, 100*time.Millisecond)
+	require.Positive(t, gaugeValue(t, r.reg, "dlq_worker_last_success_timestamp_seconds", rc.Name))
+	t.Logf("%s", requireMixedConserved(t, r.kc, r.st, r.dlq, rc.Group, n))
 }

@@ -13,6 +13,7 @@ type metrics struct {
 	lag          *prometheus.GaugeVec
 	offsetResets *prometheus.CounterVec
 	lastSuccess  *prometheus.GaugeVec
+	lostMidRun   *prometheus.CounterVec
 	oldestDue    *prometheus.GaugeVec
 	// sourceHeadroom is how many records the last share-group pointer resolved was
 	// above its source partition's log start: near 0, pointers expire before a redrive.
@@ -41,6 +42,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Committed offsets that disagreed with the ledger or the log (seed 003), by cause: not_found, jump, backward, below_log_start."}, []string{"route", "topic", "partition", "cause"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_last_success_timestamp_seconds",
 			Help: "Unix time of the end of the last run that read every partition it held to its high watermark."}, []string{"route"}),
+		lostMidRun: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_partitions_lost_total",
+			Help: "Partitions a run lost without a handover (the group session expired); each fails its run."}, []string{"route"}),
 		oldestDue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_oldest_due_age_seconds",
 			Help: "How long the oldest due scheduled record of the route has waited to be redriven (0: none)."}, []string{"route"}),
 		sourceHeadroom: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_source_headroom_records",
@@ -48,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		headerWarnings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_header_warnings_total",
 			Help: "Header fields of DLQ records left unknown (malformed value, duplicated key), by kind."}, []string{"route", "kind"}),
 	}
-	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.oldestDue, m.sourceHeadroom, m.headerWarnings} {
+	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.headerWarnings} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

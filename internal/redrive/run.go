@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -439,7 +440,11 @@ func (w *worker) revoke(tps []kafka.TopicPartition) {
 			ps = append(ps, p)
 		}
 	}
-	if !w.consumer.AssignmentLost() {
+	lost := w.consumer.AssignmentLost()
+	if lost && w.run != nil {
+		w.lostMidRun(ps)
+	}
+	if !lost {
 		w.drainFor(ps, time.Now().Add(revokeGrace))
 		if err := w.commitNow(ps); err != nil {
 			w.warnEvery("commit", err, "commit on revoke failed")
@@ -471,6 +476,23 @@ func (w *worker) revoke(tps []kafka.TopicPartition) {
 		w.log.Error().Err(err).Msg("unassign failed")
 	}
 	w.log.Info().Int("partitions", len(tps)).Msg("partitions revoked")
+}
+
+// lostMidRun fails the run when the group took partitions of it away without a handover
+// (the session expired: a broker outage or a stall longer than session.timeout.ms). What
+// was read and not committed is read again by the next owner, what was not read waits
+// for the next run: neither is a success.
+func (w *worker) lostMidRun(ps []*partition) {
+	r := w.run
+	for _, p := range ps {
+		if !slices.Contains(r.parts, p) {
+			continue
+		}
+		r.unread = append(r.unread, fmt.Sprintf("%s/%d: revoked: assignment lost (group session expired)", p.key.topic, p.key.partition))
+		w.e.metrics.lostMidRun.WithLabelValues(w.route.Name).Inc()
+		w.log.Error().Int64("run_id", r.id).Str("topic", p.key.topic).Int32("partition", p.key.partition).
+			Msg("partition lost mid-run: the group session expired; the run fails and its records wait for the next run")
+	}
 }
 
 // drainFor processes acknowledgements and stored batches until ps have nothing open or
