@@ -6,6 +6,7 @@ package deploy
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -86,7 +87,24 @@ var matrix = []struct {
 		"worker.nodeSelector", map[string]any{"pool": "dlq"}, "admin.service.type", "LoadBalancer",
 		"admin.allowInsecure", false, "admin.tls.secretName", "dlq-admin-tls"),
 		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service"}},
+	{"kafka SASL_SSL: password in the chart's secret, a CA", with(
+		"kafka.sasl", map[string]any{"mechanism": "SCRAM-SHA-512", "username": "dlq", "password": kafkaPassword},
+		"kafka.tls", map[string]any{"caSecret": "kafka-ca", "caKey": "ca.pem"},
+		"worker.config.kafka", map[string]any{"extra": map[string]any{"client.id": "dlq-worker"}}),
+		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Secret", "Service", "Service"}},
+	{"kafka SASL from an existing secret, a client certificate", with(
+		"kafka.securityProtocol", "SASL_SSL",
+		"kafka.sasl", map[string]any{"mechanism": "PLAIN", "username": "dlq", "existingSecret": "kafka-credentials", "existingSecretKey": "pw"},
+		"kafka.tls", map[string]any{"clientSecret": "kafka-client-cert"},
+		"database.url", "", "database.existingSecret", "dlq-credentials", "admin.config.tokens", []any{}),
+		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Service", "Service"}},
+	{"kafka TLS only", with("kafka.tls", map[string]any{"caSecret": "kafka-ca"}),
+		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service"}},
 }
+
+// kafkaPassword is the SASL password of the matrix: it must reach the worker's loaded
+// configuration and appear in no ConfigMap and no environment variable.
+const kafkaPassword = "kafka-sasl-pw-7f3a"
 
 func TestChartLints(t *testing.T) {
 	for _, tc := range matrix {
@@ -110,6 +128,19 @@ func TestChartRefusesIncompleteValues(t *testing.T) {
 		{with("worker.config.routes", []any{}), "worker.config.routes: at least one route"},
 		{with("admin.config.tokens", []any{}), "admin.config.tokens: at least one token"},
 		{with("admin.allowInsecure", false), "set admin.tls.secretName, or admin.allowInsecure"},
+		{with("worker.config.kafka", map[string]any{"extra": map[string]any{"sasl.password": "x"}}),
+			"worker.config.kafka.extra.sasl.password: it would land in a ConfigMap"},
+		{with("worker.config.kafka", map[string]any{"extra": map[string]any{"ssl.key.password": "x"}}),
+			"worker.config.kafka.extra.ssl.key.password: it would land in a ConfigMap"},
+		{with("kafka.sasl", map[string]any{"mechanism": "PLAIN", "username": "dlq"}),
+			"kafka.sasl.password or kafka.sasl.existingSecret is required"},
+		{with("kafka.sasl", map[string]any{"mechanism": "PLAIN", "password": "x"}), "kafka.sasl.username is required"},
+		{with("kafka.sasl", map[string]any{"username": "dlq", "password": "x"}), "kafka.sasl.mechanism is required"},
+		{with("kafka.sasl", map[string]any{"mechanism": "GSSAPI", "username": "dlq", "password": "x"}),
+			`kafka.sasl.mechanism: "GSSAPI" is not one of`},
+		{with("kafka.securityProtocol", "SSL", "kafka.sasl", map[string]any{"mechanism": "PLAIN", "username": "dlq", "password": "x"}),
+			"kafka.securityProtocol: SSL does not use kafka.sasl"},
+		{with("kafka.securityProtocol", "TLS"), `kafka.securityProtocol: "TLS" is not one of`},
 	} {
 		_, err := render(t, tc.values)
 		require.ErrorContains(t, err, tc.want)
@@ -197,15 +228,23 @@ func decodeStrict(t *testing.T, manifest string) []object {
 // rendered configuration, loaded and validated by the binaries' own loader.
 func checkRelease(t *testing.T, values map[string]any, objs []object) {
 	var cm *corev1.ConfigMap
-	var secret *corev1.Secret
+	var secret *corev1.Secret // the one with the database URL
+	secrets := map[string]*corev1.Secret{}
 	var services []*corev1.Service
 	var deployments []*appsv1.Deployment
 	for _, o := range objs {
 		switch v := o.obj.(type) {
 		case *corev1.ConfigMap:
 			cm = v
+			for key, data := range v.Data {
+				require.NotContains(t, data, kafkaPassword, "ConfigMap %s, %s", v.Name, key)
+				require.NotContains(t, data, "postgres://", "ConfigMap %s, %s", v.Name, key)
+			}
 		case *corev1.Secret:
-			secret = v
+			secrets[v.Name] = v
+			if _, ok := v.StringData["database-url"]; ok {
+				secret = v
+			}
 		case *corev1.Service:
 			services = append(services, v)
 		case *appsv1.Deployment:
@@ -227,13 +266,18 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 		require.Equal(t, "http", c.Ports[0].Name)
 		binary, cfgPath := c.Args[0], c.Args[3]
 		require.Equal(t, "DATABASE_URL", c.Env[0].Name)
+		for _, e := range c.Env {
+			require.NotContains(t, e.Value, kafkaPassword, "%s's environment", d.Name)
+			require.NotContains(t, e.Value, "postgres://", "%s's environment", d.Name)
+		}
 		var cfgYAML string
 		switch binary {
 		case "dlq-worker":
 			require.Equal(t, []string{"dlq-worker", "run", "--config", "/etc/dlq/worker.yaml"}, c.Args)
 			cfgYAML = cm.Data["worker.yaml"]
 			var cfg config.Worker
-			loadConfig(t, cfgYAML, "DLQ_WORKER_", &cfg)
+			loadConfig(t, mountedFiles(t, cfgYAML, pod, secrets), "DLQ_WORKER_", &cfg)
+			checkKafkaSecurity(t, values, cfg.Kafka, pod, secrets)
 			require.Equal(t, fmt.Sprintf(":%d", c.Ports[0].ContainerPort), cfg.HTTP.Listen, "the probes reach the port the worker listens on")
 			require.Equal(t, "orders", cfg.Routes[0].Name)
 			require.Equal(t, "KAFKA_BOOTSTRAP_SERVERS", c.Env[1].Name)
@@ -269,6 +313,97 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 	if secret != nil {
 		require.Equal(t, values["database"].(map[string]any)["url"], secret.StringData["database-url"])
 	}
+}
+
+// secretFile is what the pod finds at path: the item of a mounted Secret volume, with the
+// value of a Secret the chart renders, or "<secret>/<key>" for one it only names.
+func secretFile(pod corev1.PodTemplateSpec, secrets map[string]*corev1.Secret, path string) (string, bool) {
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		rel, err := filepath.Rel(m.MountPath, path)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Name != m.Name || v.Secret == nil {
+				continue
+			}
+			for _, it := range v.Secret.Items {
+				if it.Path != rel {
+					continue
+				}
+				if s := secrets[v.Secret.SecretName]; s != nil {
+					return s.StringData[it.Key], true
+				}
+				return v.Secret.SecretName + "/" + it.Key, true
+			}
+		}
+	}
+	return "", false
+}
+
+// mountedFiles writes each file the worker's kafka.extra_files names as the pod would see
+// it, under a temporary root, and returns the configuration pointing there, so that the
+// binary's own loader reads the mounted Secret.
+func mountedFiles(t *testing.T, raw string, pod corev1.PodTemplateSpec, secrets map[string]*corev1.Secret) string {
+	t.Helper()
+	var cfg map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(raw), &cfg))
+	kafka, _ := cfg["kafka"].(map[string]any)
+	files, _ := kafka["extra_files"].(map[string]any)
+	root := t.TempDir()
+	for prop, p := range files {
+		content, ok := secretFile(pod, secrets, p.(string))
+		require.True(t, ok, "kafka.extra_files.%s: %s is no file of a Secret the pod mounts", prop, p)
+		local := filepath.Join(root, p.(string))
+		require.NoError(t, os.MkdirAll(filepath.Dir(local), 0o700))
+		require.NoError(t, os.WriteFile(local, []byte(content), 0o600))
+		files[prop] = local
+	}
+	out, err := yaml.Marshal(cfg)
+	require.NoError(t, err)
+	return string(out)
+}
+
+// checkKafkaSecurity checks that the worker's loaded Kafka properties are the release's
+// kafka.* values: the password read from the mounted Secret, the certificates' paths
+// files of mounted Secrets.
+func checkKafkaSecurity(t *testing.T, values map[string]any, k config.Kafka, pod corev1.PodTemplateSpec, secrets map[string]*corev1.Secret) {
+	t.Helper()
+	// Helm fills the chart's defaults into values: an empty string is an unset value.
+	kv := values["kafka"].(map[string]any)
+	sasl, _ := kv["sasl"].(map[string]any)
+	tls, _ := kv["tls"].(map[string]any)
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	// The release's own worker.config.kafka.extra, then what the chart sets from kafka.*.
+	want := map[string]string{}
+	wk, _ := values["worker"].(map[string]any)["config"].(map[string]any)["kafka"].(map[string]any)
+	extra, _ := wk["extra"].(map[string]any)
+	for prop, v := range extra {
+		want[prop] = v.(string)
+	}
+	if str(sasl, "mechanism") != "" {
+		want["sasl.mechanism"], want["sasl.username"] = str(sasl, "mechanism"), str(sasl, "username")
+		want["security.protocol"] = "SASL_SSL"
+		want["sasl.password"] = cmp.Or(str(sasl, "password"), str(sasl, "existingSecret")+"/"+str(sasl, "existingSecretKey"))
+	} else if str(tls, "caSecret")+str(tls, "clientSecret") != "" {
+		want["security.protocol"] = "SSL"
+	}
+	if ca := str(tls, "caSecret"); ca != "" {
+		want["ssl.ca.location"] = ca + "/" + cmp.Or(str(tls, "caKey"), "ca.crt")
+	}
+	if client := str(tls, "clientSecret"); client != "" {
+		want["ssl.certificate.location"], want["ssl.key.location"] = client+"/tls.crt", client+"/tls.key"
+	}
+	got := map[string]string{}
+	for prop, v := range k.Extra {
+		if strings.HasSuffix(prop, ".location") {
+			content, ok := secretFile(pod, secrets, v)
+			require.True(t, ok, "%s: %s is no file of a Secret the pod mounts", prop, v)
+			v = content
+		}
+		got[prop] = v
+	}
+	require.Equal(t, want, got)
 }
 
 // volumeItem is the file name a ConfigMap or Secret volume mounts.

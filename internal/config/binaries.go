@@ -65,6 +65,9 @@ func (w *Worker) WithDefaults() {
 	}
 }
 
+// ReadFiles implements FileReader: kafka.extra_files.
+func (w *Worker) ReadFiles() error { return w.Kafka.ReadFiles() }
+
 // Validate implements Validatable.
 func (w *Worker) Validate() error {
 	var mem error

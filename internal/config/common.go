@@ -78,6 +78,10 @@ type Kafka struct {
 	BootstrapServers string `yaml:"bootstrap_servers"`
 	// Extra holds further librdkafka properties (security.protocol, sasl.*, ...).
 	Extra map[string]string `yaml:"extra"`
+	// ExtraFiles holds librdkafka properties whose value is the content of a file
+	// (sasl.password from a mounted Secret), read at start-up into Extra, so that a
+	// secret never has to be written into the configuration file.
+	ExtraFiles map[string]string `yaml:"extra_files"`
 }
 
 // WithDefaults fills the log defaults.

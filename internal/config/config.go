@@ -25,10 +25,18 @@ type Validatable interface {
 	Validate() error
 }
 
+// FileReader is implemented by configurations that take values from files they name
+// (secrets mounted into a container, which must stay out of the file itself): Load calls
+// ReadFiles after the environment overrides, before the defaults and validation.
+type FileReader interface {
+	ReadFiles() error
+}
+
 // Load reads path (when not empty) into dst, applies environment overrides, fills defaults
 // and validates. Every scalar key has an environment variable: envPrefix followed by its
 // YAML path in upper case joined by "_" (database.url → DLQ_WORKER_DATABASE_URL), parsed
-// exactly as the YAML value would be. Lists and maps are set in the file only.
+// exactly as the YAML value would be. Lists and maps are set in the file only. Then a
+// FileReader reads the files it names.
 func Load(path, envPrefix string, dst Validatable) error {
 	if path != "" {
 		raw, err := os.ReadFile(path)
@@ -43,6 +51,11 @@ func Load(path, envPrefix string, dst Validatable) error {
 	}
 	if err := applyEnv(reflect.ValueOf(dst).Elem(), envPrefix); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	if f, ok := dst.(FileReader); ok {
+		if err := f.ReadFiles(); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
 	}
 	dst.WithDefaults()
 	if err := dst.Validate(); err != nil {

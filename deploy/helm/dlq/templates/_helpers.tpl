@@ -35,10 +35,71 @@ log: {level: {{ .Values.logLevel | quote }}, format: json}
 database: {migrate_on_start: {{ .Values.database.migrateOnStart }}, max_conns: {{ .Values.database.maxConns }}}
 {{- end -}}
 
+{{/* Where the worker's pod mounts the Kafka secrets (dlq.pod), named by its configuration. */}}
+{{- define "dlq.kafkaSASLDir" -}}/etc/dlq/kafka-sasl{{- end -}}
+{{- define "dlq.kafkaCADir" -}}/etc/dlq/kafka-ca{{- end -}}
+{{- define "dlq.kafkaClientDir" -}}/etc/dlq/kafka-client{{- end -}}
+
+{{- define "dlq.kafkaSASLSecret" -}}
+{{- .Values.kafka.sasl.existingSecret | default (printf "%s-kafka" (include "dlq.fullname" .)) -}}
+{{- end -}}
+
+{{/* dlq.kafka: the worker's kafka section the chart sets from kafka.* (YAML). */}}
+{{- define "dlq.kafka" -}}
+{{- $k := .Values.kafka -}}
+{{- range $prop, $_ := ((.Values.worker.config.kafka | default dict).extra | default dict) -}}
+{{- if regexMatch "(?i)password|secret" $prop -}}
+{{- fail (printf "worker.config.kafka.extra.%s: it would land in a ConfigMap; give Kafka credentials as kafka.sasl.password or kafka.sasl.existingSecret" $prop) -}}
+{{- end -}}
+{{- end -}}
+{{- $extra := dict -}}
+{{- $files := dict -}}
+{{- $protocol := $k.securityProtocol -}}
+{{- if $k.sasl.mechanism -}}
+{{- if not (has $k.sasl.mechanism (list "PLAIN" "SCRAM-SHA-256" "SCRAM-SHA-512")) -}}
+{{- fail (printf "kafka.sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512" $k.sasl.mechanism) -}}
+{{- end -}}
+{{- $_ := set $extra "sasl.mechanism" $k.sasl.mechanism -}}
+{{- $_ := set $extra "sasl.username" (required "kafka.sasl.username is required with kafka.sasl.mechanism" $k.sasl.username) -}}
+{{- if not (or $k.sasl.password $k.sasl.existingSecret) -}}
+{{- fail "kafka.sasl.password or kafka.sasl.existingSecret is required with kafka.sasl.mechanism" -}}
+{{- end -}}
+{{- $_ := set $files "sasl.password" (printf "%s/password" (include "dlq.kafkaSASLDir" .)) -}}
+{{- $protocol = $protocol | default "SASL_SSL" -}}
+{{- if not (hasPrefix "SASL_" $protocol) -}}
+{{- fail (printf "kafka.securityProtocol: %s does not use kafka.sasl; SASL_SSL or SASL_PLAINTEXT" $protocol) -}}
+{{- end -}}
+{{- else if or $k.sasl.username $k.sasl.password $k.sasl.existingSecret -}}
+{{- fail "kafka.sasl.mechanism is required with kafka.sasl's username or password" -}}
+{{- end -}}
+{{- if $k.tls.caSecret -}}
+{{- $_ := set $extra "ssl.ca.location" (printf "%s/ca.crt" (include "dlq.kafkaCADir" .)) -}}
+{{- end -}}
+{{- if $k.tls.clientSecret -}}
+{{- $_ := set $extra "ssl.certificate.location" (printf "%s/tls.crt" (include "dlq.kafkaClientDir" .)) -}}
+{{- $_ := set $extra "ssl.key.location" (printf "%s/tls.key" (include "dlq.kafkaClientDir" .)) -}}
+{{- end -}}
+{{- if and (not $protocol) (or $k.tls.caSecret $k.tls.clientSecret) -}}
+{{- $protocol = "SSL" -}}
+{{- end -}}
+{{- if $protocol -}}
+{{- if not (has $protocol (list "PLAINTEXT" "SSL" "SASL_PLAINTEXT" "SASL_SSL")) -}}
+{{- fail (printf "kafka.securityProtocol: %q is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL" $protocol) -}}
+{{- end -}}
+{{- $_ := set $extra "security.protocol" $protocol -}}
+{{- end -}}
+{{- $out := dict -}}
+{{- if $extra }}{{ $_ := set $out "extra" $extra }}{{ end -}}
+{{- if $files }}{{ $_ := set $out "extra_files" $files }}{{ end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
 {{- define "dlq.workerConfig" -}}
 {{- if not .Values.worker.config.routes }}{{ fail "worker.config.routes: at least one route is required" }}{{ end -}}
 {{- $own := fromYaml (include "dlq.common" .) -}}
 {{- $_ := set $own "http" (dict "listen" ":9464") -}}
+{{- $kafka := fromYaml (include "dlq.kafka" .) -}}
+{{- if $kafka }}{{ $_ := set $own "kafka" $kafka }}{{ end -}}
 {{- toYaml (merge $own (deepCopy .Values.worker.config)) -}}
 {{- end -}}
 
@@ -74,7 +135,9 @@ metadata:
     # A changed configuration rolls the pods.
     checksum/config: {{ include (printf "dlq.%sConfig" $c) $ | sha256sum | quote }}
     {{- end }}
-    checksum/secret: {{ printf "%s%s" $.Values.database.url $.Values.database.existingSecret | sha256sum | quote }}
+    {{- $secrets := printf "%s%s" $.Values.database.url $.Values.database.existingSecret }}
+    {{- if eq $c "worker" }}{{ $secrets = printf "%s%s" $secrets $.Values.kafka.sasl.password }}{{ end }}
+    checksum/secret: {{ $secrets | sha256sum | quote }}
     {{- with $v.podAnnotations }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -120,6 +183,17 @@ spec:
         {{- if $tls }}
         - {name: tls, mountPath: /etc/dlq/tls, readOnly: true}
         {{- end }}
+        {{- if eq $c "worker" }}
+        {{- if $.Values.kafka.sasl.mechanism }}
+        - {name: kafka-sasl, mountPath: {{ include "dlq.kafkaSASLDir" $ }}, readOnly: true}
+        {{- end }}
+        {{- if $.Values.kafka.tls.caSecret }}
+        - {name: kafka-ca, mountPath: {{ include "dlq.kafkaCADir" $ }}, readOnly: true}
+        {{- end }}
+        {{- if $.Values.kafka.tls.clientSecret }}
+        - {name: kafka-client, mountPath: {{ include "dlq.kafkaClientDir" $ }}, readOnly: true}
+        {{- end }}
+        {{- end }}
   volumes:
     - name: config
       {{- if eq $c "worker" }}
@@ -135,6 +209,29 @@ spec:
     # A kubernetes.io/tls Secret; dlq-admin reads a renewed certificate without a restart.
     - name: tls
       secret: {secretName: {{ $tls }}}
+    {{- end }}
+    {{- if eq $c "worker" }}
+    {{- if $.Values.kafka.sasl.mechanism }}
+    # The SASL password, read by the worker at start-up (kafka.extra_files).
+    - name: kafka-sasl
+      secret:
+        secretName: {{ include "dlq.kafkaSASLSecret" $ }}
+        items: [{key: {{ ternary ($.Values.kafka.sasl.existingSecretKey | default "sasl-password") "sasl-password" (not (empty $.Values.kafka.sasl.existingSecret)) }}, path: password}]
+        defaultMode: 0440
+    {{- end }}
+    {{- if $.Values.kafka.tls.caSecret }}
+    - name: kafka-ca
+      secret:
+        secretName: {{ $.Values.kafka.tls.caSecret }}
+        items: [{key: {{ $.Values.kafka.tls.caKey }}, path: ca.crt}]
+    {{- end }}
+    {{- if $.Values.kafka.tls.clientSecret }}
+    - name: kafka-client
+      secret:
+        secretName: {{ $.Values.kafka.tls.clientSecret }}
+        items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]
+        defaultMode: 0440
+    {{- end }}
     {{- end }}
   {{- with $v.nodeSelector }}
   nodeSelector:
