@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -355,7 +356,7 @@ func (s *Server) listJobs(c *call) (int, any, error) {
 	return http.StatusOK, out, nil
 }
 
-// pageParams reads before and limit, the paging of jobs and the audit log.
+// pageParams reads before and limit, the paging of jobs.
 func pageParams(c *call) (before int64, limit int, err error) {
 	q, err := query(c.r, "before", "limit")
 	if err != nil {
@@ -496,11 +497,28 @@ func (s *Server) listRuns(c *call) (int, any, error) {
 }
 
 func (s *Server) listAudit(c *call) (int, any, error) {
-	before, limit, err := pageParams(c)
+	q, err := query(c.r, "before", "limit", "action", "actor", "route", "topic", "record_id", "job_id", "from", "to")
 	if err != nil {
 		return 0, nil, err
 	}
-	entries, err := s.cfg.Store.ListAudit(c.r.Context(), before, limit, c.principal.Topics...)
+	limit, err := limitParam(q)
+	if err != nil {
+		return 0, nil, err
+	}
+	f := store.AuditFilter{Topics: c.principal.Topics, Action: q.Get("action"), Actor: q.Get("actor"),
+		Route: q.Get("route"), Topic: q.Get("topic")}
+	var before int64
+	for name, dst := range map[string]*int64{"before": &before, "record_id": &f.RecordID, "job_id": &f.JobID} {
+		if *dst, err = positiveID(name, q.Get(name), true); err != nil {
+			return 0, nil, err
+		}
+	}
+	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
+		if *dst, err = parseTime(name, q.Get(name)); err != nil {
+			return 0, nil, err
+		}
+	}
+	entries, err := s.cfg.Store.SearchAudit(c.r.Context(), f, before, limit)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -161,6 +161,16 @@ func TestScopeMatrix(t *testing.T) {
 				sawOrders = sawOrders || e.Reason == "orders cleanup"
 			}
 			require.True(t, sawOrders, "%+v", audit)
+			// Its filters narrow the scoped view and never widen it.
+			for _, q := range []string{path("record_id=%d", p[1]), "topic=payments", "actor=otto&action=discard&topic=payments"} {
+				var narrowed api.AuditList
+				b.do("GET", "/v1/audit?"+q, scopedToken, nil).decode(t, &narrowed)
+				require.Empty(t, narrowed.Entries, q)
+			}
+			var history api.AuditList
+			b.do("GET", path("/v1/audit?record_id=%d", o[1]), scopedToken, nil).decode(t, &history)
+			require.Len(t, history.Entries, 1)
+			require.Equal(t, "orders cleanup", history.Entries[0].Reason)
 			var all api.AuditList
 			b.do("GET", "/v1/audit?limit=500", viewerToken, nil).decode(t, &all)
 			require.Greater(t, len(all.Entries), len(audit.Entries))

@@ -306,6 +306,48 @@ func TestConsole(t *testing.T) {
 		e.shot(t, ctx, "audit")
 	})
 
+	t.Run("HistoryAndAuditFilters", func(t *testing.T) {
+		ids := e.park("HistoryErr", e.orders, 2)
+		discarded, replayed := ids[0], ids[1]
+		ctx := e.tab(t)
+		e.signIn(t, ctx, operatorToken)
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, discarded)), chromedp.WaitVisible("#discard-form"),
+			chromedp.SendKeys("#discard-reason", "history check"), chromedp.Click("#discard"), chromedp.WaitVisible("#flash"))
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, replayed)), chromedp.WaitVisible("#replay-form"),
+			chromedp.Click("#replay"), chromedp.WaitVisible("#job-status"))
+		waitJobPage(t, ctx, "succeeded")
+
+		actions := func(table string) []string {
+			return eval[[]string](t, ctx, fmt.Sprintf(`Array.from(document.querySelectorAll("%s tr.audit-row .audit-action")).map(c => c.textContent)`, table))
+		}
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, replayed)), chromedp.WaitVisible("#record-history"))
+		require.Equal(t, []string{"finish_replay", "begin_replay", "create_replay_job"}, actions("#record-history"),
+			"the record's history, newest first")
+		e.shot(t, ctx, "record-history")
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, discarded)), chromedp.WaitVisible("#record-history"))
+		require.Equal(t, []string{"discard"}, actions("#record-history"))
+		require.Contains(t, text(t, ctx, "#record-history"), "history check")
+
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/audit"), chromedp.WaitVisible("#audit-filters"))
+		all := actions("#audit")
+		require.Contains(t, all, "discard")
+		require.Contains(t, all, "begin_replay")
+		do(t, ctx, chromedp.SendKeys(`#audit-filters input[name="action"]`, "discard"),
+			chromedp.SendKeys(`#audit-filters input[name="actor"]`, "otto"), chromedp.Click("#apply-audit-filters"))
+		waitTrue(t, ctx, `new URLSearchParams(location.search).get("action") === "discard" && document.readyState === "complete" && !!document.querySelector("#audit")`)
+		narrowed := actions("#audit")
+		require.NotEmpty(t, narrowed)
+		require.Less(t, len(narrowed), len(all), "the filter narrows")
+		for _, a := range narrowed {
+			require.Equal(t, "discard", a)
+		}
+		require.Equal(t, "otto", run(t, ctx, chromedp.Value(`#audit-filters input[name="actor"]`)), "the filter is kept in the URL and the form")
+		e.shot(t, ctx, "audit-filtered")
+
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/audit?record_id=%d", e.url, replayed)), chromedp.WaitVisible("#audit"))
+		require.Equal(t, []string{"finish_replay", "begin_replay", "create_replay_job"}, actions("#audit"))
+	})
+
 	t.Run("BulkReplay", func(t *testing.T) {
 		const parked = 31
 		ids := e.park("BulkErr", e.orders, parked)

@@ -94,7 +94,13 @@ type recordPage struct {
 	IdempotencyKey string
 	// Edit is the edit-and-replay form's starting point.
 	Edit editForm
+	// History is the record's newest audit entries; MoreHistory says there are older ones.
+	History     []api.AuditEntry
+	MoreHistory bool
 }
+
+// historyLimit is how many audit entries the record page shows.
+const historyLimit = 20
 
 // editForm offers a record's value and headers to correct before a replay, each as text
 // when it is text and as base64 otherwise, so that the console edits any record the API
@@ -145,9 +151,15 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 		s.failAPI(w, r, sess, err)
 		return
 	}
+	var history api.AuditList
+	q := url.Values{"record_id": {strconv.FormatInt(d.Record.ID, 10)}, "limit": {strconv.Itoa(historyLimit)}}
+	if _, err := s.call(r, sess, http.MethodGet, "/v1/audit", q, nil, &history); err != nil {
+		s.failAPI(w, r, sess, err)
+		return
+	}
 	page := recordPage{RecordDetail: d, Key: viewPayload(d.Key), Value: viewPayload(d.Value),
 		Headers: viewHeaders(d.Headers), ReplayTopics: s.cfg.ReplayTopics, IdempotencyKey: randomToken(),
-		Edit: newEditForm(&d)}
+		Edit: newEditForm(&d), History: history.Entries, MoreHistory: history.NextBefore != 0}
 	s.render(w, sess, http.StatusOK, "record", "Record "+strconv.FormatInt(d.Record.ID, 10), "records", page)
 }
 

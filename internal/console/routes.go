@@ -75,16 +75,31 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request, sess *session) {
 	s.render(w, sess, http.StatusOK, "runs", "Runs", "runs", runsPage{Runs: runs.Runs, Route: route})
 }
 
+// auditParams are the audit log's filters of the API; the console's URLs use the same names.
+var auditParams = []string{"action", "actor", "route", "topic", "record_id", "job_id", "from", "to"}
+
 type auditPage struct {
 	Entries    []api.AuditEntry
 	NextBefore int64
+	// Filter is the view's filter, for the form and the paging link.
+	Filter url.Values
 }
 
 func (s *Server) audit(w http.ResponseWriter, r *http.Request, sess *session) {
+	f := url.Values{}
+	for _, name := range auditParams {
+		if v := r.URL.Query().Get(name); v != "" {
+			f.Set(name, v)
+		}
+	}
+	q := pageQuery(r)
+	for k, v := range f {
+		q[k] = v
+	}
 	var list api.AuditList
-	if _, err := s.call(r, sess, http.MethodGet, "/v1/audit", pageQuery(r), nil, &list); err != nil {
+	if _, err := s.call(r, sess, http.MethodGet, "/v1/audit", q, nil, &list); err != nil {
 		s.failAPI(w, r, sess, err)
 		return
 	}
-	s.render(w, sess, http.StatusOK, "audit", "Audit log", "audit", auditPage{Entries: list.Entries, NextBefore: list.NextBefore})
+	s.render(w, sess, http.StatusOK, "audit", "Audit log", "audit", auditPage{Entries: list.Entries, NextBefore: list.NextBefore, Filter: f})
 }

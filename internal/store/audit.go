@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -56,17 +58,75 @@ func writeAudit(ctx context.Context, tx pgx.Tx, e AuditEntry) error {
 	return err
 }
 
+// AuditFilter selects audit entries; zero fields do not filter.
+type AuditFilter struct {
+	// Topics is a scoped token's topics: only the entries that concern records of those
+	// topics alone.
+	Topics []string
+	// Topic selects the entries that concern records of this original topic.
+	Topic                string
+	Action, Actor, Route string
+	// RecordID selects the entries that name this record (its history); JobID those of a job.
+	RecordID, JobID int64
+	// From and To bound at to [From, To).
+	From, To time.Time
+}
+
+// where renders the filter as SQL conditions after args, as Filter.where does: values
+// never become SQL text.
+func (f *AuditFilter) where(args []any) (string, []any) {
+	conds := []string{"true"}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		conds = append(conds, fmt.Sprintf(cond, len(args)))
+	}
+	if len(f.Topics) > 0 {
+		add("topics <@ $%d", f.Topics)
+	}
+	if f.Topic != "" {
+		add("topics @> ARRAY[$%d::text]", f.Topic)
+	}
+	if f.Action != "" {
+		add("action = $%d", f.Action)
+	}
+	if f.Actor != "" {
+		add("actor = $%d", f.Actor)
+	}
+	if f.Route != "" {
+		add("route = $%d", f.Route)
+	}
+	if f.RecordID != 0 {
+		add("record_ids @> ARRAY[$%d::bigint]", f.RecordID)
+	}
+	if f.JobID != 0 {
+		add("job_id = $%d", f.JobID)
+	}
+	if !f.From.IsZero() {
+		add("at >= $%d", f.From)
+	}
+	if !f.To.IsZero() {
+		add("at < $%d", f.To)
+	}
+	return strings.Join(conds, " AND "), args
+}
+
 // ListAudit returns up to limit audit entries with ids below beforeID (0 for the newest),
 // newest first. With topics (a scoped token's), only the entries that concern records of
 // those topics alone.
 func (s *Store) ListAudit(ctx context.Context, beforeID int64, limit int, topics ...string) ([]AuditEntry, error) {
+	return s.SearchAudit(ctx, AuditFilter{Topics: topics}, beforeID, limit)
+}
+
+// SearchAudit is ListAudit of the entries f selects.
+func (s *Store) SearchAudit(ctx context.Context, f AuditFilter, beforeID int64, limit int) ([]AuditEntry, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
 	if beforeID <= 0 {
 		beforeID = 1<<63 - 1
 	}
-	rows, err := s.pool.Query(ctx, sqlListAudit, beforeID, limit, scope(topics))
+	cond, args := f.where([]any{beforeID, limit})
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(sqlListAudit, cond), args...)
 	if err != nil {
 		return nil, interpretError(err)
 	}

@@ -225,4 +225,4 @@ const sqlInsertAudit = `INSERT INTO audit_log (at, actor, action, record_ids, fi
 // $3 as in sqlListJobs.
 const sqlListAudit = `SELECT id, at, actor, action, record_ids, filter, job_id, route, affected, outcome,
 		request_id, reason, client_request_id
-	FROM audit_log WHERE id < $1 AND ($3::text[] IS NULL OR topics <@ $3) ORDER BY id DESC LIMIT $2`
+	FROM audit_log WHERE id < $1 AND %s ORDER BY id DESC LIMIT $2`
