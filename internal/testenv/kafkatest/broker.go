@@ -24,23 +24,60 @@ type Broker struct {
 	dir, root string
 	port      int
 	cmd       *exec.Cmd
+	// client holds the properties a client needs besides bootstrap.servers (SASL).
+	client kafka.ConfigMap
 }
 
 // StartBroker formats storage in a temporary folder and starts a broker on a free port.
 func StartBroker(t testing.TB) *Broker {
 	t.Helper()
+	return startBroker(t, "", nil)
+}
+
+// SASL's superuser of StartSASLBroker, which the broker itself and its readiness check use.
+const saslAdmin, saslAdminPassword = "broker", "broker-password"
+
+// StartSASLBroker is StartBroker with its client listener on SASL_PLAINTEXT, mechanism
+// PLAIN, accepting user with password (and its own superuser, whose settings are
+// ClientConfig's).
+func StartSASLBroker(t testing.TB, user, password string) *Broker {
+	t.Helper()
+	jaas := fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username=%q password=%q user_%s=%q user_%s=%q;`,
+		saslAdmin, saslAdminPassword, saslAdmin, saslAdminPassword, user, password)
+	props := "\n# StartSASLBroker: the client listener authenticates with SASL PLAIN.\n" +
+		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:SASL_PLAINTEXT\n" +
+		"sasl.enabled.mechanisms=PLAIN\nsasl.mechanism.inter.broker.protocol=PLAIN\n" +
+		"listener.name.plaintext.plain.sasl.jaas.config=" + jaas + "\n"
+	return startBroker(t, props, kafka.ConfigMap{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+		"sasl.username": saslAdmin, "sasl.password": saslAdminPassword})
+}
+
+// ClientConfig is what a client of the broker needs: bootstrap.servers, and the
+// superuser's SASL settings for a StartSASLBroker.
+func (b *Broker) ClientConfig() kafka.ConfigMap {
+	m := kafka.ConfigMap{"bootstrap.servers": b.Bootstrap()}
+	for k, v := range b.client {
+		m[k] = v
+	}
+	return m
+}
+
+// startBroker starts a broker whose server.properties end with extraProps; clients
+// connect with client's properties.
+func startBroker(t testing.TB, extraProps string, client kafka.ConfigMap) *Broker {
+	t.Helper()
 	root := repoRoot(t)
 	if _, err := os.Stat(filepath.Join(root, ".cache/kafka/libs")); err != nil {
 		t.Fatalf("Kafka jars not found in %s/.cache/kafka/libs: run `make up` once", root)
 	}
-	b := &Broker{t: t, dir: t.TempDir(), root: root, port: freePort(t)}
+	b := &Broker{t: t, dir: t.TempDir(), root: root, port: freePort(t), client: client}
 	controller := freePort(t)
 	tmpl, err := os.ReadFile(filepath.Join(root, "stack/kafka/server.properties"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	props := strings.NewReplacer("@PORT@", fmt.Sprint(b.port), "@CONTROLLER_PORT@", fmt.Sprint(controller),
-		"@DATA@", filepath.Join(b.dir, "data")).Replace(string(tmpl))
+		"@DATA@", filepath.Join(b.dir, "data")).Replace(string(tmpl)) + extraProps
 	if err := os.WriteFile(b.config(), []byte(props), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +107,7 @@ func (b *Broker) Start() {
 		b.t.Fatalf("start broker: %v", err)
 	}
 	b.cmd = cmd
-	a, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": b.Bootstrap()})
+	a, err := kafka.NewAdminClient(ptr(b.ClientConfig()))
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -140,3 +177,5 @@ func repoRoot(t testing.TB) string {
 		dir = parent
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
