@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
@@ -201,6 +202,34 @@ func TestObservabilityOnRealBinaries(t *testing.T) {
 		}
 		return false
 	}, 2*time.Minute, time.Second, "DLQRecordsParked fires for the parked record")
+
+	// A job whose runner died 20 minutes ago and still holds its lease: the worker's
+	// dlq_jobs_stalled_seconds reads it from PostgreSQL and DLQJobStuck becomes pending
+	// (firing needs its 5 minutes more).
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	require.NoError(t, err)
+	_, err = conn.Exec(context.Background(), `INSERT INTO jobs (kind, record_ids, status, created_by, created_at, updated_at,
+		started_at, lease_owner, lease_until) VALUES ('discard', '{0}', 'running', 'observability-test', now() - interval '20 minutes',
+		now(), now() - interval '20 minutes', 'a-runner-that-died', now() + interval '1 hour')`)
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(context.Background()))
+	require.Eventually(t, func() bool {
+		var alerts struct {
+			Data struct {
+				Alerts []struct {
+					Labels map[string]string
+					State  string
+				}
+			}
+		}
+		prom("/api/v1/alerts", nil, &alerts)
+		for _, a := range alerts.Data.Alerts {
+			if a.Labels["alertname"] == "DLQJobStuck" && a.Labels["job"] == "dlq-worker" && a.State == "pending" {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, time.Second, "DLQJobStuck is pending for a job stalled for 20 minutes")
 
 	// Every name the dashboard and the alerts read is scraped from the binaries (once the
 	// replay job finished, its series too).
