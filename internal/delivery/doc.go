@@ -1,7 +1,7 @@
 // Package delivery is the one way a record leaves for Kafka, whoever sends it: the
 // worker's redrive of DLQ records, its redrive of due scheduled records, and the replay
-// jobs operators start. It decides where a record may go (the route's allowed_targets
-// bind every path, replays included), checks through metadata that the topic exists
+// jobs operators start. It decides where a record may go (package rules: the route's
+// allowed_targets bind every path, replays included), checks through metadata that the topic exists
 // (never creating one), chooses the partition, builds the outgoing message with our
 // headers, and says what a produce failure means (transient, permanent with the park
 // reason, or fatal). Nothing else builds an outgoing record.

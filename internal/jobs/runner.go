@@ -27,6 +27,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/delivery"
+	"github.com/dlqops/dlq/internal/delivery/rules"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
@@ -63,7 +64,7 @@ type Runner struct {
 	log     zerolog.Logger
 	records *prometheus.CounterVec
 	jobs    *prometheus.CounterVec
-	rules   map[string]*delivery.Rules // by route name
+	rules   map[string]*rules.Rules // by route name
 
 	mu       sync.Mutex
 	producer *kafka.Producer
@@ -107,9 +108,9 @@ func New(cfg Config) (*Runner, error) {
 			Help: "Operator jobs this instance finished, by kind and status.",
 		}, []string{"kind", "status"}),
 	}
-	r.rules = make(map[string]*delivery.Rules, len(cfg.Routes))
+	r.rules = make(map[string]*rules.Rules, len(cfg.Routes))
 	for _, rc := range cfg.Routes {
-		r.rules[rc.Name] = delivery.NewRules(rc)
+		r.rules[rc.Name] = rules.New(rc)
 	}
 	for _, c := range []prometheus.Collector{r.records, r.jobs} {
 		if err := cfg.Registerer.Register(c); err != nil {
@@ -537,7 +538,7 @@ func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, erro
 	b.reports = make(chan kafka.Event, len(b.sent))
 	for i := range b.sent {
 		err := x.produce(p, &b.sent[i], b.reports, i)
-		var refused *delivery.Refusal
+		var refused *rules.Refusal
 		switch {
 		case err == nil:
 			b.inFlight++
@@ -654,7 +655,7 @@ var errLookup = errors.New("metadata lookup")
 // parkReason is the reason a record whose replay failed is parked with: the precise one
 // for a refusal or a permanent produce error, "" (the one it had) otherwise.
 func parkReason(err error) store.Reason {
-	if refused := (*delivery.Refusal)(nil); errors.As(err, &refused) {
+	if refused := (*rules.Refusal)(nil); errors.As(err, &refused) {
 		return refused.Reason
 	}
 	if class, reason := delivery.Classify(err); class == delivery.Permanent {
@@ -666,13 +667,13 @@ func parkReason(err error) store.Reason {
 // produce sends the replay of rec through the delivery path: to its original topic, or
 // the job's target, if its route allows it and it exists; key, value, timestamp and
 // every foreign header exactly as stored; our headers rewritten with the replay metadata
-// (and the retry count reset if the job asks). A *delivery.Refusal says why it may not go.
+// (and the retry count reset if the job asks). A *rules.Refusal says why it may not go.
 func (x *execution) produce(p *kafka.Producer, rec *store.Record, reports chan kafka.Event, i int) error {
-	rules := x.rules[rec.Route]
-	if rules == nil {
+	rr := x.rules[rec.Route]
+	if rr == nil {
 		return fmt.Errorf("route %q: %w", rec.Route, errUnknownRoute)
 	}
-	topic, refused := rules.Target(rec.Origin.Topic, x.job.TargetTopic)
+	topic, refused := rr.Target(rec.Origin.Topic, x.job.TargetTopic)
 	if refused != nil {
 		return refused
 	}
@@ -685,7 +686,7 @@ func (x *execution) produce(p *kafka.Producer, rec *store.Record, reports chan k
 	case err != nil:
 		return fmt.Errorf("%w of %s: %w", errLookup, topic, err)
 	case !ok:
-		return &delivery.Refusal{Reason: store.ReasonUnknownTopic, Detail: "topic " + topic + " does not exist"}
+		return &rules.Refusal{Reason: store.ReasonUnknownTopic, Detail: "topic " + topic + " does not exist"}
 	}
 	env := headers.DecodeOf(rec.Headers).Envelope
 	if x.job.ResetRetry {
@@ -697,7 +698,7 @@ func (x *execution) produce(p *kafka.Producer, rec *store.Record, reports chan k
 		src = edited(src, e)
 	}
 	return delivery.Produce(&x.enc, p, reports, delivery.Destination{Topic: topic, Partition: partition},
-		src, env, rules.Encode, i)
+		src, env, rr.Encode, i)
 }
 
 // edited is what an operator's edit sends instead of the stored record: the edited value

@@ -1,7 +1,7 @@
 package redrive
 
 import (
-	"github.com/dlqops/dlq/internal/delivery"
+	"github.com/dlqops/dlq/internal/delivery/rules"
 	"github.com/dlqops/dlq/internal/redrive/backoff"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 )
@@ -11,9 +11,9 @@ type route struct {
 	routes.Config
 	maxRetries int
 	policy     backoff.Policy
-	rules      *delivery.Rules
+	rules      *rules.Rules
 }
 
 func compileRoute(rc routes.Config) route {
-	return route{Config: rc, maxRetries: *rc.MaxRetries, policy: rc.Backoff.Policy(), rules: delivery.NewRules(rc)}
+	return route{Config: rc, maxRetries: *rc.MaxRetries, policy: rc.Backoff.Policy(), rules: rules.New(rc)}
 }

@@ -1,4 +1,8 @@
-package delivery
+// Package rules is the delivery path's decision of where a record may go: the route's
+// allowed_targets and the headers it strips. It is apart from package delivery, which
+// talks to Kafka, so that dlq-admin refuses a forbidden replay up front with the same
+// code the job runner applies again when it produces.
+package rules
 
 import (
 	"regexp"
@@ -17,8 +21,8 @@ type Rules struct {
 	Encode headers.EncodeOptions
 }
 
-// NewRules compiles a validated route.
-func NewRules(rc routes.Config) *Rules {
+// New compiles a validated route.
+func New(rc routes.Config) *Rules {
 	r := &Rules{Encode: headers.DefaultEncodeOptions()}
 	for _, t := range rc.AllowedTargets {
 		if !strings.HasPrefix(t, "^") {

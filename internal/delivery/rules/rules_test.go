@@ -1,4 +1,4 @@
-package delivery
+package rules
 
 import (
 	"testing"
@@ -10,8 +10,8 @@ import (
 )
 
 func TestTarget(t *testing.T) {
-	open := NewRules(routes.Config{})
-	strict := NewRules(routes.Config{AllowedTargets: []string{"orders", `^payments\..*`}})
+	open := New(routes.Config{})
+	strict := New(routes.Config{AllowedTargets: []string{"orders", `^payments\..*`}})
 	for name, tc := range map[string]struct {
 		rules            *Rules
 		origin, explicit string
