@@ -300,8 +300,9 @@ func (s *Store) FinishReplays(ctx context.Context, jobID int64, owner string, do
 	return s.batchTransition(ctx, jobID, actor, "finish_replay", ids, sqlFinishReplays, owner, topics, partitions, offsets)
 }
 
-// AbortReplays returns records owner replays to parked (their produce failed), with
-// reason when it is not empty (why they cannot go), else with the reason they had.
+// AbortReplays returns records owner replays that were not produced: with reason (why they
+// cannot go) they are parked with it; without, each goes back to the status it had when
+// its job leased it (parked, or scheduled with its due time), with the reason it had.
 func (s *Store) AbortReplays(ctx context.Context, jobID int64, owner string, ids []int64, reason Reason, actor Actor) (int, error) {
 	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, sqlAbortReplays, owner, string(reason))
 }
@@ -336,7 +337,7 @@ func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, a
 	return len(changed), err
 }
 
-// ReturnExpiredReplays returns to parked the records left replaying under an expired
+// ReturnExpiredReplays returns to the status they had (parked or scheduled) the records left replaying under an expired
 // lease by a job that is no longer pending or running (cancelled or finished while its
 // holder was away or dead), with one audit row by actor, and returns how many it
 // returned. A running job's expired leases are left to whoever resumes the job.
@@ -408,6 +409,7 @@ const sqlReserve = `UPDATE dead_letters SET job_id = $2 WHERE id = ANY($1)`
 // the row keeps its replay id.
 const sqlBeginReplays = `UPDATE dead_letters d SET status = 'replaying', lease_owner = $4, lease_until = $5,
 		replay_id = CASE WHEN d.status = 'replaying' AND d.replay_id IS NOT NULL THEN d.replay_id ELSE $7 || d.id::text END,
+		prior_status = CASE WHEN d.status = 'replaying' THEN d.prior_status ELSE d.status END,
 		job_id = $6, changed_at = $2, changed_by = $3
 	WHERE d.id = ANY($1)
 		AND (` + reservable + ` OR d.status = 'replaying' AND (d.lease_until <= $2 OR d.job_id = $6))
@@ -416,7 +418,7 @@ const sqlBeginReplays = `UPDATE dead_letters d SET status = 'replaying', lease_o
 	RETURNING d.id, d.replay_id`
 
 // $4 owner, then parallel arrays of topic, partition, offset in the order of $1.
-const sqlFinishReplays = `UPDATE dead_letters d SET status = 'replayed', lease_owner = NULL, lease_until = NULL,
+const sqlFinishReplays = `UPDATE dead_letters d SET status = 'replayed', prior_status = NULL, lease_owner = NULL, lease_until = NULL,
 		target_topic = u.topic, produced_partition = u.part, produced_offset = u.off,
 		changed_at = $2, changed_by = $3
 	FROM unnest($1::bigint[], $5::text[], $6::integer[], $7::bigint[]) AS u(id, topic, part, off)
@@ -424,8 +426,8 @@ const sqlFinishReplays = `UPDATE dead_letters d SET status = 'replayed', lease_o
 	RETURNING d.id`
 
 // $1 now, $2 actor.
-const sqlReturnExpiredReplays = `UPDATE dead_letters d SET status = 'parked', lease_owner = NULL, lease_until = NULL,
-		changed_at = $1, changed_by = $2
+const sqlReturnExpiredReplays = `UPDATE dead_letters d SET status = ` + priorStatus + `, prior_status = NULL,
+		lease_owner = NULL, lease_until = NULL, changed_at = $1, changed_by = $2
 	WHERE d.status = 'replaying' AND d.lease_until <= $1
 		AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running'))
 	RETURNING d.id`
@@ -433,8 +435,16 @@ const sqlReturnExpiredReplays = `UPDATE dead_letters d SET status = 'parked', le
 // $1 job, $2 owner.
 const sqlJobHeld = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND status = 'running' AND lease_owner = $2 FOR SHARE)`
 
-// $4 owner, $5 reason (empty keeps it).
-const sqlAbortReplays = `UPDATE dead_letters SET status = 'parked', lease_owner = NULL, lease_until = NULL,
+// priorStatus is where a replaying record goes back to when it was not produced: the
+// status it had when the job leased it (a scheduled record keeps its due time), parked
+// for a row leased before the status was kept.
+const priorStatus = `CASE WHEN prior_status = 'scheduled' AND due_at IS NOT NULL THEN 'scheduled' ELSE 'parked' END`
+
+// $4 owner, $5 reason: empty returns the records to the status they had, with the reason
+// they had; else they are parked with it (why they cannot go).
+const sqlAbortReplays = `UPDATE dead_letters SET
+		status = CASE WHEN $5 = '' THEN ` + priorStatus + ` ELSE 'parked' END, prior_status = NULL,
+		lease_owner = NULL, lease_until = NULL,
 		reason = COALESCE(NULLIF($5, ''), reason), changed_at = $2, changed_by = $3
 	WHERE id = ANY($1) AND status = 'replaying' AND lease_owner = $4
 	RETURNING id`

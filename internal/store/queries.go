@@ -84,17 +84,18 @@ const sqlRetryNow = `UPDATE dead_letters SET due_at = $2, ` + transitionSet + `
 
 // $4 owner, $5 lease until, $6 job id, $7 replay id.
 const sqlBeginReplay = `UPDATE dead_letters SET status = 'replaying', lease_owner = $4, lease_until = $5,
-		job_id = $6, replay_id = $7, ` + transitionSet + `
+		job_id = $6, replay_id = $7, prior_status = CASE WHEN status = 'replaying' THEN prior_status ELSE status END, ` + transitionSet + `
 	WHERE id = $1 AND (` + operable + ` OR status = 'replaying' AND lease_until <= $2)
 	RETURNING ` + recordColumns
 
 // $4 owner, $5 topic, $6 partition, $7 offset.
-const sqlFinishReplay = `UPDATE dead_letters SET status = 'replayed', lease_owner = NULL, lease_until = NULL,
+const sqlFinishReplay = `UPDATE dead_letters SET status = 'replayed', prior_status = NULL, lease_owner = NULL, lease_until = NULL,
 		target_topic = $5, produced_partition = $6, produced_offset = $7, ` + transitionSet + `
 	WHERE id = $1 AND status = 'replaying' AND lease_owner = $4 RETURNING ` + recordColumns
 
 // $4 owner.
-const sqlAbortReplay = `UPDATE dead_letters SET status = 'parked', lease_owner = NULL, lease_until = NULL, ` + transitionSet + `
+const sqlAbortReplay = `UPDATE dead_letters SET status = ` + priorStatus + `, prior_status = NULL,
+		lease_owner = NULL, lease_until = NULL, ` + transitionSet + `
 	WHERE id = $1 AND status = 'replaying' AND lease_owner = $4 RETURNING ` + recordColumns
 
 // $1 below id, $2 limit, then the filter's parameters.

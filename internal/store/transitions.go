@@ -49,8 +49,8 @@ func (s *Store) FinishReplay(ctx context.Context, id int64, owner string, produc
 		owner, produced.Topic, produced.Partition, produced.Offset)
 }
 
-// AbortReplay returns a replaying record to parked, e.g. when its job was cancelled or the
-// produce failed for good.
+// AbortReplay returns a replaying record to the status it had when it was leased (parked,
+// or scheduled with its due time), e.g. when its job was cancelled.
 func (s *Store) AbortReplay(ctx context.Context, id int64, owner string, actor Actor) (Record, error) {
 	return s.transition(ctx, id, actor, "abort_replay", 0, sqlAbortReplay, owner)
 }
