@@ -119,6 +119,9 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	if edit != nil {
 		jr.Reason = editDiff(&rec, edit)
 	}
+	if err := s.checkDestinations(c, &jr); err != nil {
+		return 0, nil, err
+	}
 	return s.submit(c, jr)
 }
 
@@ -208,6 +211,9 @@ func (s *Server) bulk(kind store.JobKind) handler {
 				}
 				return s.submit(c, jr)
 			}
+		}
+		if err := s.checkDestinations(c, &jr); err != nil {
+			return 0, nil, err
 		}
 		count := int64(len(jr.RecordIDs))
 		if jr.Filter != nil {
