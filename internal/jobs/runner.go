@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/delivery/rules"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/redrive/backoff"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -64,6 +66,7 @@ type Runner struct {
 	log     zerolog.Logger
 	records *prometheus.CounterVec
 	jobs    *prometheus.CounterVec
+	retries *prometheus.CounterVec
 	rules   map[string]*rules.Rules // by route name
 
 	mu       sync.Mutex
@@ -107,12 +110,16 @@ func New(cfg Config) (*Runner, error) {
 			Name: "dlq_jobs_finished_total",
 			Help: "Operator jobs this instance finished, by kind and status.",
 		}, []string{"kind", "status"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dlq_job_produce_retries_total",
+			Help: "Records of operator jobs produced again after a transient failure (broker down, lookup timed out), by job kind.",
+		}, []string{"kind"}),
 	}
 	r.rules = make(map[string]*rules.Rules, len(cfg.Routes))
 	for _, rc := range cfg.Routes {
 		r.rules[rc.Name] = rules.New(rc)
 	}
-	for _, c := range []prometheus.Collector{r.records, r.jobs} {
+	for _, c := range []prometheus.Collector{r.records, r.jobs, r.retries} {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, err
 		}
@@ -316,15 +323,15 @@ func (r *Runner) run(ctx context.Context, owner string, job store.Job) {
 		err = serr
 	}
 	switch {
-	case err != nil:
-		// Whatever failed (the database, the broker, a lost lease), the leases keep the
-		// records safe; this job is resumed once they expire.
+	case err != nil && !errors.Is(err, errStopped):
+		// Whatever failed (the database, a lost lease), the leases keep the records safe;
+		// this job is resumed once they expire.
 		if !errors.Is(err, errLost) && ctx.Err() == nil {
 			log.Warn().Err(err).Msg("job interrupted; it resumes when its lease expires")
 		} else {
 			log.Info().Err(err).Msg("job left")
 		}
-	case stopped:
+	case stopped || err != nil:
 		if err := r.cfg.Store.ReleaseJob(context.WithoutCancel(ctx), job.ID, owner); err != nil {
 			log.Warn().Err(err).Msg("release job")
 		}
@@ -383,6 +390,7 @@ type execution struct {
 	progress     store.JobProgress
 	firstFailure string
 	enc          delivery.Encoder // the sending stage's
+	retryEnc     delivery.Encoder // the settling stage's
 }
 
 // batch is one step of a job between its two stages.
@@ -557,75 +565,103 @@ func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, erro
 	}
 	b.results = make([]produced, len(b.sent))
 	b.reports = make(chan kafka.Event, len(b.sent))
-	for i := range b.sent {
-		err := x.produce(p, &b.sent[i], b.reports, i)
-		var refused *rules.Refusal
-		switch {
-		case err == nil:
-			b.inFlight++
-			continue
-		case errors.As(err, &refused), errors.Is(err, errUnknownRoute):
-		case errors.Is(err, errLookup):
-			// The cluster did not answer: the records still leased wait for their lease
-			// to expire, and the job resumes with them.
-			return nil, err
-		}
-		b.results[i].err = err
-	}
+	b.produce(p, &x.enc, x.produce, allOf(len(b.sent)))
 	return b, nil
 }
 
+func allOf(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// produce hands the records of b.sent at indexes to p with produce and enc. A failure is
+// kept in its result for settle; after a failed metadata lookup the rest are not tried
+// (each would wait for the lookup's timeout) and fail with it, to be retried.
+func (b *batch) produce(p *kafka.Producer, enc *delivery.Encoder, produce producer, indexes []int) {
+	var lookup error
+	for _, i := range indexes {
+		b.results[i].err = lookup
+		if lookup != nil {
+			continue
+		}
+		err := produce(p, enc, &b.sent[i], b.reports, i)
+		if err == nil {
+			b.inFlight++
+			continue
+		}
+		b.results[i].err = err
+		if errors.Is(err, errLookup) {
+			lookup = err
+		}
+	}
+}
+
+// producer is execution.produce.
+type producer func(p *kafka.Producer, enc *delivery.Encoder, rec *store.Record, reports chan kafka.Event, i int) error
+
 // settle waits for a batch's delivery reports, extending the job's lease while it waits
-// (a broker outage can hold them for the producer's whole delivery timeout), marks each
-// record replayed where it was produced or parked again when it failed, and moves the
-// cursor past the batch.
+// (a broker outage can hold them for the producer's whole delivery timeout), produces
+// again after a backoff the records that failed for a transient cause (the broker is down,
+// a lookup timed out) until they are delivered, marks each record replayed where it was
+// produced or parked with the reason it cannot go, and moves the cursor past the batch.
 //
-// beat is false once the job is lost: nothing is saved for it then, the records are only
-// settled.
+// beat is false once the job is lost: nothing is saved for it then and nothing retried;
+// the records are only settled, those that failed transiently going back where they were.
 func (x *execution) settle(ctx context.Context, b *batch, beat bool) error {
 	// A heartbeat at least every second is also how a cancel is noticed while deliveries
 	// wait.
 	ticker := time.NewTicker(min(x.cfg.Lease/3, time.Second))
 	defer ticker.Stop()
 	var lost error
-	for b.inFlight > 0 {
-		select {
-		case ev := <-b.reports:
-			m, ok := ev.(*kafka.Message)
-			if !ok {
-				continue
-			}
-			b.inFlight--
-			i := m.Opaque.(int)
-			if m.TopicPartition.Error != nil {
-				b.results[i].err = m.TopicPartition.Error
-				continue
-			}
-			b.results[i].at = store.Coordinates{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}
-		case <-ticker.C:
-			if !beat {
-				continue
-			}
-			if err := x.heartbeat(ctx); errors.Is(err, errLost) {
-				// Settle this batch all the same, then stop.
-				beat, lost = false, err
-			} else if err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
+	for attempt := 0; ; attempt++ {
+		if err := x.await(ctx, b, ticker, nil, &beat, &lost); err != nil {
+			return err
 		}
+		retry := b.transient()
+		if len(retry) == 0 || !beat {
+			break
+		}
+		if x.stopRequested() {
+			lost = errStopped
+			break
+		}
+		delay := retryBackoff.Delay(attempt, rand.Float64())
+		x.retries.WithLabelValues(string(x.job.Kind)).Add(float64(len(retry)))
+		x.log.Warn().Err(b.results[retry[0]].err).Int("records", len(retry)).Int64("delay_ms", delay.Milliseconds()).
+			Msg("records failed for a transient cause; producing them again after a backoff")
+		if err := x.await(ctx, b, ticker, time.After(delay), &beat, &lost); err != nil {
+			return err
+		}
+		if !beat {
+			break
+		}
+		x.mu.Lock()
+		p := x.producer
+		x.mu.Unlock()
+		if p == nil {
+			lost = errStopped
+			break
+		}
+		b.produce(p, &x.retryEnc, x.produce, retry)
 	}
 	var done []store.Redriven
 	failed := map[store.Reason][]int64{}
+	var back []int64 // failed transiently, the job lost or stopping: back where they were
 	for i, res := range b.results {
-		if res.err != nil {
-			reason := parkReason(res.err)
-			failed[reason] = append(failed[reason], b.sent[i].ID)
-			b.refuse(b.sent[i].ID, res.err.Error(), 1)
+		if res.err == nil {
+			done = append(done, store.Redriven{ID: b.sent[i].ID, Produced: res.at})
 			continue
 		}
-		done = append(done, store.Redriven{ID: b.sent[i].ID, Produced: res.at})
+		retriable, reason := classify(res.err)
+		if retriable {
+			back = append(back, b.sent[i].ID)
+			continue
+		}
+		failed[reason] = append(failed[reason], b.sent[i].ID)
+		b.refuse(b.sent[i].ID, res.err.Error(), 1)
 	}
 	if len(done) > 0 {
 		n, err := x.cfg.Store.FinishReplays(ctx, x.job.ID, x.owner, done, x.actor())
@@ -636,6 +672,9 @@ func (x *execution) settle(ctx context.Context, b *batch, beat bool) error {
 			lost = errLost // another holder took some over
 		}
 		b.done += n
+	}
+	if len(back) > 0 {
+		failed[""] = append(failed[""], back...)
 	}
 	for reason, ids := range failed {
 		if _, err := x.cfg.Store.AbortReplays(ctx, x.job.ID, x.owner, ids, reason, x.actor()); err != nil {
@@ -658,6 +697,64 @@ func (x *execution) settle(ctx context.Context, b *batch, beat bool) error {
 	return nil
 }
 
+// await waits until b has no delivery in flight and, when until is set, until it fires,
+// heartbeating meanwhile. A lost job clears beat and sets lost; what is in flight is still
+// awaited.
+func (x *execution) await(ctx context.Context, b *batch, ticker *time.Ticker, until <-chan time.Time, beat *bool, lost *error) error {
+	for b.inFlight > 0 || until != nil {
+		select {
+		case ev := <-b.reports:
+			m, ok := ev.(*kafka.Message)
+			if !ok {
+				continue
+			}
+			b.inFlight--
+			i := m.Opaque.(int)
+			if m.TopicPartition.Error != nil {
+				b.results[i].err = m.TopicPartition.Error
+				continue
+			}
+			b.results[i] = produced{at: store.Coordinates{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}}
+		case <-until:
+			until = nil
+		case <-ticker.C:
+			if !*beat {
+				if until != nil {
+					return nil // nothing to retry for a lost job
+				}
+				continue
+			}
+			if err := x.heartbeat(ctx); errors.Is(err, errLost) {
+				// Settle this batch all the same, then stop.
+				*beat, *lost = false, err
+			} else if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// transient returns the indexes of the records whose produce failed for a cause a retry
+// may fix.
+func (b *batch) transient() []int {
+	var out []int
+	for i, res := range b.results {
+		if retriable, _ := classify(res.err); res.err != nil && retriable {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// retryBackoff spaces a job's retries of records that failed for a transient cause.
+var retryBackoff = backoff.Policy{Base: 250 * time.Millisecond, Factor: 2, Cap: 10 * time.Second, Jitter: 0.2}
+
+// errStopped: the runner is stopping; the job is handed back with the batch unsettled.
+var errStopped = errors.New("runner stopping")
+
 func recordIDs(recs []store.Record) []int64 {
 	out := make([]int64, len(recs))
 	for i, r := range recs {
@@ -673,23 +770,32 @@ var errUnknownRoute = errors.New("the record's route is not configured on this w
 // errLookup: a metadata lookup got no answer.
 var errLookup = errors.New("metadata lookup")
 
-// parkReason is the reason a record whose replay failed is parked with: the precise one
-// for a refusal or a permanent produce error, "" (the one it had) otherwise.
-func parkReason(err error) store.Reason {
-	if refused := (*rules.Refusal)(nil); errors.As(err, &refused) {
-		return refused.Reason
+// classify says whether a failed replay of a record may succeed if produced again (the
+// one classifier of package delivery: the broker is down, a lookup timed out), and else
+// the reason it is parked with: the precise one for a refusal or a permanent produce
+// error, "" (the one it had) for a record of an unknown route or a fatal producer error.
+func classify(err error) (retriable bool, reason store.Reason) {
+	var refused *rules.Refusal
+	switch {
+	case errors.As(err, &refused):
+		return false, refused.Reason
+	case errors.Is(err, errUnknownRoute):
+		return false, ""
 	}
-	if class, reason := delivery.Classify(err); class == delivery.Permanent {
-		return reason
+	switch class, reason := delivery.Classify(err); class {
+	case delivery.Transient:
+		return true, ""
+	case delivery.Permanent:
+		return false, reason
 	}
-	return ""
+	return false, ""
 }
 
 // produce sends the replay of rec through the delivery path: to its original topic, or
 // the job's target, if its route allows it and it exists; key, value, timestamp and
 // every foreign header exactly as stored; our headers rewritten with the replay metadata
 // (and the retry count reset if the job asks). A *rules.Refusal says why it may not go.
-func (x *execution) produce(p *kafka.Producer, rec *store.Record, reports chan kafka.Event, i int) error {
+func (x *execution) produce(p *kafka.Producer, enc *delivery.Encoder, rec *store.Record, reports chan kafka.Event, i int) error {
 	rr := x.rules[rec.Route]
 	if rr == nil {
 		return fmt.Errorf("route %q: %w", rec.Route, errUnknownRoute)
@@ -718,7 +824,7 @@ func (x *execution) produce(p *kafka.Producer, rec *store.Record, reports chan k
 	if e := x.job.Edit; e != nil {
 		src = edited(src, e)
 	}
-	return delivery.Produce(&x.enc, p, reports, delivery.Destination{Topic: topic, Partition: partition},
+	return delivery.Produce(enc, p, reports, delivery.Destination{Topic: topic, Partition: partition},
 		src, env, rr.Encode, i)
 }
 

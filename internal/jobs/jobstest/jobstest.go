@@ -17,12 +17,19 @@ import (
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
 
 // Consume reads every record of topic, at least n, from the beginning.
 func Consume(t testing.TB, topic string, partitions, n int) []*kafka.Message {
 	t.Helper()
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": testenv.KafkaBootstrap(t),
+	return ConsumeFrom(t, testenv.KafkaBootstrap(t), topic, partitions, n)
+}
+
+// ConsumeFrom is Consume on the cluster of bootstrap.
+func ConsumeFrom(t testing.TB, bootstrap, topic string, partitions, n int) []*kafka.Message {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap,
 		"group.id": testenv.UniqueName("g-"), "enable.auto.commit": false})
 	require.NoError(t, err)
 	defer c.Close()
@@ -177,4 +184,44 @@ func CheckReplayed(t testing.TB, st *store.Store, msgs []*kafka.Message, jobID i
 		seen[recID] = true
 	}
 	return seen
+}
+
+// AuditableDLQ writes n records to topic+".dlq" (one partition, created here), at the
+// offsets Park says topic's records were dead-lettered from, and commits a new group's
+// offset past them, so that the conservation audit (internal/redrive/audit) checks every
+// record Park stored. It returns the group.
+func AuditableDLQ(t testing.TB, bootstrap, topic string, n int) string {
+	t.Helper()
+	dlq := kafkatest.CreateNamedTopic(t, bootstrap, topic+".dlq", 1, nil)
+	// One request in flight keeps the offsets in order without idempotence, whose producer id a
+	// freshly started broker may be slow to grant.
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "acks": "all",
+		"max.in.flight.requests.per.connection": 1, "go.delivery.reports": false}) // the watermark below checks delivery
+	require.NoError(t, err)
+	defer p.Close()
+	for i := range n {
+		m := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &dlq, Partition: 0}, Value: []byte(strconv.Itoa(i))}
+		for {
+			err := p.Produce(m, nil)
+			if err == nil {
+				break
+			}
+			require.Equal(t, kafka.ErrQueueFull, err.(kafka.Error).Code(), "produce: %v", err)
+			p.Flush(100)
+		}
+	}
+	require.Zero(t, p.Flush(60_000), "unflushed records")
+	_, high, err := p.QueryWatermarkOffsets(dlq, 0, 10_000)
+	require.NoError(t, err)
+	require.EqualValues(t, n, high, "one offset per record, from 0")
+	group := testenv.UniqueName("audit-")
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group})
+	require.NoError(t, err)
+	defer c.Close()
+	// A freshly started broker answers "coordinator load in progress" for a while.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		_, err := c.CommitOffsets([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: kafka.Offset(n)}})
+		assert.NoError(ct, err)
+	}, 2*time.Minute, 500*time.Millisecond)
+	return group
 }
