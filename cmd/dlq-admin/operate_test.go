@@ -117,14 +117,14 @@ func TestProgress(t *testing.T) {
 	p.update(job)
 	p.update(job) // unchanged: no new line
 	now = now.Add(3 * time.Second)
-	job.Status, job.Done = store.JobSucceeded, 990
+	job.Status, job.Done, job.Skipped = store.JobSucceeded, 980, 10
 	p.update(job)
 	p.done()
-	require.Equal(t, "job 7 running: 0/1000 (0.0%) done, 0 failed, -/s, ETA -\n"+
-		"job 7 running: 390/1000 (40.0%) done, 10 failed, 200/s, ETA 3s\n"+
-		"job 7 succeeded: 990/1000 (100.0%) done, 10 failed, 200/s, ETA 0s\n", buf.String())
+	require.Equal(t, "job 7 running: 0/1000 (0.0%) done, 0 failed, 0 skipped, -/s, ETA -\n"+
+		"job 7 running: 390/1000 (40.0%) done, 10 failed, 0 skipped, 200/s, ETA 3s\n"+
+		"job 7 succeeded: 980/1000 (100.0%) done, 10 failed, 10 skipped, 200/s, ETA 0s\n", buf.String())
 
 	tty := &progress{tty: true, now: clock, start: now.Add(-2 * time.Second)}
-	line := tty.line(api.Job{ID: 7, Status: store.JobRunning, Total: 1000, Done: 400}, 2*time.Second)
-	require.Equal(t, "job 7 running   ████████████░░░░░░░░░░░░░░░░░░  40.0% 400/1000 failed 0 200/s ETA 3s", line)
+	line := tty.line(api.Job{ID: 7, Status: store.JobRunning, Total: 1000, Done: 380, Skipped: 20}, 2*time.Second)
+	require.Equal(t, "job 7 running   ████████████░░░░░░░░░░░░░░░░░░  40.0% 400/1000 failed 0 skipped 20 200/s ETA 3s", line)
 }

@@ -55,7 +55,7 @@ const barWidth = 30
 
 // line is the job's state after elapsed: the bar on a terminal, plain text otherwise.
 func (p *progress) line(j api.Job, elapsed time.Duration) string {
-	handled := j.Done + j.Failed
+	handled := j.Done + j.Failed + j.Skipped
 	var rate string
 	eta := "-"
 	if secs := elapsed.Seconds(); secs > 0 && handled > 0 {
@@ -74,9 +74,9 @@ func (p *progress) line(j api.Job, elapsed time.Duration) string {
 		pct = 100 * float64(handled) / float64(j.Total)
 	}
 	if !p.tty {
-		return fmt.Sprintf("job %d %s: %d/%d (%.1f%%) done, %d failed, %s, ETA %s", j.ID, j.Status, j.Done, j.Total, pct, j.Failed, rate, eta)
+		return fmt.Sprintf("job %d %s: %d/%d (%.1f%%) done, %d failed, %d skipped, %s, ETA %s", j.ID, j.Status, j.Done, j.Total, pct, j.Failed, j.Skipped, rate, eta)
 	}
 	fill := int(pct / 100 * barWidth)
 	bar := strings.Repeat("█", fill) + strings.Repeat("░", barWidth-fill)
-	return fmt.Sprintf("job %d %-9s %s %5.1f%% %d/%d failed %d %s ETA %s", j.ID, j.Status, bar, pct, handled, j.Total, j.Failed, rate, eta)
+	return fmt.Sprintf("job %d %-9s %s %5.1f%% %d/%d failed %d skipped %d %s ETA %s", j.ID, j.Status, bar, pct, handled, j.Total, j.Failed, j.Skipped, rate, eta)
 }
