@@ -69,13 +69,13 @@ func printRoutes(f *clientFlags, cmd *cobra.Command, rcs ...api.RouteControl) er
 		v = rcs[0]
 	}
 	return f.print(cmd.OutOrStdout(), v, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "ROUTE\tSTATE\tRUN REQUESTED\tCHANGED BY\tCHANGED AT")
+		fmt.Fprintln(w, "ROUTE\tSTATE\tRUN REQUESTED\tCHANGED BY\tCHANGED AT\tNEXT RUN")
 		for _, rc := range rcs {
 			state := "active"
 			if rc.Paused {
 				state = "paused"
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", rc.Route, state, ts(rc.RunRequestedAt), rc.UpdatedBy, ts(&rc.UpdatedAt))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", rc.Route, state, ts(rc.RunRequestedAt), rc.UpdatedBy, ts(&rc.UpdatedAt), ts(rc.NextRunAt))
 		}
 	})
 }

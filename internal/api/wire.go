@@ -211,6 +211,7 @@ type RouteControl struct {
 	RunRequestedAt *time.Time `json:"run_requested_at,omitempty"`
 	UpdatedBy      string     `json:"updated_by"`
 	UpdatedAt      time.Time  `json:"updated_at"`
+	NextRunAt      *time.Time `json:"next_run_at,omitempty"`
 }
 
 // RouteList lists route controls.
@@ -391,7 +392,7 @@ func toJob(j *store.Job) Job {
 
 func toRouteControl(rc *store.RouteControl) RouteControl {
 	return RouteControl{Route: rc.Route, Paused: rc.Paused, RunRequestedAt: optTime(rc.RunRequestedAt),
-		UpdatedBy: rc.UpdatedBy, UpdatedAt: rc.UpdatedAt}
+		UpdatedBy: rc.UpdatedBy, UpdatedAt: rc.UpdatedAt, NextRunAt: optTime(rc.NextRunAt)}
 }
 
 func toRun(r *store.Run) Run {

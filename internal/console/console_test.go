@@ -449,12 +449,18 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("PauseResumeRoute", func(t *testing.T) {
+		// The next run a worker reported for the route.
+		next := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+		require.NoError(t, e.store.SetNextRun(context.Background(), e.routeName, next))
 		ctx := e.tab(t)
 		e.signIn(t, ctx, operatorToken)
+		require.Contains(t, text(t, ctx, "#overview-routes .next-run"), "2027-01-01 00:00:00Z", "the overview shows the next run")
 		row := fmt.Sprintf(`tr.route-row[data-route=%q]`, e.routeName)
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/routes"), chromedp.WaitVisible(row+" button.pause"),
-			chromedp.Click(row+" button.pause"), chromedp.WaitVisible(row+" button.resume"))
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/routes"), chromedp.WaitVisible(row+" button.pause"))
+		require.Equal(t, "2027-01-01 00:00:00Z", text(t, ctx, row+" .next-run"))
+		do(t, ctx, chromedp.Click(row+" button.pause"), chromedp.WaitVisible(row+" button.resume"))
 		require.Equal(t, "paused", text(t, ctx, row+" .route-state"))
+		require.Equal(t, "2027-01-01 00:00:00Z (skipped while paused)", text(t, ctx, row+" .next-run"))
 		require.True(t, e.paused())
 		e.shot(t, ctx, "routes")
 		do(t, ctx, chromedp.Click(row+" button.resume"), chromedp.WaitVisible(row+" button.pause"))

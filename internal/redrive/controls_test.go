@@ -111,3 +111,28 @@ func TestRefusedProduceIsParked(t *testing.T) {
 	rep := requireConserved(t, st, dlq, rc.Group)
 	require.Equal(t, 2, rep.OnTarget)
 }
+
+// The worker publishes each route's next scheduled run for operators (the admin API's
+// next_run_at): the time its schedule fires next.
+func TestNextRunIsPublished(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	rc := route(testenv.UniqueName("nextrun-"), kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 1, nil))
+	rc.Schedule = "0 0 1 1 *" // New Year's midnight: far enough not to fire during the test
+	sched, err := routes.Parser.Parse(rc.Schedule)
+	require.NoError(t, err)
+	want := sched.Next(time.Now())
+	startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
+	var got time.Time
+	require.Eventually(t, func() bool {
+		controls, err := st.RouteControls(context.Background())
+		require.NoError(t, err)
+		for _, c := range controls {
+			if c.Route == rc.Name {
+				got = c.NextRunAt
+			}
+		}
+		return !got.IsZero()
+	}, time.Minute, 20*time.Millisecond)
+	require.True(t, want.Equal(got), "next run %s, want %s", got, want)
+}

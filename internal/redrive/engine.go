@@ -67,6 +67,7 @@ type Engine struct {
 	workers  []*worker
 	live     atomic.Pointer[[]*worker] // workers, for Ready and RunNow without the lock
 	cron     *cron.Cron
+	cronIDs  []cron.EntryID // per worker: its schedule's entry, whose next run operators see
 	cancel   context.CancelFunc
 	loops    []chan error           // nil once that loop's result is taken
 	stops    []chan context.Context // carries Stop's context: its deadline is the grace
@@ -126,10 +127,12 @@ func (e *Engine) Start(ctx context.Context) error {
 			e.stopLocked(ctx)
 			return fmt.Errorf("routes[%s].topics: subscribe: %w", rc.Name, err)
 		}
-		if _, err := e.cron.AddFunc(rc.Schedule, func() { w.trigger(base, "schedule") }); err != nil {
+		id, err := e.cron.AddFunc(rc.Schedule, func() { w.trigger(base, "schedule") })
+		if err != nil {
 			e.stopLocked(ctx)
 			return fmt.Errorf("routes[%s].schedule: %w", rc.Name, err)
 		}
+		e.cronIDs = append(e.cronIDs, id)
 	}
 	for _, w := range e.workers {
 		stop, done := make(chan context.Context, 1), make(chan error, 1)
@@ -310,7 +313,7 @@ func (w *worker) runOnce(ctx context.Context) error {
 }
 
 // controls polls the operator controls: pause, resume and run-now per route, and keeps
-// the routes registered for the admin API.
+// the routes registered, with their next scheduled run, for the admin API.
 func (e *Engine) controls(ctx context.Context) {
 	names := make([]string, len(e.workers))
 	for i, w := range e.workers {
@@ -318,6 +321,7 @@ func (e *Engine) controls(ctx context.Context) {
 	}
 	registered := false
 	seen := map[string]time.Time{}
+	published := make([]time.Time, len(e.workers))
 	t := time.NewTicker(e.poll)
 	defer t.Stop()
 	for {
@@ -334,10 +338,30 @@ func (e *Engine) controls(ctx context.Context) {
 		if err == nil {
 			e.applyControls(ctx, rcs, seen)
 		}
+		if registered {
+			e.publishNextRuns(ctx, published)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// publishNextRuns writes each route's next scheduled run when it changed since published
+// (once per scheduled run), so the admin API can show it.
+func (e *Engine) publishNextRuns(ctx context.Context, published []time.Time) {
+	for i, w := range e.workers {
+		next := e.cron.Entry(e.cronIDs[i]).Next
+		if next.IsZero() || next.Equal(published[i]) {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := e.store.SetNextRun(cctx, w.route.Name, next)
+		cancel()
+		if err == nil {
+			published[i] = next
 		}
 	}
 }

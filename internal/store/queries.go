@@ -196,7 +196,7 @@ const sqlFinishJob = `UPDATE jobs SET status = $4, error = $5, lease_owner = NUL
 		updated_at = $2, finished_at = $2
 	WHERE id = $1 AND status = 'running' AND lease_owner = $3 RETURNING ` + jobColumns
 
-const routeControlColumns = `route, paused, run_requested_at, updated_by, updated_at`
+const routeControlColumns = `route, paused, run_requested_at, updated_by, updated_at, next_run_at`
 
 const sqlRouteControls = `SELECT ` + routeControlColumns + ` FROM route_controls ORDER BY route`
 

@@ -17,6 +17,9 @@ type RouteControl struct {
 	RunRequestedAt time.Time
 	UpdatedBy      string
 	UpdatedAt      time.Time
+	// NextRunAt is when the route's schedule fires next, as a worker's scheduler has it;
+	// zero until a worker reported it.
+	NextRunAt time.Time
 }
 
 // RouteControls returns every route an operator has touched; a route absent from the list
@@ -81,9 +84,9 @@ func (s *Store) routeAction(ctx context.Context, route string, actor Actor, acti
 
 func scanRouteControl(row scanner) (RouteControl, error) {
 	var rc RouteControl
-	var requested *time.Time
-	err := row.Scan(&rc.Route, &rc.Paused, &requested, &rc.UpdatedBy, &rc.UpdatedAt)
-	rc.RunRequestedAt = deref(requested)
-	utc(&rc.RunRequestedAt, &rc.UpdatedAt)
+	var requested, next *time.Time
+	err := row.Scan(&rc.Route, &rc.Paused, &requested, &rc.UpdatedBy, &rc.UpdatedAt, &next)
+	rc.RunRequestedAt, rc.NextRunAt = deref(requested), deref(next)
+	utc(&rc.RunRequestedAt, &rc.UpdatedAt, &rc.NextRunAt)
 	return rc, err
 }
