@@ -81,6 +81,13 @@ func (s *PGServer) Stop() {
 	s.run("pg_ctl", "-D", s.dataDir(), "-m", "fast", "-w", "stop")
 }
 
+// Kill stops the server the way a crash does (immediate mode: no checkpoint, sessions cut,
+// crash recovery at the next start).
+func (s *PGServer) Kill() {
+	s.t.Helper()
+	s.run("pg_ctl", "-D", s.dataDir(), "-m", "immediate", "-w", "stop")
+}
+
 func (s *PGServer) dataDir() string { return filepath.Join(s.dir, "data") }
 
 func (s *PGServer) running() bool {
