@@ -51,6 +51,14 @@ test-deploy: up ## Test the Helm chart, the alert rules and the dashboard (deplo
 	$(STACK) need promtool:prometheus
 	$(WITH_STACK) cd deploy && go test -mod=mod -count=1 -timeout 30m ./...
 
+.PHONY: soak
+# Not part of `make test`: about 20 minutes on two cores. The scenarios start a private
+# broker and a private PostgreSQL server, so they run beside the dev stack; the table is
+# kept in .cache/soak.txt.
+soak: up ## Soak the real binaries (kill -9, zombie, PostgreSQL and broker outages, moved offsets); prints a table
+	mkdir -p .cache
+	set -o pipefail; DLQ_SOAK=1 go test -count=1 -timeout 120m -v -run '^TestSoak$$' ./internal/soak/ 2>&1 | tee .cache/soak.log | sed -n '/^soak: /,/^[=-]-- /p' | tee .cache/soak.txt
+
 .PHONY: bench
 # -p 1: one package's benchmarks at a time, or two packages share the two cores and the
 # broker unevenly between their raw and our sides.

@@ -1,0 +1,505 @@
+package soak_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+)
+
+// soak is the private stack every scenario shares: the binaries, one broker, one
+// PostgreSQL server (a schema per scenario).
+type soak struct {
+	bin    string // folder holding dlq-worker and dlq-admin
+	tmp    string // TMPDIR of the workers: their static-membership slot locks stay ours
+	logs   string // the binaries' logs, kept after the run
+	broker *kafkatest.Broker
+	pg     *testenv.PGServer
+}
+
+func (s *soak) bootstrap() string { return s.broker.Bootstrap() }
+
+// logDir is a folder of its own for one scenario's logs, kept after the soak.
+func (s *soak) logDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(s.logs, strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '_'
+	}, t.Name()))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+// buildBinaries builds dlq-worker and dlq-admin as a user would (go build, no -race).
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/dlqops/dlq/cmd/dlq-worker", "github.com/dlqops/dlq/cmd/dlq-admin").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return dir
+}
+
+// schema creates a migrated schema of its own on the private server for one scenario.
+func (s *soak) schema(t *testing.T) string {
+	t.Helper()
+	name := testenv.UniqueName("soak_")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.pg.URL())
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, "CREATE SCHEMA "+name)
+	require.NoError(t, err)
+	url := testenv.WithSearchPath(t, s.pg.URL(), name)
+	require.NoError(t, store.Migrate(ctx, url))
+	return url
+}
+
+// workerOpts is what a scenario varies in a worker's configuration.
+type workerOpts struct {
+	route, topic, dbURL string
+	maxInFlight         int
+	rateLimit           int    // records per second, 0: unlimited
+	groupInstance       string // "" (static by default) or "off"
+}
+
+// session is the group session of every soak worker: a killed or stopped member is
+// noticed within it, and the scenarios stay short.
+const session = 10 * time.Second
+
+func (s *soak) workerConfig(t *testing.T, o workerOpts) string {
+	t.Helper()
+	path := filepath.Join(s.logDir(t), "worker.yaml")
+	gi := ""
+	if o.groupInstance != "" {
+		gi = fmt.Sprintf("group_instance_id: %q\n", o.groupInstance)
+	}
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`log: {level: info, format: json}
+http: {listen: "127.0.0.1:0"}
+database: {url: %q}
+kafka:
+  bootstrap_servers: %q
+  extra: {session.timeout.ms: "%d", heartbeat.interval.ms: "1000"}
+shutdown_grace: 30s
+%sroutes:
+  - name: %s
+    topics: [%s]
+    schedule: "@every 1s"
+    backoff: none
+    max_in_flight: %d
+    rate_limit: %d
+`, o.dbURL, s.bootstrap(), session.Milliseconds(), gi, o.route, o.topic, max(o.maxInFlight, 1), o.rateLimit)), 0o600))
+	return path
+}
+
+// proc is a running binary, killed when the scenario ends if still alive.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func (s *soak) start(t *testing.T, logPath string, name string, args ...string) *proc {
+	t.Helper()
+	p, err := s.spawn(logPath, name, args...)
+	require.NoError(t, err)
+	t.Cleanup(p.kill)
+	return p
+}
+
+// spawn starts a binary; safe outside the test's goroutine (the caller ends it).
+func (s *soak) spawn(logPath string, name string, args ...string) (*proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(s.bin, name), args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+s.tmp)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (s *soak) startWorker(t *testing.T, cfg, logPath string) *proc {
+	t.Helper()
+	return s.start(t, logPath, "dlq-worker", "run", "--config", cfg)
+}
+
+// supervised is a worker restarted whenever it exits on its own, as Kubernetes or
+// systemd would restart it; the restarts are reported.
+type supervised struct {
+	mu       sync.Mutex
+	cur      *proc
+	restarts int
+	exits    []string // why the worker exited on its own
+	stopping bool
+	stopped  chan struct{}
+}
+
+func (s *soak) superviseWorker(t *testing.T, cfg, logPath string) *supervised {
+	t.Helper()
+	first, err := s.spawn(logPath, "dlq-worker", "run", "--config", cfg)
+	require.NoError(t, err)
+	sv := &supervised{cur: first, stopped: make(chan struct{})}
+	go func() {
+		defer close(sv.stopped)
+		for {
+			sv.mu.Lock()
+			cur := sv.cur
+			sv.mu.Unlock()
+			<-cur.done
+			sv.mu.Lock()
+			if sv.stopping {
+				sv.mu.Unlock()
+				return
+			}
+			sv.restarts++
+			sv.exits = append(sv.exits, fmt.Sprint(cur.err))
+			time.Sleep(time.Second) // a restart policy's back-off
+			next, err := s.spawn(logPath, "dlq-worker", "run", "--config", cfg)
+			if err != nil {
+				sv.mu.Unlock()
+				return
+			}
+			sv.cur = next
+			sv.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { _ = sv.term() })
+	return sv
+}
+
+func (sv *supervised) signal(sig syscall.Signal) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	sv.cur.signal(sig)
+}
+
+// term stops supervising and terminates the worker.
+func (sv *supervised) term() error {
+	sv.mu.Lock()
+	if sv.stopping {
+		sv.mu.Unlock()
+		return nil
+	}
+	sv.stopping = true
+	cur := sv.cur
+	sv.mu.Unlock()
+	err := cur.term()
+	cur.kill()
+	<-sv.stopped
+	return err
+}
+
+// note says how often the worker had to be restarted, and why.
+func (sv *supervised) note() string {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.restarts == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; worker restarted %d time(s) after exiting on its own (%s)", sv.restarts, strings.Join(sv.exits, ", "))
+}
+
+func (p *proc) signal(sig syscall.Signal) { _ = p.cmd.Process.Signal(sig) }
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.signal(syscall.SIGCONT) // a stopped process dies only once it runs
+	p.signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// term sends SIGTERM and returns the exit error; the worker's grace bounds the wait.
+func (p *proc) term() error {
+	p.signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(2 * time.Minute):
+		p.kill()
+		return errors.New("did not exit within 2 minutes of SIGTERM")
+	}
+}
+
+// seed fills topic with n DLQ records for target, keyed "<batch>-<i>", spread over
+// partitions; every tenth is exhausted (parked) unless allExhausted says all are.
+func (s *soak) seed(t *testing.T, topic, target, batch string, n, partitions int, allExhausted bool) {
+	t.Helper()
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": s.bootstrap(), "acks": "all", "linger.ms": 20})
+	require.NoError(t, err)
+	defer p.Close()
+	acked := make(chan error, 1)
+	go func() { // every delivery report must be a success
+		var first error
+		for delivered := 0; delivered < n; {
+			if m, ok := (<-p.Events()).(*kafka.Message); ok {
+				delivered++
+				if m.TopicPartition.Error != nil && first == nil {
+					first = m.TopicPartition.Error
+				}
+			}
+		}
+		acked <- first
+	}()
+	value := make([]byte, 100)
+	for i := range n {
+		retry := "1"
+		if allExhausted || i%10 == 0 {
+			retry = "5"
+		}
+		m := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(i % partitions)},
+			Key: []byte(fmt.Sprintf("%s-%d", batch, i)), Value: value,
+			Headers: []kafka.Header{{Key: "retryCount", Value: []byte(retry)}, {Key: "originalTopic", Value: []byte(target)}}}
+		for {
+			err := p.Produce(m, nil)
+			if err == nil {
+				break
+			}
+			var kerr kafka.Error
+			require.True(t, errors.As(err, &kerr) && kerr.Code() == kafka.ErrQueueFull, "produce: %v", err)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	require.NoError(t, <-acked, "seeding %s", topic)
+}
+
+// watermarks returns a function reading the high watermark of each partition of topic.
+func (s *soak) watermarks(t *testing.T, topic string) func() map[int32]int64 {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": s.bootstrap(), "group.id": testenv.UniqueName("hw-")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	md, err := c.GetMetadata(&topic, false, 30000)
+	require.NoError(t, err)
+	parts := md.Topics[topic].Partitions
+	return func() map[int32]int64 {
+		out := map[int32]int64{}
+		for _, p := range parts {
+			_, high, err := c.QueryWatermarkOffsets(topic, p.ID, 30000)
+			if err != nil {
+				return nil // the broker is restarting: nothing known
+			}
+			out[p.ID] = high
+		}
+		return out
+	}
+}
+
+// committed returns a function reading group's committed offsets on topic, through a
+// consumer of the group that never joins it.
+func (s *soak) committed(t *testing.T, topic, group string, partitions int) func() map[int32]int64 {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": s.bootstrap(), "group.id": group, "enable.auto.commit": false})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	tps := make([]kafka.TopicPartition, partitions)
+	for i := range tps {
+		tps[i] = kafka.TopicPartition{Topic: &topic, Partition: int32(i)}
+	}
+	return func() map[int32]int64 {
+		out := map[int32]int64{}
+		got, err := c.Committed(tps, 10000)
+		if err != nil {
+			return out
+		}
+		for _, tp := range got {
+			if tp.Offset >= 0 {
+				out[tp.Partition] = int64(tp.Offset)
+			}
+		}
+		return out
+	}
+}
+
+func total(m map[int32]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// waitDrained waits until group committed every partition of topic to its end.
+func (s *soak) waitDrained(t *testing.T, topic, group string, partitions int, within time.Duration) {
+	t.Helper()
+	committed, end := s.committed(t, topic, group, partitions), s.watermarks(t, topic)
+	require.Eventually(t, func() bool {
+		want, got := end(), committed()
+		if want == nil {
+			return false
+		}
+		for p, off := range want {
+			if got[p] < off {
+				return false
+			}
+		}
+		return true
+	}, within, 200*time.Millisecond, "group %s did not commit %s to its end", group, topic)
+}
+
+// row is one line of the soak's table.
+type row struct {
+	scenario            string
+	records             int
+	missing, duplicated int
+	audit               string // what dlq-worker audit said
+	verdict             string
+	ok                  bool
+	note                string
+}
+
+// auditLine matches the summary dlq-worker audit prints.
+var auditLine = regexp.MustCompile(`(\d+) missing, (\d+) duplicated, (\d+) lost ranges`)
+
+// audit runs `dlq-worker audit` and returns its summary, exit status and lost ranges.
+func (s *soak) audit(t *testing.T, cfg, topic, group string) (summary string, passed bool, lostRanges int) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(s.bin, "dlq-worker"), "audit", "--config", cfg, "--topic", topic, "--group", group).CombinedOutput()
+	m := auditLine.FindSubmatch(out)
+	require.NotNil(t, m, "audit printed no summary (%v):\n%s", err, out)
+	lostRanges, _ = strconv.Atoi(string(m[3]))
+	var exit *exec.ExitError
+	require.True(t, err == nil || errors.As(err, &exit), "audit: %v\n%s", err, out)
+	t.Logf("audit: %s", bytes.TrimSpace(out))
+	return string(m[0]), err == nil, lostRanges
+}
+
+// count is the independent count: every seeded key found on the target topic (copies)
+// or held in PostgreSQL (parked or scheduled), read without the audit's code.
+type count struct {
+	onTarget map[string]int
+	held     map[string]bool
+}
+
+func (s *soak) count(t *testing.T, target, dbURL, dlq string) count {
+	t.Helper()
+	c := count{onTarget: map[string]int{}, held: map[string]bool{}}
+	cons, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": s.bootstrap(), "group.id": testenv.UniqueName("count-"),
+		"auto.offset.reset": "earliest", "enable.auto.commit": false})
+	require.NoError(t, err)
+	defer cons.Close()
+	end := s.watermarks(t, target)()
+	require.NotNil(t, end)
+	var tps []kafka.TopicPartition
+	left := 0
+	for p, high := range end {
+		low, _, err := cons.QueryWatermarkOffsets(target, p, 30000)
+		require.NoError(t, err)
+		if high > low {
+			tps = append(tps, kafka.TopicPartition{Topic: &target, Partition: p, Offset: kafka.Offset(low)})
+			left += int(high - low)
+		}
+	}
+	if len(tps) > 0 {
+		require.NoError(t, cons.Assign(tps))
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for left > 0 {
+		require.True(t, time.Now().Before(deadline), "target %s not read to its end: %d records left", target, left)
+		m, err := cons.ReadMessage(time.Second)
+		if err != nil {
+			continue
+		}
+		c.onTarget[string(m.Key)]++
+		left--
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT key FROM dead_letters WHERE dlq_topic = $1 AND status IN ('parked', 'scheduled')`, dlq)
+	require.NoError(t, err)
+	for rows.Next() {
+		var key []byte
+		require.NoError(t, rows.Scan(&key))
+		c.held[string(key)] = true
+	}
+	require.NoError(t, rows.Err())
+	return c
+}
+
+// tally compares the count with the seeded keys.
+func (c count) tally(keys []string) (missing, duplicated int) {
+	for _, k := range keys {
+		n := c.onTarget[k]
+		if n == 0 && !c.held[k] {
+			missing++
+		}
+		duplicated += max(0, n-1)
+	}
+	return missing, duplicated
+}
+
+func keys(batch string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", batch, i)
+	}
+	return out
+}
+
+// judge fills a row from the audit and the independent count. expectedLoss is how many
+// records the scenario deletes unread (retention): the verdict then wants exactly those
+// missing and the audit failing with lost ranges; otherwise it wants nothing missing and
+// a clean audit.
+func (s *soak) judge(t *testing.T, r *row, cfg, dlq, group, target, dbURL string, seeded []string, expectedLoss int) {
+	t.Helper()
+	summary, passed, lost := s.audit(t, cfg, dlq, group)
+	r.records = len(seeded)
+	r.missing, r.duplicated = s.count(t, target, dbURL, dlq).tally(seeded)
+	r.audit = summary
+	if !passed {
+		r.audit += " (exit 1)"
+	}
+	switch {
+	case expectedLoss == 0 && r.missing == 0 && passed:
+		r.verdict, r.ok = "pass", true
+	case expectedLoss == 0 && r.missing > 0 && passed:
+		r.verdict = "FAIL: silent loss"
+	case expectedLoss == 0:
+		r.verdict = "FAIL: loss or audit failure"
+	case r.missing == expectedLoss && !passed && lost > 0:
+		r.verdict, r.ok = "pass: loss reported with its ranges", true
+	case passed:
+		r.verdict = "FAIL: the audit passed a loss"
+	default:
+		r.verdict = fmt.Sprintf("FAIL: %d missing, %d deleted unread", r.missing, expectedLoss)
+	}
+}
