@@ -281,11 +281,10 @@ func optTime(t time.Time) *time.Time {
 	return &t
 }
 
-func size(b []byte) *int {
-	if b == nil {
+func size(n int) *int {
+	if n < 0 {
 		return nil
 	}
-	n := len(b)
 	return &n
 }
 
@@ -313,7 +312,7 @@ func toRecord(r *store.Record) Record {
 		Timestamp: r.Timestamp, RetryCount: r.RetryCount, ErrorClass: r.ErrorClass, ErrorMessage: r.ErrorMessage,
 		DueAt: optTime(r.DueAt), StoredAt: r.StoredAt, ChangedAt: r.ChangedAt, ChangedBy: r.ChangedBy,
 		Produced: toCoordinates(r.Produced), ReplayID: r.ReplayID, JobID: r.JobID,
-		KeySize: size(r.Key), ValueSize: size(r.Value),
+		KeySize: size(r.KeySize), ValueSize: size(r.ValueSize),
 	}
 	if r.Origin.Partition >= 0 {
 		out.Original.Partition = &r.Origin.Partition

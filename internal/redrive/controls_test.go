@@ -103,11 +103,11 @@ func TestRefusedProduceIsParked(t *testing.T) {
 	waitAssigned(t, bs, rc.Group, 1, 1)
 	runNow(t, e, rc.Name)
 
-	page, err := st.List(ctx, store.Filter{}, "", 10)
+	records, err := st.ListAfter(ctx, store.Filter{}, 0, 10)
 	require.NoError(t, err)
-	require.Len(t, page.Records, 1)
-	require.Equal(t, store.ReasonTooLarge, page.Records[0].Reason)
-	require.Equal(t, huge, page.Records[0].Value)
+	require.Len(t, records, 1)
+	require.Equal(t, store.ReasonTooLarge, records[0].Reason)
+	require.Equal(t, huge, records[0].Value)
 	rep := requireConserved(t, st, dlq, rc.Group)
 	require.Equal(t, 2, rep.OnTarget)
 }

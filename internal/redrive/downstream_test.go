@@ -80,10 +80,10 @@ func TestDownstreamKeepsFailing(t *testing.T) {
 	}, 3*time.Minute, 50*time.Millisecond)
 
 	// Parked as exhausted after exactly max_retries redrives, once per record.
-	page, err := st.List(context.Background(), exhausted, "", 2*n)
+	records, err := st.ListAfter(context.Background(), exhausted, 0, 2*n)
 	require.NoError(t, err)
 	parkedKeys := map[string]bool{}
-	for _, r := range page.Records {
+	for _, r := range records {
 		require.Equal(t, maxRetries, r.RetryCount, "key %s", r.Key)
 		require.False(t, parkedKeys[string(r.Key)], "key %s parked twice", r.Key)
 		parkedKeys[string(r.Key)] = true

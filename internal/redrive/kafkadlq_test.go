@@ -202,10 +202,10 @@ func TestShareGroupDeadLetters(t *testing.T) {
 			}, 2*time.Minute, 200*time.Millisecond)
 
 			requireRedrivenAsSource(t, source, back)
-			page, err := st.List(context.Background(), store.Filter{}, "", 10)
+			records, err := st.ListAfter(context.Background(), store.Filter{}, 0, 10)
 			require.NoError(t, err)
 			byReason := map[store.Reason]store.Record{}
-			for _, r := range page.Records {
+			for _, r := range records {
 				byReason[r.Reason] = r
 			}
 			unavailable := byReason[redrive.ReasonSourceUnavailable]
@@ -322,10 +322,10 @@ func TestSharePointerWithoutSourceIsParked(t *testing.T) {
 		return err == nil && n == 5 && counterSum(t, reg, "dlq_worker_redriven_total", nil) == 1
 	}, time.Minute, 200*time.Millisecond)
 
-	page, err := st.List(context.Background(), store.Filter{}, "", 10)
+	records, err := st.ListAfter(context.Background(), store.Filter{}, 0, 10)
 	require.NoError(t, err)
 	why := map[int64]string{}
-	for _, r := range page.Records {
+	for _, r := range records {
 		require.Equal(t, redrive.ReasonSourceUnavailable, r.Reason)
 		require.Nil(t, r.Value)
 		why[r.DLQ.Offset] = r.ErrorMessage

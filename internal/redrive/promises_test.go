@@ -113,10 +113,10 @@ func TestHeaderPromises(t *testing.T) {
 		return err == nil && n == 2
 	}, 60*time.Second, 100*time.Millisecond)
 
-	page, err := st.List(context.Background(), store.Filter{}, "", 10)
+	records, err := st.ListAfter(context.Background(), store.Filter{}, 0, 10)
 	require.NoError(t, err)
 	rows := map[string]store.Record{}
-	for _, r := range page.Records {
+	for _, r := range records {
 		rows[string(r.Key)] = r
 	}
 	require.Equal(t, store.StatusScheduled, rows["hinted"].Status, "the not-before hint holds the record back")

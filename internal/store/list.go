@@ -106,7 +106,9 @@ type Page struct {
 const MaxPageSize = 1000
 
 // List returns up to limit records matching f, newest (highest id) first, starting after
-// cursor ("" for the first page). Pagination is by keyset on id, so a deep page costs what
+// cursor ("" for the first page), without their key, value and headers (KeySize and
+// ValueSize say how large they are; Get reads one whole): what a page costs does not grow
+// with the records' payloads. Pagination is by keyset on id, so a deep page costs what
 // the first does, and rows inserted meanwhile (which get higher ids) never shift the pages.
 func (s *Store) List(ctx context.Context, f Filter, cursor string, limit int) (Page, error) {
 	if err := checkLimit(limit); err != nil {

@@ -118,3 +118,39 @@ func TestListFilters(t *testing.T) {
 	}
 	require.Len(t, offsets(store.Filter{}), 7, "the table is still there")
 }
+
+// A listing leaves the payloads out, so that a page of large records costs dlq-admin what a
+// page of small ones does, and says how large each key and value is (NULL apart from empty).
+func TestListLeavesPayloadsOutAndSaysTheirSizes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	recs := parked("dlq.sizes", 0, 3)
+	recs[0].Key, recs[0].Value = nil, nil
+	recs[1].Key, recs[1].Value = []byte{}, []byte{}
+	recs[2].Value = make([]byte, 1<<20)
+	_, err := s.StoreBatch(ctx, recs, nil)
+	require.NoError(t, err)
+
+	page, err := s.List(ctx, store.Filter{DLQTopic: "dlq.sizes"}, "", 10)
+	require.NoError(t, err)
+	require.Len(t, page.Records, 3)
+	sizes := map[int64][2]int{}
+	var big int64
+	for _, r := range page.Records {
+		if r.DLQ.Offset == 2 {
+			big = r.ID
+		}
+		require.Nil(t, r.Key, "offset %d", r.DLQ.Offset)
+		require.Nil(t, r.Value, "offset %d", r.DLQ.Offset)
+		require.Nil(t, r.Headers, "offset %d", r.DLQ.Offset)
+		sizes[r.DLQ.Offset] = [2]int{r.KeySize, r.ValueSize}
+	}
+	require.Equal(t, map[int64][2]int{0: {-1, -1}, 1: {0, 0}, 2: {len("key-2"), 1 << 20}}, sizes)
+
+	whole, err := s.Get(ctx, big)
+	require.NoError(t, err)
+	require.Equal(t, recs[2].Value, whole.Value, "Get reads the whole record")
+	require.Equal(t, recs[2].Headers, whole.Headers)
+	require.Equal(t, [2]int{len("key-2"), 1 << 20}, [2]int{whole.KeySize, whole.ValueSize})
+}

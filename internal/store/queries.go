@@ -3,13 +3,21 @@ package store
 // Every SQL statement of the store. Statements that take a filter are fmt templates whose
 // %s is the WHERE condition Filter.where renders; values are always bind parameters.
 
-// recordColumns is what scanRecord reads.
-const recordColumns = `id, dlq_topic, dlq_partition, dlq_offset,
-	original_topic, original_partition, original_offset, original_timestamp, record_timestamp,
-	key, value, header_keys, header_values,
+// recordColumns is what scanRecord reads: a whole record.
+const recordColumns = recordLead + `key, value, header_keys, header_values,` + recordTrail
+
+// summaryColumns is a record without its key, value and headers, in recordColumns' shape:
+// what a listing reads, so that a page of 1 MiB records costs what a page of small ones does.
+const summaryColumns = recordLead + `NULL::bytea, NULL::bytea, NULL::bytea[], NULL::bytea[],` + recordTrail
+
+const recordLead = `id, dlq_topic, dlq_partition, dlq_offset,
+	original_topic, original_partition, original_offset, original_timestamp, record_timestamp, `
+
+// octet_length reads a bytea's size from its header, without fetching a TOASTed value.
+const recordTrail = `
 	retry_count, error_class, error_message, reason, status, route, due_at,
 	lease_owner, lease_until, target_topic, produced_partition, produced_offset, replay_id, job_id,
-	stored_at, changed_at, changed_by`
+	stored_at, changed_at, changed_by, octet_length(key), octet_length(value)`
 
 // insertColumns are the columns StoreBatch writes, in insertRow's order.
 var insertColumns = []string{
@@ -99,7 +107,7 @@ const sqlAbortReplay = `UPDATE dead_letters SET status = ` + priorStatus + `, pr
 	WHERE id = $1 AND status = 'replaying' AND lease_owner = $4 RETURNING ` + recordColumns
 
 // $1 below id, $2 limit, then the filter's parameters.
-const sqlListRecords = `SELECT ` + recordColumns + ` FROM dead_letters
+const sqlListRecords = `SELECT ` + summaryColumns + ` FROM dead_letters
 	WHERE id < $1 AND %s ORDER BY id DESC LIMIT $2`
 
 // $1 after id, $2 limit, then the filter's parameters.

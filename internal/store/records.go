@@ -344,7 +344,7 @@ func collect[T any](rows pgx.Rows, scan func(scanner) (T, error)) ([]T, error) {
 	return out, interpretError(err)
 }
 
-// scanRecord reads recordColumns.
+// scanRecord reads recordColumns or summaryColumns.
 func scanRecord(row scanner) (Record, error) {
 	var (
 		r                                       Record
@@ -353,16 +353,18 @@ func scanRecord(row scanner) (Record, error) {
 		origOffset, producedOffset, jobID       *int64
 		origTS, dueAt, leaseUntil               *time.Time
 		headerKeys, headerValues                [][]byte
+		keySize, valueSize                      *int32
 	)
 	err := row.Scan(&r.ID, &r.DLQ.Topic, &r.DLQ.Partition, &r.DLQ.Offset,
 		&origTopic, &origPartition, &origOffset, &origTS, &r.Timestamp,
 		&r.Key, &r.Value, &headerKeys, &headerValues,
 		&r.RetryCount, &r.ErrorClass, &r.ErrorMessage, &r.Reason, &r.Status, &r.Route, &dueAt,
 		&leaseOwner, &leaseUntil, &target, &producedPartition, &producedOffset, &replayID, &jobID,
-		&r.StoredAt, &r.ChangedAt, &r.ChangedBy)
+		&r.StoredAt, &r.ChangedAt, &r.ChangedBy, &keySize, &valueSize)
 	if err != nil {
 		return Record{}, err
 	}
+	r.KeySize, r.ValueSize = sizeOf(keySize), sizeOf(valueSize)
 	r.Origin = Origin{Topic: deref(origTopic), Partition: -1, Offset: -1, Timestamp: deref(origTS)}
 	if origPartition != nil {
 		r.Origin.Partition = *origPartition
@@ -383,6 +385,13 @@ func scanRecord(row scanner) (Record, error) {
 	}
 	utc(&r.Timestamp, &r.Origin.Timestamp, &r.DueAt, &r.LeaseUntil, &r.StoredAt, &r.ChangedAt)
 	return r, nil
+}
+
+func sizeOf(n *int32) int {
+	if n == nil {
+		return -1
+	}
+	return int(*n)
 }
 
 func deref[T any](p *T) T {

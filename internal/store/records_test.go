@@ -44,11 +44,11 @@ func TestRoundTripIsByteExact(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 6, res.New)
 
-	page, err := s.List(ctx, store.Filter{DLQTopic: "dlq.roundtrip"}, "", 10)
+	records, err := s.ListAfter(ctx, store.Filter{DLQTopic: "dlq.roundtrip"}, 0, 10)
 	require.NoError(t, err)
-	require.Len(t, page.Records, 6)
+	require.Len(t, records, 6)
 	byOffset := map[int64]store.Record{}
-	for _, r := range page.Records {
+	for _, r := range records {
 		byOffset[r.DLQ.Offset] = r
 	}
 	for i, want := range recs {
@@ -99,10 +99,10 @@ func TestStoreBatchIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.BatchResult{Inserted: []bool{false, false, true, false}, New: 1}, res)
 
-	page, err := s.List(ctx, store.Filter{}, "", 100)
+	records, err := s.ListAfter(ctx, store.Filter{}, 0, 100)
 	require.NoError(t, err)
-	require.Len(t, page.Records, 6)
-	for _, r := range page.Records {
+	require.Len(t, records, 6)
+	for _, r := range records {
 		require.Equal(t, fmt.Sprintf("value-%d", r.DLQ.Offset), string(r.Value), "a stored row is never overwritten")
 	}
 }

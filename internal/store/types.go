@@ -98,6 +98,9 @@ type Record struct {
 	Produced *Coordinates
 	ReplayID string
 	JobID    int64
+	// KeySize and ValueSize are the key's and value's lengths in bytes, -1 for NULL. They are
+	// set when a listing leaves Key, Value and Headers out.
+	KeySize, ValueSize int
 }
 
 // Actor is who asks for an operator action, for the audit log.
