@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -429,6 +430,52 @@ func (s *Server) stats(c *call) (int, any, error) {
 	}
 	if len(c.principal.Topics) > 0 {
 		out.OldestParked = nil // it may belong to a topic the token does not see
+	}
+	return http.StatusOK, out, nil
+}
+
+// parkedBuckets bounds a parked-over-time series: a week of hours, a year of days.
+var parkedBuckets = map[string]struct {
+	step          time.Duration
+	def, most     int
+	storeBucketID string
+}{"hour": {time.Hour, 24, 168, store.BucketHour}, "day": {24 * time.Hour, 30, 366, store.BucketDay}}
+
+// parkedOverTime counts the records that entered the parking store per hour or day (by
+// stored_at), with how many of them are parked now; every bucket up to the current one,
+// empty ones included.
+func (s *Server) parkedOverTime(c *call) (int, any, error) {
+	q, err := query(c.r, "bucket", "buckets")
+	if err != nil {
+		return 0, nil, err
+	}
+	name := q.Get("bucket")
+	if name == "" {
+		name = "hour"
+	}
+	b, ok := parkedBuckets[name]
+	if !ok {
+		return 0, nil, badParam("bucket", "must be hour or day")
+	}
+	n := b.def
+	if v := q.Get("buckets"); v != "" {
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > b.most {
+			return 0, nil, badParam("buckets", "must be an integer from 1 to %d for %s", b.most, name)
+		}
+	}
+	first := s.cfg.Clock().UTC().Truncate(b.step).Add(-time.Duration(n-1) * b.step)
+	counts, err := s.cfg.Store.StoredOverTime(c.r.Context(), b.storeBucketID, first, c.principal.Topics...)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := ParkedOverTime{Bucket: name, Points: make([]ParkedPoint, n)}
+	for i := range out.Points {
+		out.Points[i].Start = first.Add(time.Duration(i) * b.step)
+	}
+	for _, sc := range counts {
+		if i := int(sc.Start.Sub(first) / b.step); i >= 0 && i < n {
+			out.Points[i].Stored, out.Points[i].StillParked = sc.Stored, sc.Parked
+		}
 	}
 	return http.StatusOK, out, nil
 }

@@ -124,6 +124,18 @@ func TestScopeMatrix(t *testing.T) {
 				require.Equal(t, "orders", c.OriginalTopic)
 			}
 		},
+		"GET /v1/stats/parked-over-time": func(t *testing.T) {
+			stored := func(token string) (n int64) {
+				var series api.ParkedOverTime
+				b.do("GET", "/v1/stats/parked-over-time", token, nil).decode(t, &series)
+				for _, pt := range series.Points {
+					n += pt.Stored
+				}
+				return n
+			}
+			require.EqualValues(t, len(o), stored(scopedToken), "orders' records only")
+			require.EqualValues(t, len(o)+len(p), stored(viewerToken))
+		},
 		"GET /v1/routes": func(t *testing.T) {
 			forbidden(t, b.do("GET", "/v1/routes", scopedToken, nil))
 			reached(t, b.do("GET", "/v1/routes", viewerToken, nil))

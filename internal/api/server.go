@@ -131,6 +131,7 @@ func (s *Server) Routes() []Route {
 		{"GET", "/v1/jobs/{id}", auth.Viewer, s.getJob, false},
 		{"POST", "/v1/jobs/{id}/cancel", auth.Operator, s.cancelJob, false},
 		{"GET", "/v1/stats", auth.Viewer, s.stats, false},
+		{"GET", "/v1/stats/parked-over-time", auth.Viewer, s.parkedOverTime, false},
 		{"GET", "/v1/routes", auth.Viewer, s.listRoutes, true},
 		{"POST", "/v1/routes/{route}/pause", auth.Operator, s.pauseRoute(true), true},
 		{"POST", "/v1/routes/{route}/resume", auth.Operator, s.pauseRoute(false), true},

@@ -204,6 +204,20 @@ type Stats struct {
 	OldestParked *time.Time  `json:"oldest_parked,omitempty"`
 }
 
+// ParkedOverTime is what entered the parking store per hour or day, oldest first.
+type ParkedOverTime struct {
+	Bucket string        `json:"bucket"`
+	Points []ParkedPoint `json:"points"`
+}
+
+// ParkedPoint is one hour or day: the records stored in it (parked or scheduled, by
+// stored_at) and how many of them are parked now.
+type ParkedPoint struct {
+	Start       time.Time `json:"start"`
+	Stored      int64     `json:"stored"`
+	StillParked int64     `json:"still_parked"`
+}
+
 // RouteControl is a route's operator controls.
 type RouteControl struct {
 	Route          string     `json:"route"`

@@ -55,6 +55,13 @@ func TestConsole(t *testing.T) {
 		require.Contains(t, text(t, ctx, "#overview-routes"), e.routeName)
 		require.Equal(t, 1, eval[int](t, ctx, `document.querySelectorAll("#reason-chart rect").length`),
 			"one bar: every parked record is exhausted")
+		// Parked over time: 24 hours, the last one holding at least the records just parked.
+		require.Equal(t, 24, eval[int](t, ctx, `document.querySelectorAll("#parked-chart rect.stored").length`))
+		lastHour := eval[[]int](t, ctx, `(() => { const r = Array.from(document.querySelectorAll("#parked-chart rect.stored")).pop();
+			return [Number(r.dataset.stored), Number(r.dataset.stillParked), Number(r.getAttribute("height"))]; })()`)
+		require.GreaterOrEqual(t, lastHour[0], 3, "stored this hour")
+		require.GreaterOrEqual(t, lastHour[1], 3, "still parked")
+		require.Positive(t, lastHour[2], "drawn")
 		e.shot(t, ctx, "overview")
 		do(t, ctx, chromedp.Click(fmt.Sprintf(`#tally-original a[href*=%q]`, e.orders)), chromedp.WaitVisible("#records"))
 		require.Equal(t, e.orders, run(t, ctx, chromedp.Value(`#filters input[name="original_topic"]`)),

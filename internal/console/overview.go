@@ -27,6 +27,15 @@ type bar struct {
 	LabelY, TxY int
 }
 
+// timeBar is one hour of the parked-over-time chart, in SVG user units: the records stored
+// in it, and over it those still parked.
+type timeBar struct {
+	api.ParkedPoint
+	X, StoredY, StoredH, ParkedY, ParkedH int
+	// Label is the hour under every sixth bar.
+	Label string
+}
+
 type routeRow struct {
 	api.RouteControl
 	LastRun *api.Run
@@ -40,6 +49,7 @@ type overviewPage struct {
 	ByOriginalTopic   []tally
 	Chart             []bar
 	ChartHeight       int
+	Timeline          []timeBar
 	Routes            []routeRow
 	Jobs              []api.Job
 	// Scoped: the token sees some topics only, and not the routes.
@@ -48,6 +58,7 @@ type overviewPage struct {
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session) {
 	var st api.Stats
+	var over api.ParkedOverTime
 	var rl api.RouteList
 	var runs api.RunList
 	var jobs api.JobList
@@ -56,7 +67,8 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session)
 		q    url.Values
 		out  any
 	}
-	gets := []apiGet{{"/v1/stats", nil, &st}, {"/v1/jobs", url.Values{"limit": {"50"}}, &jobs}}
+	gets := []apiGet{{"/v1/stats", nil, &st}, {"/v1/stats/parked-over-time", nil, &over},
+		{"/v1/jobs", url.Values{"limit": {"50"}}, &jobs}}
 	// Routes and runs span every topic, so the API shows them to unscoped tokens only.
 	if len(sess.principal.Topics) == 0 {
 		gets = append(gets, apiGet{"/v1/routes", nil, &rl}, apiGet{"/v1/runs", url.Values{"limit": {"100"}}, &runs})
@@ -101,6 +113,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session)
 		slices.SortFunc(rows, func(a, b tally) int { return int(b.Parked+b.Scheduled) - int(a.Parked+a.Scheduled) })
 	}
 	page.Chart, page.ChartHeight = chart(page.ByReason)
+	page.Timeline = timeline(over.Points)
 	for _, rc := range rl.Routes {
 		row := routeRow{RouteControl: rc}
 		for i := range runs.Runs { // newest first
@@ -137,6 +150,32 @@ func chart(rows []tally) ([]bar, int) {
 			Width: max(2, int(t.Parked*maxWidth/most))})
 	}
 	return bars, len(bars)*rowHeight + 4
+}
+
+// timeline lays out a vertical bar per hour, scaled to the largest hour, for the overview's
+// 720 × 144 SVG: what was stored, and over it what is still parked.
+func timeline(points []api.ParkedPoint) []timeBar {
+	const plot, base = 120, 124 // bar area height, its bottom line
+	var most int64 = 1
+	for _, p := range points {
+		most = max(most, p.Stored)
+	}
+	step := 720 / max(1, len(points))
+	out := make([]timeBar, len(points))
+	for i, p := range points {
+		sh, ph := int(p.Stored*plot/most), int(p.StillParked*plot/most)
+		if p.Stored > 0 {
+			sh = max(sh, 2) // a non-empty hour stays visible
+		}
+		if p.StillParked > 0 {
+			ph = max(ph, 2)
+		}
+		out[i] = timeBar{ParkedPoint: p, X: i * step, StoredY: base - sh, StoredH: sh, ParkedY: base - ph, ParkedH: ph}
+		if i%6 == 0 {
+			out[i].Label = p.Start.UTC().Format("15:04")
+		}
+	}
+	return out
 }
 
 // tallyTable is one of the overview's count tables.
