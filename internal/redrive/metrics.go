@@ -18,6 +18,9 @@ type metrics struct {
 	// sourceHeadroom is how many records the last share-group pointer resolved was
 	// above its source partition's log start: near 0, pointers expire before a redrive.
 	sourceHeadroom *prometheus.GaugeVec
+	// sourceSeeks counts the source fetcher's (re)starts at a new offset: about one per
+	// source partition while pointers follow their source's order.
+	sourceSeeks *prometheus.CounterVec
 	// headerWarnings counts decoder warnings by kind, a closed set (headers.WarningKind).
 	headerWarnings *prometheus.CounterVec
 }
@@ -48,10 +51,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "How long the oldest due scheduled record of the route has waited to be redriven (0: none)."}, []string{"route"}),
 		sourceHeadroom: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_source_headroom_records",
 			Help: "Records between the last share-group dead letter resolved and its source partition's log start."}, []string{"route"}),
+		sourceSeeks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_source_seeks_total",
+			Help: "Times the source fetcher of share-group dead letters started reading a source partition at a new offset."}, []string{"route"}),
 		headerWarnings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_header_warnings_total",
 			Help: "Header fields of DLQ records left unknown (malformed value, duplicated key), by kind."}, []string{"route", "kind"}),
 	}
-	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.headerWarnings} {
+	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.sourceSeeks, m.headerWarnings} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -23,24 +23,12 @@ const ReasonSourceUnavailable store.Reason = "source_unavailable"
 // DLQ backlog reaches it.
 const headroomWarnShare = 0.1
 
-// fetchSkipMax is how far ahead of the fetcher's position a pointer may be before the
-// fetcher seeks instead of reading its way there.
-const fetchSkipMax = 1000
-
 // isPointer reports whether d is a share group's dead letter (KIP-1191). Those are always
 // resolved from the source, even when the group copied the record: a copy has none of
 // the source's headers (our retry count among them), and an oversized copy is silently
 // dropped by the broker, which leaves key and value null like a real tombstone.
 func isPointer(d headers.Decoded) bool {
 	return d.Problem == nil && d.Envelope.Convention == headers.ConventionShareGroup
-}
-
-// fetcher reads single records from source topics: a group-less consumer, assigned one
-// partition at a time. It is owned by the loop goroutine.
-type fetcher struct {
-	c    *kafka.Consumer
-	at   *kafka.TopicPartition // assigned partition, nil when none
-	next int64                 // offset the assigned partition returns next
 }
 
 // resolvePointer replaces a share group's dead letter m by the source record it points
@@ -122,26 +110,41 @@ func (w *worker) fetchSource(topic string, partition int32, offset int64) (m *ka
 	if err != nil {
 		return nil, "", 0, 0, err
 	}
-	low, high, err = f.c.QueryWatermarkOffsets(topic, partition, int(callTimeout/time.Millisecond))
-	switch {
-	case err != nil:
+	// A cached log start is never above the real one: below it, the record is gone.
+	if low, high, err = f.watermarks(topic, partition, false); err != nil {
 		return nil, "", 0, 0, err
-	case offset < low:
+	}
+	if offset < low {
 		return nil, fmt.Sprintf("offset %d is below the log start %d (retention or deleted records)", offset, low), low, high, nil
-	case offset >= high:
-		return nil, fmt.Sprintf("offset %d is beyond the end of the log %d (topic re-created?)", offset, high), low, high, nil
 	}
 	m, err = f.read(topic, partition, offset)
-	var ke kafka.Error
-	switch {
-	case errors.As(err, &ke) && (ke.Code() == kafka.ErrOffsetOutOfRange || ke.Code() == kafka.ErrAutoOffsetReset):
-		return nil, fmt.Sprintf("offset %d was deleted while it was read", offset), low, high, nil
-	case err != nil:
-		return nil, "", low, high, err
-	case m == nil || int64(m.TopicPartition.Offset) != offset:
-		return nil, fmt.Sprintf("no record at offset %d (compacted away, or a transaction marker)", offset), low, high, nil
+	if errors.Is(err, errFetchReset) {
+		// Deleted under the fetcher: this partition's, or another's; once more from a
+		// fresh log start.
+		if low, high, err = f.watermarks(topic, partition, true); err != nil {
+			return nil, "", 0, 0, err
+		}
+		if offset < low {
+			return nil, fmt.Sprintf("offset %d is below the log start %d (retention or deleted records)", offset, low), low, high, nil
+		}
+		m, err = f.read(topic, partition, offset)
+		if errors.Is(err, errFetchReset) {
+			return nil, fmt.Sprintf("offset %d was deleted while it was read", offset), low, high, nil
+		}
 	}
-	return m, "", low, high, nil
+	if err != nil {
+		return nil, "", low, high, err
+	}
+	if m != nil {
+		return m, "", low, high, nil
+	}
+	if low, high, err = f.watermarks(topic, partition, true); err != nil {
+		return nil, "", 0, 0, err
+	}
+	if offset >= high {
+		return nil, fmt.Sprintf("offset %d is beyond the end of the log %d (topic re-created?)", offset, high), low, high, nil
+	}
+	return nil, fmt.Sprintf("no record at offset %d (compacted away, or a transaction marker)", offset), low, high, nil
 }
 
 // sourceFetcher returns the worker's fetcher, created on first use: most routes never
@@ -159,57 +162,14 @@ func (w *worker) sourceFetcher() (*fetcher, error) {
 	// The pointer names the exact record the group was given, whatever its transaction.
 	cc["isolation.level"] = "read_uncommitted"
 	cc["queued.max.messages.kbytes"] = 1024
+	// A fetch that reaches the end of a partition waits no longer than this for more: a
+	// pointer seeking elsewhere waits for the fetch in flight.
+	cc["fetch.wait.max.ms"] = 50
 	cc["client.id"] = w.e.instanceID + "-source-fetch"
 	c, err := kafka.NewConsumer(&cc)
 	if err != nil {
 		return nil, fmt.Errorf("route %s: source fetcher: %w", w.route.Name, err)
 	}
-	w.fetch = &fetcher{c: c}
+	w.fetch = newFetcher(c, w.e.metrics.sourceSeeks.WithLabelValues(w.route.Name).Inc)
 	return w.fetch, nil
-}
-
-// read returns the first record at or after offset on topic/partition, or nil at the end
-// of the log.
-func (f *fetcher) read(topic string, partition int32, offset int64) (*kafka.Message, error) {
-	if f.at == nil || *f.at.Topic != topic || f.at.Partition != partition || offset < f.next || offset-f.next > fetchSkipMax {
-		tp := kafka.TopicPartition{Topic: &topic, Partition: partition, Offset: kafka.Offset(offset)}
-		if err := f.c.Assign([]kafka.TopicPartition{tp}); err != nil {
-			f.at = nil
-			return nil, err
-		}
-		f.at, f.next = &tp, offset
-	}
-	deadline := time.Now().Add(callTimeout)
-	for time.Now().Before(deadline) {
-		switch ev := f.c.Poll(100).(type) {
-		case *kafka.Message:
-			if *ev.TopicPartition.Topic != topic || ev.TopicPartition.Partition != partition {
-				continue // fetched for an earlier assignment
-			}
-			if ev.TopicPartition.Error != nil {
-				f.at = nil
-				return nil, ev.TopicPartition.Error
-			}
-			f.next = int64(ev.TopicPartition.Offset) + 1
-			if int64(ev.TopicPartition.Offset) >= offset {
-				return ev, nil
-			}
-		case kafka.PartitionEOF:
-			if *ev.Topic == topic && ev.Partition == partition && int64(ev.Offset) > offset {
-				return nil, nil
-			}
-		case kafka.Error:
-			f.at = nil
-			return nil, ev
-		}
-	}
-	f.at = nil
-	return nil, kafka.NewError(kafka.ErrTimedOut, "source record not fetched in time", false)
-}
-
-// close closes the fetcher's consumer; the loop calls it at shutdown.
-func (f *fetcher) close() {
-	if f != nil {
-		_ = f.c.Close()
-	}
 }
