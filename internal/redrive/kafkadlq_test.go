@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/redrive/routes"
@@ -337,4 +338,67 @@ func TestSharePointerWithoutSourceIsParked(t *testing.T) {
 	require.Contains(t, why[5], "has no partition 3")
 	requireRedrivenAsSource(t, source, []*kafka.Message{record})
 	requireConserved(t, st, dlq, rc.Group)
+}
+
+// The broker holding a share group's pointers and their source stops for 30 s while the
+// worker resolves them: fetching a source record fails and stalls its partition instead
+// of parking it, the run resumes by itself, and every pointer is redriven from its
+// source; nothing is lost.
+func TestSharePointersThroughABrokerOutage(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	b := kafkatest.StartBroker(t)
+	bs := b.Bootstrap()
+	// The outage and the broker's restart stay within the group session, as in
+	// TestBrokerOutageMidRun: a longer one is a rebalance.
+	kc := config.Kafka{BootstrapServers: bs, Extra: map[string]string{"message.timeout.ms": strconv.Itoa(int(deliveryTimeout / time.Millisecond)),
+		"session.timeout.ms": "120000"}}
+	source := kafkatest.CreateTopic(t, bs, 2, nil)
+	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
+	records := make([]*kafka.Message, n)
+	pointers := make([]*kafka.Message, n)
+	for i := range records {
+		part := int32(i % 2)
+		// Large enough that the fetcher cannot read a partition ahead before the outage.
+		value := append([]byte("v"+strconv.Itoa(i)+"-"), bytes.Repeat([]byte{'x'}, 8<<10)...)
+		records[i] = sourceRecord(source, part, "k"+strconv.Itoa(i), value, time.Now(), hdr("traceparent", strconv.Itoa(i)))
+		pointers[i] = sharePointer(part, source, part, int64(i/2))
+	}
+	produceTo(t, bs, source, records...)
+	produceTo(t, bs, dlq, pointers...)
+
+	st := storetest.New(t)
+	reg := prometheus.NewRegistry()
+	rc := route(testenv.UniqueName("share-outage-"), dlq)
+	rc.Backoff = &routes.Backoff{None: true}
+	rc.RateLimit = 300
+	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kc, Registry: reg}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 2)
+	run := runInBackground(e, rc.Name)
+	sourceEnd := watermarks(t, bs, source)
+	require.Eventually(t, func() bool { return total(sourceEnd()) >= n+n/10 }, 2*time.Minute, 50*time.Millisecond)
+
+	stalls := func() float64 {
+		return counterSum(t, reg, "dlq_worker_errors_total", map[string]string{"kind": "source_fetch"}) +
+			counterSum(t, reg, "dlq_worker_errors_total", map[string]string{"kind": "metadata"})
+	}
+	before := stalls()
+	down := time.Now()
+	b.Stop()
+	waitOutage(down, outage)
+	b.Start()
+	select {
+	case err := <-run:
+		require.NoError(t, err, "the run resumes and finishes by itself")
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the run did not finish within 3 minutes of the broker's return")
+	}
+	require.Greater(t, stalls(), before, "no source fetch failed during the outage: the stall went untested")
+	parked, err := st.Count(context.Background(), store.Filter{})
+	require.NoError(t, err)
+	require.Zero(t, parked, "a pointer whose source merely did not answer was parked")
+	rep := requireConservedOn(t, kc, st, dlq, rc.Group)
+	require.Equal(t, n, rep.Checked)
+	require.Equal(t, n, rep.OnTarget)
+	t.Logf("%.0f stalls; %s", stalls()-before, rep)
 }
