@@ -44,6 +44,9 @@ type Options struct {
 	GroupInstanceID string
 	// ControlPoll is how often operator controls (pause, resume, run now) are read; default 2 s.
 	ControlPoll time.Duration
+	// HeadroomProbe is how often each route looks at its oldest unresolved share-group
+	// dead letter for dlq_worker_source_headroom_records; default 1 min.
+	HeadroomProbe time.Duration
 	// OnFatal is called once when a route hits a fatal error (the binary then exits non-zero).
 	OnFatal func(error)
 }
@@ -58,8 +61,10 @@ type Engine struct {
 	instanceID string
 	groupInst  string
 	poll       time.Duration
-	onFatal    func(error)
-	configs    []routes.Config
+	// headroomEvery: see Options.HeadroomProbe.
+	headroomEvery time.Duration
+	onFatal       func(error)
+	configs       []routes.Config
 
 	mu       sync.Mutex
 	started  bool
@@ -88,6 +93,9 @@ func New(rcs []routes.Config, o Options) (*Engine, error) {
 	if o.ControlPoll <= 0 {
 		o.ControlPoll = 2 * time.Second
 	}
+	if o.HeadroomProbe <= 0 {
+		o.HeadroomProbe = time.Minute
+	}
 	if o.InstanceID == "" {
 		host, _ := os.Hostname()
 		var b [3]byte
@@ -100,7 +108,7 @@ func New(rcs []routes.Config, o Options) (*Engine, error) {
 	}
 	return &Engine{
 		log: o.Log.With().Str("component", "redrive").Logger(), clock: o.Clock, store: o.Store, kafka: o.Kafka,
-		metrics: m, instanceID: o.InstanceID, groupInst: o.GroupInstanceID, poll: o.ControlPoll, onFatal: o.OnFatal, configs: rcs,
+		metrics: m, instanceID: o.InstanceID, groupInst: o.GroupInstanceID, poll: o.ControlPoll, headroomEvery: o.HeadroomProbe, onFatal: o.OnFatal, configs: rcs,
 	}, nil
 }
 

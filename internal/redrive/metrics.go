@@ -15,8 +15,9 @@ type metrics struct {
 	lastSuccess  *prometheus.GaugeVec
 	lostMidRun   *prometheus.CounterVec
 	oldestDue    *prometheus.GaugeVec
-	// sourceHeadroom is how many records the last share-group pointer resolved was
-	// above its source partition's log start: near 0, pointers expire before a redrive.
+	// sourceHeadroom is how many records the oldest unresolved share-group pointer to a
+	// source partition is above that partition's log start: near 0, pointers expire
+	// before a redrive (see probeHeadroom).
 	sourceHeadroom *prometheus.GaugeVec
 	// sourceSeeks counts the source fetcher's (re)starts at a new offset: about one per
 	// source partition while pointers follow their source's order.
@@ -50,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		oldestDue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_oldest_due_age_seconds",
 			Help: "How long the oldest due scheduled record of the route has waited to be redriven (0: none)."}, []string{"route"}),
 		sourceHeadroom: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_source_headroom_records",
-			Help: "Records between the last share-group dead letter resolved and its source partition's log start."}, []string{"route"}),
+			Help: "Records between the oldest unresolved share-group dead letter and its source partition's log start, per source partition (negative: already gone)."}, []string{"route", "topic", "partition"}),
 		sourceSeeks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_source_seeks_total",
 			Help: "Times the source fetcher of share-group dead letters started reading a source partition at a new offset."}, []string{"route"}),
 		headerWarnings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_header_warnings_total",

@@ -18,11 +18,6 @@ import (
 // kept with its coordinates, and its copy of the record when the group made one.
 const ReasonSourceUnavailable store.Reason = "source_unavailable"
 
-// headroomWarnShare is the share of a source partition's retained records below which a
-// pointer is close enough to the log start to warn: its source may expire before the
-// DLQ backlog reaches it.
-const headroomWarnShare = 0.1
-
 // isPointer reports whether d is a share group's dead letter (KIP-1191). Those are always
 // resolved from the source, even when the group copied the record: a copy has none of
 // the source's headers (our retry count among them), and an oversized copy is silently
@@ -36,8 +31,9 @@ func isPointer(d headers.Decoded) bool {
 // carrying the pointer's routing. It returns nil when it handled m itself: parked (the
 // source is unavailable) or stalled (the cluster does not answer; m is read again).
 func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Decoded) (*kafka.Message, headers.Decoded) {
+	w.headroomOff = false // a share-group DLQ after all: its backlog is probed
 	e := dec.Envelope
-	src, gone, low, high, err := w.fetchSource(e.OriginalTopic, e.OriginalPartition, e.OriginalOffset)
+	src, gone, low, _, err := w.fetchSource(e.OriginalTopic, e.OriginalPartition, e.OriginalOffset)
 	log := w.log.With().Str("topic", e.OriginalTopic).Int32("partition", e.OriginalPartition).Int64("offset", e.OriginalOffset).
 		Str("dlq_topic", p.key.topic).Int32("dlq_partition", p.key.partition).Int64("dlq_offset", int64(m.TopicPartition.Offset)).Logger()
 	switch {
@@ -52,14 +48,6 @@ func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Deco
 		e.ErrorMessage = "source unavailable: " + gone + "; " + e.ErrorMessage
 		w.parkAsRead(p, m, e, ReasonSourceUnavailable, gone)
 		return nil, dec
-	}
-	headroom := e.OriginalOffset - low
-	w.e.metrics.sourceHeadroom.WithLabelValues(w.route.Name).Set(float64(headroom))
-	// Only once the source has started deleting (its log start moved) is a small headroom
-	// a race with retention; the first record of a young topic always has none.
-	if low > 0 && float64(headroom) < headroomWarnShare*float64(high-low) {
-		w.warnEvery("source_headroom", fmt.Errorf("%s/%d/%d is %d records above the log start %d", e.OriginalTopic, e.OriginalPartition, e.OriginalOffset, headroom, low),
-			"share-group dead letters are close to their source's log start: pointers may expire before they are redriven")
 	}
 	sd := headers.DecodeOf(src.Headers)
 	if sd.Problem != nil && sd.Problem.Reason == headers.ReasonInvalidRetryCount {

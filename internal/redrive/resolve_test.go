@@ -8,6 +8,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/redrive"
@@ -72,4 +73,97 @@ func TestSharePointersInterleavingSourcePartitions(t *testing.T) {
 	require.Equal(t, n, rep.Checked)
 	require.Equal(t, n, rep.OnTarget)
 	requireRedrivenAsSource(t, source, records)
+}
+
+// headroomSeries returns dlq_worker_source_headroom_records of route by source
+// "topic/partition".
+func headroomSeries(t *testing.T, reg *prometheus.Registry, route string) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "dlq_worker_source_headroom_records" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["route"] == route {
+				out[l["topic"]+"/"+l["partition"]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// The headroom gauge follows the oldest unresolved pointer of each source partition, not
+// the last one resolved: with pointers waiting in the DLQ and no run, it shows each
+// source partition's oldest pointer against its log start; deleting source records
+// (kafka-delete-records) shrinks it, and a WARN line names the partition, the offset and
+// the headroom left; once a run resolved every pointer the series are gone.
+func TestSourceHeadroomFollowsTheOldestPointer(t *testing.T) {
+	t.Parallel()
+	bs := testenv.KafkaBootstrap(t)
+	source := kafkatest.CreateTopic(t, bs, 2, nil)
+	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
+	var records, pointers []*kafka.Message
+	for i := range 100 {
+		for part := range int32(2) {
+			records = append(records, sourceRecord(source, part, "k"+strconv.Itoa(i), []byte("v"), time.Now()))
+		}
+	}
+	for i := range int64(10) {
+		pointers = append(pointers, sharePointer(0, source, 0, 50+i), sharePointer(1, source, 1, 80+i))
+	}
+	produce(t, source, records...)
+	produce(t, dlq, pointers...)
+
+	st := storetest.New(t)
+	reg := prometheus.NewRegistry()
+	rc := route(testenv.UniqueName("headroom-"), dlq)
+	rc.Backoff = &routes.Backoff{None: true}
+	rc.WithDefaults()
+	logs := &syncBuffer{}
+	e, err := redrive.New([]routes.Config{rc}, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg,
+		ControlPoll: 100 * time.Millisecond, HeadroomProbe: 100 * time.Millisecond,
+		Log: zerolog.New(zerolog.MultiLevelWriter(logs, zerolog.NewTestWriter(t))).Level(zerolog.InfoLevel)})
+	require.NoError(t, err)
+	require.NoError(t, e.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, e.Stop(ctx))
+	})
+	p0, p1 := source+"/0", source+"/1"
+	require.Eventually(t, func() bool {
+		h := headroomSeries(t, reg, rc.Name)
+		return h[p0] == 50 && h[p1] == 80
+	}, time.Minute, 50*time.Millisecond, "the oldest pointers, 50 and 80 records above a log start of 0")
+	const warning = "the oldest unresolved share-group dead letter is close to its source's log start"
+	require.Empty(t, logs.lines(t, warning), "no warning while the source has deleted nothing")
+
+	a := kafkatest.Admin(t, bs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = a.DeleteRecords(ctx, []kafka.TopicPartition{{Topic: &source, Partition: 0, Offset: 48}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		h := headroomSeries(t, reg, rc.Name)
+		return h[p0] == 2 && h[p1] == 80
+	}, time.Minute, 50*time.Millisecond, "2 records left before the oldest pointer of partition 0 expires")
+	require.Eventually(t, func() bool { return len(logs.lines(t, warning)) > 0 }, time.Minute, 50*time.Millisecond)
+	w := logs.lines(t, warning)[0]
+	require.Equal(t, "warn", w["level"])
+	require.Equal(t, []any{source, 0.0, 50.0, 48.0, 2.0, dlq, 0.0, 0.0},
+		[]any{w["topic"], w["partition"], w["offset"], w["source_log_start"], w["headroom_records"], w["dlq_topic"], w["dlq_partition"], w["dlq_offset"]})
+
+	waitAssigned(t, bs, rc.Group, 1, 2)
+	runNow(t, e, rc.Name)
+	require.Equal(t, 20.0, counterSum(t, reg, "dlq_worker_redriven_total", nil))
+	require.Eventually(t, func() bool { return len(headroomSeries(t, reg, rc.Name)) == 0 },
+		time.Minute, 50*time.Millisecond, "no unresolved pointer left: no headroom series")
+	requireConserved(t, st, dlq, rc.Group)
 }

@@ -136,13 +136,19 @@ type worker struct {
 	claimEnc   delivery.Encoder // builds scheduled records on the loop; the sender has its own
 	retries    []retry          // produces waiting for a backoff
 	send       *sender
-	fetch      *fetcher  // reads the source records of share groups' dead letters; nil until needed
-	sendQ      []sendJob // redriven records not handed to the sender yet
-	stallN     int       // consecutive transient failures, for the stall backoff
-	lastWarn   map[string]time.Time
-	hdrWarn    headerWarnLog
-	fatal      error
-	lastCommit time.Time
+	fetch      *fetcher // reads the source records of share groups' dead letters; nil until needed
+	// headroomAt is the next probe of the oldest share-group pointer; headroomSeries the
+	// source partitions it set a gauge for; headroomOff: no probe until a pointer is
+	// resolved (see probeHeadroom).
+	headroomAt     time.Time
+	headroomSeries map[partKey]bool
+	headroomOff    bool
+	sendQ          []sendJob // redriven records not handed to the sender yet
+	stallN         int       // consecutive transient failures, for the stall backoff
+	lastWarn       map[string]time.Time
+	hdrWarn        headerWarnLog
+	fatal          error
+	lastCommit     time.Time
 	// The position writer's input and output (one batch at a time: posBusy), and the
 	// positions an assignment learned, written at its end.
 	posIn   chan *positionBatch
@@ -163,16 +169,17 @@ type retry struct {
 func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	r := compileRoute(rc)
 	w := &worker{
-		route:    r,
-		e:        e,
-		log:      e.log.With().Str("route", r.Name).Logger(),
-		runReq:   make(chan chan error),
-		storeIn:  make(chan *storeBatch),
-		storeOut: make(chan *storeBatch, storers),
-		parts:    map[partKey]*partition{},
-		lastWarn: map[string]time.Time{},
-		posIn:    make(chan *positionBatch, 1),
-		posOut:   make(chan *positionBatch, 1),
+		route:          r,
+		e:              e,
+		log:            e.log.With().Str("route", r.Name).Logger(),
+		runReq:         make(chan chan error),
+		storeIn:        make(chan *storeBatch),
+		storeOut:       make(chan *storeBatch, storers),
+		parts:          map[partKey]*partition{},
+		lastWarn:       map[string]time.Time{},
+		headroomSeries: map[partKey]bool{},
+		posIn:          make(chan *positionBatch, 1),
+		posOut:         make(chan *positionBatch, 1),
 	}
 	w.stalled.Store("")
 	w.inFlightGauge = e.metrics.inFlight.WithLabelValues(r.Name)
@@ -286,6 +293,7 @@ func (w *worker) step(ctx context.Context) {
 	if w.run != nil {
 		w.progressRun(ctx)
 	}
+	w.probeHeadroom()
 	w.storeOffsets()
 	w.inFlightGauge.Set(float64(w.inFlight))
 	if w.holdPolling() {
