@@ -57,6 +57,7 @@ func main() {
 		},
 	})
 	root.AddCommand(auditCommand(load))
+	root.AddCommand(doctorCommand(load))
 	root.AddCommand(daemon.MigrateCommand(func() (config.Database, error) {
 		cfg, err := load()
 		return cfg.Database, err
