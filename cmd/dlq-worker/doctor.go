@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -37,7 +38,16 @@ func doctorCommand(load func() (*config.Worker, error)) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
-			findings, err := doctor.ShareGroupDLQs(ctx, a, topics, groups)
+			// share.version is read over a raw connection, which only a PLAINTEXT
+			// listener allows (confluent-kafka-go does not expose feature levels).
+			var features func(context.Context) (map[string]int16, error)
+			if proto := strings.ToLower(cfg.Kafka.Extra["security.protocol"]); proto == "" || proto == "plaintext" {
+				addr := strings.TrimSpace(strings.Split(cfg.Kafka.BootstrapServers, ",")[0])
+				features = func(ctx context.Context) (map[string]int16, error) { return doctor.FinalizedFeatures(ctx, addr) }
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "share.version not checked over "+proto+": run kafka-features.sh describe")
+			}
+			findings, err := doctor.ShareGroupDLQs(ctx, a, topics, groups, features)
 			if err != nil {
 				return err
 			}

@@ -22,6 +22,7 @@ const (
 	brokerAutoCreate = "errors.deadletterqueue.auto.create.topics.enable"
 	topicEnable      = "errors.deadletterqueue.group.enable"
 	groupTopic       = "errors.deadletterqueue.topic.name"
+	shareVersion     = "share.version"
 )
 
 // Finding is one misconfiguration: what it is about and why no dead letter reaches the
@@ -43,10 +44,12 @@ func (f Finding) String() string { return f.Subject + ": " + f.Problem }
 //   - each group names a DLQ topic (errors.deadletterqueue.topic.name) that a route reads;
 //   - that topic exists, or the broker may create it;
 //   - the topic carries errors.deadletterqueue.group.enable=true;
-//   - its name starts with the broker's errors.deadletterqueue.topic.name.prefix.
+//   - its name starts with the broker's errors.deadletterqueue.topic.name.prefix;
+//   - the cluster's share.version is at least 2, asked through features when there is a
+//     share-group DLQ to check (nil: not checked).
 //
 // err is a failure to ask the cluster, not a finding.
-func ShareGroupDLQs(ctx context.Context, a *kafka.AdminClient, topics, groups []string) ([]Finding, error) {
+func ShareGroupDLQs(ctx context.Context, a *kafka.AdminClient, topics, groups []string, features func(context.Context) (map[string]int16, error)) ([]Finding, error) {
 	cl, err := a.DescribeCluster(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("describe cluster: %w", err)
@@ -119,8 +122,20 @@ func ShareGroupDLQs(ctx context.Context, a *kafka.AdminClient, topics, groups []
 		if err != nil {
 			continue // a missing route topic is the worker's readiness' to report
 		}
-		if cfg[topicEnable] == "true" && !strings.HasPrefix(t, prefix) {
-			out = append(out, Finding{"topic " + t, fmt.Sprintf("the name does not start with the brokers' %s %q: the broker writes no share-group dead letter to it", brokerPrefix, prefix)})
+		if cfg[topicEnable] == "true" {
+			dlqs[t] = true
+			if !strings.HasPrefix(t, prefix) {
+				out = append(out, Finding{"topic " + t, fmt.Sprintf("the name does not start with the brokers' %s %q: the broker writes no share-group dead letter to it", brokerPrefix, prefix)})
+			}
+		}
+	}
+	if len(dlqs) > 0 && features != nil {
+		levels, err := features(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("feature levels: %w", err)
+		}
+		if v := levels[shareVersion]; v < 2 {
+			out = append(out, Finding{"cluster", fmt.Sprintf("%s is %d: share groups dead-letter records from level 2 on (kafka-features.sh upgrade --feature %s=2)", shareVersion, v, shareVersion)})
 		}
 	}
 	return out, nil

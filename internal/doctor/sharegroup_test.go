@@ -26,6 +26,11 @@ func setGroupDLQ(t *testing.T, a *kafka.AdminClient, group, topic string) {
 	require.Equal(t, kafka.ErrNoError, res[0].Error.Code(), res[0].Error.String())
 }
 
+// features asks the broker at bootstrap for its finalized feature levels.
+func features(bootstrap string) func(context.Context) (map[string]int16, error) {
+	return func(ctx context.Context) (map[string]int16, error) { return doctor.FinalizedFeatures(ctx, bootstrap) }
+}
+
 // Each share-group DLQ misconfiguration that the real 4.4 broker accepts silently (and
 // then archives rejected records without a dead letter) is found, with its subject; a
 // correct set-up gives no finding.
@@ -47,7 +52,7 @@ func TestShareGroupDLQs(t *testing.T) {
 	good := kafkatest.CreateNamedTopic(t, bs, "dlq."+testenv.UniqueName("good-"), 1, enable)
 	goodGroup := testenv.UniqueName("good-group-")
 	setGroupDLQ(t, a, goodGroup, good)
-	findings, err := doctor.ShareGroupDLQs(ctx, a, []string{good}, []string{goodGroup})
+	findings, err := doctor.ShareGroupDLQs(ctx, a, []string{good}, []string{goodGroup}, features(bs))
 	require.NoError(t, err)
 	require.Empty(t, findings, "a correct set-up")
 
@@ -71,7 +76,7 @@ func TestShareGroupDLQs(t *testing.T) {
 	}
 	// A topic that enables group dead letters without the prefix and no group named.
 	orphan := kafkatest.CreateNamedTopic(t, bs, testenv.UniqueName("orphan-"), 1, enable)
-	findings, err = doctor.ShareGroupDLQs(ctx, a, []string{good, notEnabled, noPrefix, missing, orphan, "^" + testenv.UniqueName("nomatch-")}, append(names, goodGroup))
+	findings, err = doctor.ShareGroupDLQs(ctx, a, []string{good, notEnabled, noPrefix, missing, orphan, "^" + testenv.UniqueName("nomatch-")}, append(names, goodGroup), features(bs))
 	require.NoError(t, err)
 	got := map[string][]string{}
 	for _, f := range findings {
@@ -99,4 +104,32 @@ func TestShareGroupDLQs(t *testing.T) {
 		require.Contains(t, got[subject][0], problem, subject)
 	}
 	require.Len(t, findings, len(want), "%v", findings)
+}
+
+// A cluster formatted with share.version=1 has share groups but no share-group dead
+// letters: a correct DLQ topic is then reported with the cluster's level. The shared
+// stack's 4.4 defaults finalize share.version=2.
+func TestShareVersionBelow2(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	levels, err := doctor.FinalizedFeatures(ctx, testenv.KafkaBootstrap(t))
+	require.NoError(t, err)
+	require.NotZero(t, levels["metadata.version"], "finalized features read: %v", levels)
+	if _, ok := levels["share.version"]; !ok {
+		t.Skip("the shared broker is older than Kafka 4.4; restart it with scripts/stack.sh to run this test")
+	}
+	require.Equal(t, int16(2), levels["share.version"], "the stack's defaults")
+
+	b := kafkatest.StartBrokerWithFeatures(t, "share.version=1")
+	bs := b.Bootstrap()
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute) // the broker's start may take longer
+	defer cancel()
+	levels, err = doctor.FinalizedFeatures(ctx, bs)
+	require.NoError(t, err)
+	require.Equal(t, int16(1), levels["share.version"])
+	topic := kafkatest.CreateNamedTopic(t, bs, "dlq."+testenv.UniqueName("v1-"), 1, map[string]string{"errors.deadletterqueue.group.enable": "true"})
+	findings, err := doctor.ShareGroupDLQs(ctx, kafkatest.Admin(t, bs), []string{topic}, nil, features(bs))
+	require.NoError(t, err)
+	require.Equal(t, []doctor.Finding{{Subject: "cluster", Problem: "share.version is 1: share groups dead-letter records from level 2 on (kafka-features.sh upgrade --feature share.version=2)"}}, findings)
 }

@@ -62,9 +62,16 @@ func (b *Broker) ClientConfig() kafka.ConfigMap {
 	return m
 }
 
-// startBroker starts a broker whose server.properties end with extraProps; clients
-// connect with client's properties.
-func startBroker(t testing.TB, extraProps string, client kafka.ConfigMap) *Broker {
+// StartBrokerWithFeatures is StartBroker with feature levels set at format time
+// ("share.version=1"), instead of the release's defaults.
+func StartBrokerWithFeatures(t testing.TB, features ...string) *Broker {
+	t.Helper()
+	return startBroker(t, "", nil, features...)
+}
+
+// startBroker starts a broker whose server.properties end with extraProps and whose
+// storage is formatted with features; clients connect with client's properties.
+func startBroker(t testing.TB, extraProps string, client kafka.ConfigMap, features ...string) *Broker {
 	t.Helper()
 	root := repoRoot(t)
 	if _, err := os.Stat(filepath.Join(root, ".cache/kafka/libs")); err != nil {
@@ -81,7 +88,11 @@ func startBroker(t testing.TB, extraProps string, client kafka.ConfigMap) *Broke
 	if err := os.WriteFile(b.config(), []byte(props), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := b.java("kafka.tools.StorageTool", "format", "--standalone", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", b.config()).CombinedOutput()
+	format := []string{"kafka.tools.StorageTool", "format", "--standalone", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", b.config()}
+	for _, f := range features {
+		format = append(format, "--feature", f)
+	}
+	out, err := b.java(format...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("format broker storage: %v\n%s", err, out)
 	}
