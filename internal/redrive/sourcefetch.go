@@ -103,8 +103,6 @@ func (f *fetcher) read(topic string, partition int32, offset int64) (*kafka.Mess
 	if offset >= fp.next {
 		if fp.paused {
 			f.setPaused(k, fp, false)
-			// Resume does not wake an idle broker thread (see wakeFetcher): this does.
-			_, _, _ = f.watermarks(topic, partition, true)
 		}
 		if err := f.fill(k, fp, offset); err != nil {
 			return nil, err
@@ -261,6 +259,11 @@ func (f *fetcher) setPaused(k partKey, fp *fetchPart, pause bool) {
 	}
 	if err == nil {
 		fp.paused = pause
+	}
+	if !pause {
+		// Resume does not wake the broker thread, which sleeps up to a second while none
+		// of its partitions is fetchable (see wakeFetcher): a request to the leader does.
+		_, _, _ = f.watermarks(k.topic, k.partition, true)
 	}
 }
 
