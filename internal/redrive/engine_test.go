@@ -115,7 +115,7 @@ func produce(t *testing.T, topic string, msgs ...*kafka.Message) {
 	produceTo(t, testenv.KafkaBootstrap(t), topic, msgs...)
 }
 
-func produceTo(t *testing.T, bootstrap, topic string, msgs ...*kafka.Message) {
+func produceTo(t testing.TB, bootstrap, topic string, msgs ...*kafka.Message) {
 	t.Helper()
 	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "acks": "all"})
 	require.NoError(t, err)
