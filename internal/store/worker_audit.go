@@ -6,20 +6,29 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const sqlDLQStatuses = `SELECT dlq_partition, dlq_offset, status FROM dead_letters WHERE dlq_topic = $1`
+const sqlDLQRows = `SELECT dlq_partition, dlq_offset, status, coalesce(target_topic, ''), coalesce(replay_id, '')
+	FROM dead_letters WHERE dlq_topic = $1`
 
-// DLQStatuses returns the status of every stored record read from dlqTopic, by DLQ
-// coordinates, for the conservation audit.
-func (s *Store) DLQStatuses(ctx context.Context, dlqTopic string) (map[Coordinates]Status, error) {
-	rows, err := s.pool.Query(ctx, sqlDLQStatuses, dlqTopic)
+// AuditRow is what the conservation audit needs of a stored record: its status and, once
+// replayed, where to and under which replay id.
+type AuditRow struct {
+	Status      Status
+	TargetTopic string
+	ReplayID    string
+}
+
+// DLQRows returns every stored record read from dlqTopic, by DLQ coordinates, for the
+// conservation audit.
+func (s *Store) DLQRows(ctx context.Context, dlqTopic string) (map[Coordinates]AuditRow, error) {
+	rows, err := s.pool.Query(ctx, sqlDLQRows, dlqTopic)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	out := map[Coordinates]Status{}
+	out := map[Coordinates]AuditRow{}
 	c := Coordinates{Topic: dlqTopic}
-	var st Status
-	_, err = pgx.ForEachRow(rows, []any{&c.Partition, &c.Offset, &st}, func() error {
-		out[c] = st
+	var r AuditRow
+	_, err = pgx.ForEachRow(rows, []any{&c.Partition, &c.Offset, &r.Status, &r.TargetTopic, &r.ReplayID}, func() error {
+		out[c] = r
 		return nil
 	})
 	return out, interpretError(err)

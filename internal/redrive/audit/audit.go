@@ -1,8 +1,9 @@
 // Package audit checks the conservation law of a DLQ topic and its redrive consumer group:
 // every DLQ record below the group's committed offsets is found on its original topic (by
-// the redrive id header) or has its row in PostgreSQL (scheduled, parked, or a later state),
-// and the ledger shows no range that was never read (records deleted before they were
-// read, offsets that jumped over records).
+// the redrive id header) or has its row in PostgreSQL (scheduled, parked, or a later state);
+// every row replayed is found on its replay's target (by the replay id header); and the
+// ledger shows no range that was never read (records deleted before they were read,
+// offsets that jumped over records).
 package audit
 
 import (
@@ -36,6 +37,10 @@ type Report struct {
 	// Replays counts the operator replays found on the targets read (records with a
 	// dlq-replay-id): a replay is not a copy of a redrive, whatever else it carries.
 	Replays int
+	// Replayed counts the rows PostgreSQL says were replayed; ReplaysMissing are those whose
+	// replay id is on no record of their target: lost after the replay.
+	Replayed       int
+	ReplaysMissing []store.Coordinates
 	// Lost are the ranges the ledger shows were never read.
 	Lost []LostRange
 	// Unproven are partitions with a committed offset the ledger does not know: records
@@ -44,18 +49,16 @@ type Report struct {
 }
 
 // OK reports whether nothing is missing or lost.
-func (r Report) OK() bool { return len(r.Missing) == 0 && len(r.Lost) == 0 }
+func (r Report) OK() bool {
+	return len(r.Missing) == 0 && len(r.Lost) == 0 && len(r.ReplaysMissing) == 0
+}
 
 func (r Report) String() string {
-	s := fmt.Sprintf("topic %s group %s: %d records below the committed offsets: %d on their target, %d in PostgreSQL %v; %d missing, %d duplicated, %d lost ranges; %d replays on the targets",
-		r.Topic, r.Group, r.Checked, r.OnTarget, sum(r.InStore), r.InStore, len(r.Missing), len(r.Duplicated), len(r.Lost), r.Replays)
-	for i, c := range r.Missing {
-		if i == 20 {
-			s += fmt.Sprintf("\n  ... and %d more", len(r.Missing)-20)
-			break
-		}
-		s += fmt.Sprintf("\n  missing %s/%d/%d", c.Topic, c.Partition, c.Offset)
-	}
+	s := fmt.Sprintf("topic %s group %s: %d records below the committed offsets: %d on their target, %d in PostgreSQL %v; %d missing, %d duplicated, %d lost ranges; %d rows replayed, %d replays on the targets, %d replays missing",
+		r.Topic, r.Group, r.Checked, r.OnTarget, sum(r.InStore), r.InStore, len(r.Missing), len(r.Duplicated), len(r.Lost),
+		r.Replayed, r.Replays, len(r.ReplaysMissing))
+	s += listed("missing", r.Missing)
+	s += listed("replay missing", r.ReplaysMissing)
 	dups := make([]store.Coordinates, 0, len(r.Duplicated))
 	for c := range r.Duplicated {
 		dups = append(dups, c)
@@ -73,6 +76,18 @@ func (r Report) String() string {
 	}
 	if len(r.Unproven) > 0 {
 		s += fmt.Sprintf("\n  partitions %v: committed offsets the ledger does not know; records deleted there before they were read cannot be seen", r.Unproven)
+	}
+	return s
+}
+
+// listed prints up to 20 coordinates, one per line.
+func listed(what string, cs []store.Coordinates) string {
+	s := ""
+	for i, c := range cs {
+		if i == 20 {
+			return s + fmt.Sprintf("\n  ... and %d more", len(cs)-20)
+		}
+		s += fmt.Sprintf("\n  %s %s/%d/%d", what, c.Topic, c.Partition, c.Offset)
 	}
 	return s
 }
@@ -105,17 +120,25 @@ func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, grou
 	if err != nil {
 		return rep, err
 	}
-	rows, err := st.DLQStatuses(ctx, dlqTopic)
+	rows, err := st.DLQRows(ctx, dlqTopic)
 	if err != nil {
 		return rep, fmt.Errorf("audit: read PostgreSQL: %w", err)
 	}
 	targets := map[string]bool{}
+	replays := map[string]store.Coordinates{} // replay id → the DLQ record it replayed
+	for c, row := range rows {
+		if row.Status == store.StatusReplayed && row.ReplayID != "" {
+			rep.Replayed++
+			replays[row.ReplayID] = c
+			targets[row.TargetTopic] = true
+		}
+	}
 	var pending []store.Coordinates // checked, not in PostgreSQL: must be on a target
 	err = read(ctx, kcfg, dlqTopic, ends, func(m *kafka.Message) {
 		c := store.Coordinates{Topic: dlqTopic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}
 		rep.Checked++
-		if s, ok := rows[c]; ok {
-			rep.InStore[s]++
+		if row, ok := rows[c]; ok {
+			rep.InStore[row.Status]++
 			return
 		}
 		pending = append(pending, c)
@@ -127,6 +150,7 @@ func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, grou
 		return rep, err
 	}
 	copies := map[store.Coordinates]int{}
+	replayCopies := map[string]int{}
 	for t := range targets {
 		if err := read(ctx, kcfg, t, nil, func(m *kafka.Message) {
 			env := headers.DecodeOf(m.Headers).Envelope
@@ -134,6 +158,7 @@ func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, grou
 			case env.Replay != nil && env.Replay.ReplayID != "":
 				// Replays written before they dropped the redrive id still carry one.
 				rep.Replays++
+				replayCopies[env.Replay.ReplayID]++
 			case env.RedriveID != nil && env.RedriveID.Topic == dlqTopic:
 				copies[store.Coordinates(*env.RedriveID)]++
 			}
@@ -152,6 +177,16 @@ func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, grou
 			rep.OnTarget++
 		}
 	}
+	for id, c := range replays {
+		// A retry of the same replay keeps its id: at-least-once, like a redrive.
+		switch n := replayCopies[id]; {
+		case n == 0:
+			rep.ReplaysMissing = append(rep.ReplaysMissing, c)
+		case n > 1:
+			rep.Duplicated[c] = n
+		}
+	}
+	sortCoordinates(rep.ReplaysMissing)
 	if rep.Lost, rep.Unproven, err = fromLedger(ctx, kcfg, st, dlqTopic, group, ends); err != nil {
 		return rep, err
 	}

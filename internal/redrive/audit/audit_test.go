@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -72,4 +73,60 @@ func TestAuditCountsReplaysAndPrintsDuplicates(t *testing.T) {
 		"the replay is not a second copy of the first record")
 	require.Contains(t, rep.String(), "duplicated "+dlq+"/0/1: 2 copies")
 	require.Contains(t, rep.String(), "1 replays on the targets")
+}
+
+// Two parked records replayed by an operator, as PostgreSQL says: the first replay is on
+// its target twice (a retry of the same replay keeps its id), the second is on no record of
+// its target (lost after the replay). The audit finds the first, prints it as duplicated,
+// and fails on the second, naming it.
+func TestAuditFindsEachReplayOnItsTarget(t *testing.T) {
+	ctx := context.Background()
+	bootstrap := testenv.KafkaBootstrap(t)
+	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
+	target := kafkatest.CreateTopic(t, bootstrap, 1, nil)
+	group := testenv.UniqueName("audit-")
+	st := storetest.New(t)
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
+	require.NoError(t, err)
+	defer p.Close()
+
+	var recs []store.NewRecord
+	for off := range int64(2) {
+		produce(t, p, dlq, h(headers.KeyOriginalTopic, target), h(headers.KeyRetryCount, "5"))
+		recs = append(recs, store.NewRecord{DLQ: store.Coordinates{Topic: dlq, Partition: 0, Offset: off},
+			Origin: store.Origin{Topic: target, Partition: -1, Offset: -1}, Value: []byte("v"), Timestamp: time.Now(),
+			Reason: store.ReasonExhausted, Status: store.StatusParked, Route: "r"})
+	}
+	_, err = st.StoreBatch(ctx, recs, nil)
+	require.NoError(t, err)
+	stored, err := st.ListAfter(ctx, store.Filter{DLQTopic: dlq}, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, stored, 2)
+	actor := store.Actor{Name: "ada"}
+	for i, rec := range stored {
+		id := fmt.Sprintf("9-%d", i)
+		_, err := st.BeginReplay(ctx, rec.ID, store.ReplayLease{Owner: "o", Duration: time.Minute, ReplayID: id}, actor)
+		require.NoError(t, err)
+		_, err = st.FinishReplay(ctx, rec.ID, "o", store.Coordinates{Topic: target, Partition: 0, Offset: int64(i)}, actor)
+		require.NoError(t, err)
+	}
+	produce(t, p, target, h(headers.KeyReplayID, "9-0"), h(headers.KeyReplayJob, "9"))
+	produce(t, p, target, h(headers.KeyReplayID, "9-0"), h(headers.KeyReplayJob, "9"))
+
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group})
+	require.NoError(t, err)
+	_, err = c.CommitOffsets([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: 2}})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+
+	rep, err := audit.Run(ctx, config.Kafka{BootstrapServers: bootstrap}, st, dlq, group)
+	require.NoError(t, err)
+	require.False(t, rep.OK(), "a replay found nowhere fails the audit: %s", rep)
+	require.Equal(t, map[store.Status]int{store.StatusReplayed: 2}, rep.InStore)
+	require.Equal(t, 2, rep.Replayed)
+	require.Equal(t, 2, rep.Replays)
+	require.Equal(t, []store.Coordinates{{Topic: dlq, Partition: 0, Offset: 1}}, rep.ReplaysMissing)
+	require.Equal(t, map[store.Coordinates]int{{Topic: dlq, Partition: 0, Offset: 0}: 2}, rep.Duplicated)
+	require.Contains(t, rep.String(), fmt.Sprintf("replay missing %s/0/1", dlq))
+	require.Contains(t, rep.String(), "2 rows replayed, 2 replays on the targets, 1 replays missing")
 }
