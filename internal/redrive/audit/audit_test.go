@@ -18,6 +18,33 @@ import (
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
 
+// scene is a DLQ topic and a target topic of one partition each, a group, a schema and a
+// producer.
+type scene struct {
+	bootstrap, dlq, target, group string
+	st                            *store.Store
+	p                             *kafka.Producer
+}
+
+func newScene(t *testing.T) scene {
+	bootstrap := testenv.KafkaBootstrap(t)
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return scene{bootstrap: bootstrap, dlq: kafkatest.CreateTopic(t, bootstrap, 1, nil),
+		target: kafkatest.CreateTopic(t, bootstrap, 1, nil), group: testenv.UniqueName("audit-"),
+		st: storetest.New(t), p: p}
+}
+
+// commit commits the group's offset of the DLQ's partition.
+func (sc scene) commit(t *testing.T, offset kafka.Offset) {
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": sc.bootstrap, "group.id": sc.group})
+	require.NoError(t, err)
+	_, err = c.CommitOffsets([]kafka.TopicPartition{{Topic: &sc.dlq, Partition: 0, Offset: offset}})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+}
+
 func h(k, v string) kafka.Header { return kafka.Header{Key: k, Value: []byte(v)} }
 
 func produce(t *testing.T, p *kafka.Producer, topic string, hs ...kafka.Header) {
@@ -35,14 +62,8 @@ func produce(t *testing.T, p *kafka.Producer, topic string, hs ...kafka.Header) 
 // first record, and prints the duplicated record with its copy count.
 func TestAuditCountsReplaysAndPrintsDuplicates(t *testing.T) {
 	ctx := context.Background()
-	bootstrap := testenv.KafkaBootstrap(t)
-	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
-	target := kafkatest.CreateTopic(t, bootstrap, 1, nil)
-	group := testenv.UniqueName("audit-")
-	st := storetest.New(t)
-	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
-	require.NoError(t, err)
-	defer p.Close()
+	sc := newScene(t)
+	bootstrap, dlq, target, group, st, p := sc.bootstrap, sc.dlq, sc.target, sc.group, sc.st, sc.p
 
 	for range 3 {
 		produce(t, p, dlq, h(headers.KeyOriginalTopic, target), h(headers.KeyRetryCount, "1"))
@@ -51,16 +72,12 @@ func TestAuditCountsReplaysAndPrintsDuplicates(t *testing.T) {
 	produce(t, p, target, h(headers.KeyRedriveID, dlq+"/0/1"))
 	produce(t, p, target, h(headers.KeyRedriveID, dlq+"/0/1"))
 	produce(t, p, target, h(headers.KeyRedriveID, dlq+"/0/0"), h(headers.KeyReplayID, "7-1"), h(headers.KeyReplayJob, "7"))
-	_, err = st.StoreBatch(ctx, []store.NewRecord{{DLQ: store.Coordinates{Topic: dlq, Partition: 0, Offset: 2},
+	_, err := st.StoreBatch(ctx, []store.NewRecord{{DLQ: store.Coordinates{Topic: dlq, Partition: 0, Offset: 2},
 		Origin: store.Origin{Topic: target, Partition: -1, Offset: -1}, Value: []byte("v"), Timestamp: time.Now(),
 		Reason: store.ReasonExhausted, Status: store.StatusParked, Route: "r"}}, nil)
 	require.NoError(t, err)
 
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group})
-	require.NoError(t, err)
-	_, err = c.CommitOffsets([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: 3}})
-	require.NoError(t, err)
-	require.NoError(t, c.Close())
+	sc.commit(t, 3)
 
 	rep, err := audit.Run(ctx, config.Kafka{BootstrapServers: bootstrap}, st, dlq, group)
 	require.NoError(t, err)
@@ -81,14 +98,8 @@ func TestAuditCountsReplaysAndPrintsDuplicates(t *testing.T) {
 // and fails on the second, naming it.
 func TestAuditFindsEachReplayOnItsTarget(t *testing.T) {
 	ctx := context.Background()
-	bootstrap := testenv.KafkaBootstrap(t)
-	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
-	target := kafkatest.CreateTopic(t, bootstrap, 1, nil)
-	group := testenv.UniqueName("audit-")
-	st := storetest.New(t)
-	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
-	require.NoError(t, err)
-	defer p.Close()
+	sc := newScene(t)
+	bootstrap, dlq, target, group, st, p := sc.bootstrap, sc.dlq, sc.target, sc.group, sc.st, sc.p
 
 	var recs []store.NewRecord
 	for off := range int64(2) {
@@ -97,7 +108,7 @@ func TestAuditFindsEachReplayOnItsTarget(t *testing.T) {
 			Origin: store.Origin{Topic: target, Partition: -1, Offset: -1}, Value: []byte("v"), Timestamp: time.Now(),
 			Reason: store.ReasonExhausted, Status: store.StatusParked, Route: "r"})
 	}
-	_, err = st.StoreBatch(ctx, recs, nil)
+	_, err := st.StoreBatch(ctx, recs, nil)
 	require.NoError(t, err)
 	stored, err := st.ListAfter(ctx, store.Filter{DLQTopic: dlq}, 0, 10)
 	require.NoError(t, err)
@@ -113,11 +124,7 @@ func TestAuditFindsEachReplayOnItsTarget(t *testing.T) {
 	produce(t, p, target, h(headers.KeyReplayID, "9-0"), h(headers.KeyReplayJob, "9"))
 	produce(t, p, target, h(headers.KeyReplayID, "9-0"), h(headers.KeyReplayJob, "9"))
 
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group})
-	require.NoError(t, err)
-	_, err = c.CommitOffsets([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: 2}})
-	require.NoError(t, err)
-	require.NoError(t, c.Close())
+	sc.commit(t, 2)
 
 	rep, err := audit.Run(ctx, config.Kafka{BootstrapServers: bootstrap}, st, dlq, group)
 	require.NoError(t, err)
