@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -144,6 +145,18 @@ func runsCommand(f *clientFlags) *cobra.Command {
 func auditCommand(f *clientFlags) *cobra.Command {
 	var before int64
 	var limit int
+	// The API's filters, flag by query parameter.
+	filters := []struct{ flag, param, usage string }{
+		{"action", "action", "only this action (discard, begin_replay, pause_route, ...)"},
+		{"actor", "actor", "only this actor"},
+		{"record", "record_id", "a record's history: the entries naming this record id"},
+		{"job", "job_id", "only this job's entries"},
+		{"topic", "topic", "only entries about records of this original topic"},
+		{"route", "route", "only entries about this route"},
+		{"from", "from", "entries at or after this RFC 3339 time"},
+		{"to", "to", "entries before this RFC 3339 time"},
+	}
+	values := make([]string, len(filters))
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "The audit log of operator actions, newest first (refused ones included)",
@@ -153,7 +166,13 @@ func auditCommand(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			list, err := c.Audit(cmd.Context(), before, limit)
+			q := url.Values{}
+			for i, fl := range filters {
+				if values[i] != "" {
+					q.Set(fl.param, values[i])
+				}
+			}
+			list, err := c.Audit(cmd.Context(), before, limit, q)
 			if err != nil {
 				return err
 			}
@@ -171,6 +190,9 @@ func auditCommand(f *clientFlags) *cobra.Command {
 	}
 	cmd.Flags().Int64Var(&before, "before", 0, "list entries below this id (the next page)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "entries (at most 500)")
+	for i, fl := range filters {
+		cmd.Flags().StringVar(&values[i], fl.flag, "", fl.usage)
+	}
 	return cmd
 }
 

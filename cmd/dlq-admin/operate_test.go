@@ -83,6 +83,16 @@ func TestCLIOperate(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^\d+\s+\d{4}-\S+\s+ada\s+retry_now\s+\S+\s+record 1\s+1\s`, out)
 	require.Regexp(t, `(?m)\s+ada\s+pause\S*\s+\S+\s+route orders\s`, out)
+	out, err = s.cli(t, "audit", "--record", "1")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^\d+\s+\d{4}-\S+\s+ada\s+retry_now\s+\S+\s+record 1\s+1\s`, out, "the record's history")
+	require.NotContains(t, out, "route orders")
+	out, err = s.cli(t, "audit", "--action", "pause_route", "--actor", "ada")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)\s+ada\s+pause_route\s+\S+\s+route orders\s`, out)
+	require.NotContains(t, out, "retry_now")
+	_, err = s.cli(t, "audit", "--from", "yesterday")
+	require.ErrorContains(t, err, "from")
 }
 
 // Flag values complete from the statuses, the reasons and the server's routes.

@@ -196,8 +196,11 @@ func (c *Client) Runs(ctx context.Context, route string, limit int) (api.RunList
 }
 
 // Audit lists audit entries below id before (0 for the newest).
-func (c *Client) Audit(ctx context.Context, before int64, limit int) (api.AuditList, error) {
+func (c *Client) Audit(ctx context.Context, before int64, limit int, filter url.Values) (api.AuditList, error) {
 	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	for k, v := range filter {
+		q[k] = v
+	}
 	if before > 0 {
 		q.Set("before", strconv.FormatInt(before, 10))
 	}
