@@ -126,7 +126,7 @@ func run(ctx context.Context, cfg *config.Worker) error {
 	keeper, err := housekeeping.New(housekeeping.Options{
 		Log: log, Store: st, Registry: srv.Registry, Interval: cfg.Retention.Interval,
 		Retention: store.Retention{Records: cfg.Retention.Records, Runs: cfg.Retention.Runs, IdleRuns: cfg.Retention.IdleRuns,
-			Jobs: cfg.Retention.Jobs, Audit: cfg.Retention.Audit},
+			Jobs: cfg.Retention.Jobs, Audit: cfg.Retention.Audit, Ledger: cfg.Retention.Ledger},
 	})
 	if err != nil {
 		return err

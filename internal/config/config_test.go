@@ -86,14 +86,16 @@ func TestLoadTypeErrorNamesTheKey(t *testing.T) {
 
 func TestRetention(t *testing.T) {
 	var w Worker
-	require.NoError(t, Load(writeFile(t, "database:\n  url: x\nkafka:\n  bootstrap_servers: k\nretention:\n  records: 48h\n"), "DLQ_WORKER_", &w))
+	require.NoError(t, Load(writeFile(t, "database:\n  url: x\nkafka:\n  bootstrap_servers: k\nretention:\n  records: 48h\n  ledger: 720h\n"), "DLQ_WORKER_", &w))
 	require.Equal(t, Retention{Records: 48 * time.Hour, Runs: DefaultRetainRuns, IdleRuns: DefaultRetainIdleRuns,
-		Jobs: DefaultRetainJobs, Audit: DefaultRetainAudit, Interval: DefaultHousekeeping}, w.Retention)
+		Jobs: DefaultRetainJobs, Audit: DefaultRetainAudit, Ledger: 720 * time.Hour, Interval: DefaultHousekeeping}, w.Retention)
 
 	t.Setenv("DLQ_WORKER_RETENTION_AUDIT", "10s")
+	t.Setenv("DLQ_WORKER_RETENTION_LEDGER", "30s")
 	err := Load(writeFile(t, "database:\n  url: x\nretention:\n  idle_runs: -1h\n"), "DLQ_WORKER_", &w)
 	require.ErrorContains(t, err, "retention.idle_runs: must be at least 1m0s, got -1h0m0s")
 	require.ErrorContains(t, err, "retention.audit: must be at least 1m0s, got 10s")
+	require.ErrorContains(t, err, "retention.ledger: must be at least 48h0m0s, got 30s")
 }
 
 // kafka.extra_files takes a librdkafka property's value from a file (a Secret mounted into

@@ -19,6 +19,9 @@ type Retention struct {
 	Jobs time.Duration `yaml:"jobs"`
 	// Audit: audit log rows.
 	Audit time.Duration `yaml:"audit"`
+	// Ledger: ledger gaps, and the ledger positions of partitions no worker has held; at
+	// least 48h, as workers mark the positions they hold once a day.
+	Ledger time.Duration `yaml:"ledger"`
 	// Interval between housekeeping passes, which also update the backlog gauges.
 	Interval time.Duration `yaml:"interval"`
 }
@@ -30,6 +33,7 @@ const (
 	DefaultRetainIdleRuns = 24 * time.Hour
 	DefaultRetainJobs     = 90 * 24 * time.Hour
 	DefaultRetainAudit    = 365 * 24 * time.Hour
+	DefaultRetainLedger   = 365 * 24 * time.Hour
 	DefaultHousekeeping   = time.Minute
 )
 
@@ -39,7 +43,7 @@ func (r *Retention) WithDefaults() {
 		d   *time.Duration
 		def time.Duration
 	}{{&r.Records, DefaultRetainRecords}, {&r.Runs, DefaultRetainRuns}, {&r.IdleRuns, DefaultRetainIdleRuns},
-		{&r.Jobs, DefaultRetainJobs}, {&r.Audit, DefaultRetainAudit}, {&r.Interval, DefaultHousekeeping}} {
+		{&r.Jobs, DefaultRetainJobs}, {&r.Audit, DefaultRetainAudit}, {&r.Ledger, DefaultRetainLedger}, {&r.Interval, DefaultHousekeeping}} {
 		if *f.d == 0 {
 			*f.d = f.def
 		}
@@ -54,7 +58,7 @@ func (r *Retention) Validate() error {
 		d   time.Duration
 		min time.Duration
 	}{{"records", r.Records, time.Minute}, {"runs", r.Runs, time.Minute}, {"idle_runs", r.IdleRuns, time.Minute},
-		{"jobs", r.Jobs, time.Minute}, {"audit", r.Audit, time.Minute}, {"interval", r.Interval, time.Second}} {
+		{"jobs", r.Jobs, time.Minute}, {"audit", r.Audit, time.Minute}, {"ledger", r.Ledger, 48 * time.Hour}, {"interval", r.Interval, time.Second}} {
 		if f.d < f.min {
 			errs = append(errs, fmt.Errorf("retention.%s: must be at least %s, got %s", f.key, f.min, f.d))
 		}

@@ -115,6 +115,33 @@ func TestPassCountsBacklogAndPurges(t *testing.T) {
 	require.Equal(t, 1.0, v, "the discarded row, a day later")
 }
 
+// Ledger retention is part of the pass: old gaps and positions nobody holds are purged
+// and counted per table.
+func TestPassPurgesTheLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	st := storetest.New(t, store.WithClock(c.Now))
+	require.NoError(t, st.RecordGap(ctx, store.Gap{Group: "g", Route: "orders", Topic: "dlq", From: 0, To: 3, Cause: store.GapJump, Lost: true}))
+	require.NoError(t, st.AdvanceLedgerPositions(ctx, "g", []store.Coordinates{{Topic: "dlq", Offset: 3}}))
+	reg := prometheus.NewRegistry()
+	h, err := housekeeping.New(housekeeping.Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Store: st, Registry: reg,
+		Retention: store.Retention{Ledger: 48 * time.Hour}})
+	require.NoError(t, err)
+	c.now = c.now.Add(49 * time.Hour)
+
+	require.True(t, h.Pass(ctx))
+
+	for _, table := range []string{store.TableGaps, store.TablePositions} {
+		v, ok := value(t, reg, "dlq_worker_purged_rows_total", map[string]string{"table": table})
+		require.True(t, ok, table)
+		require.Equal(t, 1.0, v, table)
+	}
+	gaps, err := st.LedgerGaps(ctx, "g", "dlq")
+	require.NoError(t, err)
+	require.Empty(t, gaps)
+}
+
 // Start runs a pass at once and on every interval; Stop ends the loop and waits for it,
 // and is safe before Start and twice.
 func TestStartStop(t *testing.T) {

@@ -149,6 +149,33 @@ func (w *worker) ledgerNow(ps []*partition) {
 	}
 }
 
+// positionTouchEvery is how often the worker marks the ledger positions of the partitions
+// it holds as held, so that retention (retention.ledger, at least twice this) keeps the
+// positions of idle partitions and drops only those nobody holds.
+const positionTouchEvery = 24 * time.Hour
+
+// touchPositions marks the ledger positions of the held partitions, after an assignment
+// and then once per positionTouchEvery; a failure is retried at the next run.
+func (w *worker) touchPositions(ctx context.Context) {
+	if !w.touchedAt.IsZero() && time.Since(w.touchedAt) < positionTouchEvery {
+		return
+	}
+	var pos []store.Coordinates
+	for _, p := range w.parts {
+		pos = append(pos, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition})
+	}
+	if len(pos) == 0 {
+		return // none held yet: the first run after the assignment marks them
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if err := w.e.store.TouchLedgerPositions(cctx, w.route.Group, pos, positionTouchEvery); err != nil {
+		w.warnEvery("ledger", err, "cannot mark the ledger positions of the held partitions; retrying at the next run")
+		return
+	}
+	w.touchedAt = time.Now()
+}
+
 // ledgerPositions reads the ledger's position of every partition of the route's group.
 func (w *worker) ledgerPositions() (map[partKey]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)

@@ -3,10 +3,12 @@ package redrive_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -225,4 +227,40 @@ func TestRetentionLossIsReportedFromTheLedger(t *testing.T) {
 	require.Empty(t, rep.Missing)
 	require.Equal(t, want(string(store.GapBelowLogStart)), rep.Lost, rep.String())
 	require.Empty(t, rep.Unproven)
+}
+
+// Ledger retention drops the positions nobody holds, not those of a partition a worker
+// holds: an idle partition's position, which nothing has moved for longer than the
+// retention age, is marked held by the worker's runs and survives the purge.
+func TestHeldIdlePositionSurvivesLedgerRetention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bs := testenv.KafkaBootstrap(t)
+	var now atomic.Pointer[time.Time]
+	long := time.Now().Add(-400 * 24 * time.Hour)
+	now.Store(&long)
+	st, url := storetest.NewWithURL(t, store.WithClock(func() time.Time { return *now.Load() }))
+	dlq := kafkatest.CreateTopic(t, bs, 1, nil)
+	rc := route(testenv.UniqueName("held-"), dlq)
+	require.NoError(t, st.AdvanceLedgerPositions(ctx, rc.Group, []store.Coordinates{{Topic: dlq, Partition: 0, Offset: 0}}))
+	today := time.Now()
+	now.Store(&today)
+	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 1)
+
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	require.Eventually(t, func() bool { // a run before the assignment reached the engine holds nothing
+		var at time.Time
+		return runOnce(e, rc.Name) == nil &&
+			conn.QueryRow(ctx, `SELECT updated_at FROM ledger_positions WHERE consumer_group = $1`, rc.Group).Scan(&at) == nil && at.After(long.Add(time.Hour))
+	}, time.Minute, 100*time.Millisecond)
+
+	purged := map[string]int64{}
+	require.NoError(t, st.PurgeOld(ctx, store.Retention{Ledger: 365 * 24 * time.Hour}, func(table string, n int64) { purged[table] += n }))
+	require.Zero(t, purged[store.TablePositions])
+	pos, err := st.LedgerPositions(ctx, rc.Group)
+	require.NoError(t, err)
+	require.Equal(t, []store.Coordinates{{Topic: dlq, Partition: 0, Offset: 0}}, pos)
 }

@@ -88,6 +88,7 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 	}
 	w.unstall()
 	r := &runState{id: run.ID, started: time.Now(), reply: reply}
+	w.touchPositions(ctx)
 	w.checkBeforeRun()
 	for _, p := range w.parts {
 		low, high, err := w.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
@@ -414,6 +415,7 @@ func (w *worker) assign(tps []kafka.TopicPartition) {
 		ps = append(ps, p)
 	}
 	w.saveAdopted()
+	w.touchedAt = time.Time{}
 	if w.cooperative() {
 		err = w.consumer.IncrementalAssign(tps)
 	} else {

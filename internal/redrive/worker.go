@@ -157,6 +157,7 @@ type worker struct {
 	// committedOnce: this life committed its first range (see storeLedgered).
 	committedOnce bool
 	adopt         []store.Coordinates
+	touchedAt     time.Time // last touchPositions; zero after an assignment
 	// topicsOK caches whether the route's topics exist, for readiness and run outcomes.
 	topicsOK topicCheck
 }

@@ -18,6 +18,10 @@ type Retention struct {
 	Jobs time.Duration
 	// Audit: audit log rows, by when the action happened.
 	Audit time.Duration
+	// Ledger: ledger gaps, by when they were recorded, and ledger positions no worker has
+	// held for that long (a worker refreshes the positions of the partitions it holds,
+	// TouchLedgerPositions): a deleted topic's or a retired group's.
+	Ledger time.Duration
 }
 
 // Tables Housekeep reports on, in the order it purges them.
@@ -26,6 +30,8 @@ const (
 	TableRuns        = "redrive_runs"
 	TableJobs        = "jobs"
 	TableAudit       = "audit_log"
+	TableGaps        = "ledger_gaps"
+	TablePositions   = "ledger_positions"
 )
 
 // purgeBatch bounds each DELETE, so that no transaction grows large and concurrent work
@@ -55,6 +61,11 @@ const (
 	ORDER BY id LIMIT $2)`
 	sqlPurgeAudit = `DELETE FROM audit_log WHERE id IN (
 	SELECT id FROM audit_log WHERE at < $1 ORDER BY id LIMIT $2)`
+	sqlPurgeGaps = `DELETE FROM ledger_gaps WHERE id IN (
+	SELECT id FROM ledger_gaps WHERE recorded_at < $1 ORDER BY id LIMIT $2)`
+	sqlPurgePositions = `DELETE FROM ledger_positions WHERE (consumer_group, dlq_topic, dlq_partition) IN (
+	SELECT consumer_group, dlq_topic, dlq_partition FROM ledger_positions WHERE updated_at < $1
+	ORDER BY updated_at LIMIT $2)`
 )
 
 // WhileLeading runs fn if no other instance is running it: it holds a session advisory
@@ -97,6 +108,8 @@ func (s *Store) PurgeOld(ctx context.Context, r Retention, purged func(table str
 		{TableRuns, r.Runs, sqlPurgeRuns},
 		{TableJobs, r.Jobs, sqlPurgeJobs},
 		{TableAudit, r.Audit, sqlPurgeAudit},
+		{TableGaps, r.Ledger, sqlPurgeGaps},
+		{TablePositions, r.Ledger, sqlPurgePositions},
 	}
 	for _, st := range steps {
 		if st.age <= 0 {

@@ -84,6 +84,49 @@ func TestPurgeOld(t *testing.T) {
 	require.NoError(t, s.PurgeOld(ctx, store.Retention{}, func(string, int64) { t.Fatal("zero ages keep everything") }))
 }
 
+// Ledger retention deletes the gaps recorded before its age and the positions nobody
+// advanced or touched within it; a position a worker touched (it holds the partition,
+// idle) stays, and a touch within the freshness window writes nothing.
+func TestPurgeOldLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newTestClock()
+	s := storetest.New(t, store.WithClock(clock.Now))
+	gap := func(from int64) store.Gap {
+		return store.Gap{Group: "g", Route: "r", Topic: "dlq", Partition: 0, From: from, To: from + 5, Cause: store.GapJump, Lost: true}
+	}
+	require.NoError(t, s.RecordGap(ctx, gap(0)))
+	require.NoError(t, s.AdvanceLedgerPositions(ctx, "g", []store.Coordinates{{Topic: "dlq", Partition: 0, Offset: 10},
+		{Topic: "dlq", Partition: 1, Offset: 10}, {Topic: "gone", Partition: 0, Offset: 3}}))
+	clock.Advance(20 * 24 * time.Hour)
+	require.NoError(t, s.RecordGap(ctx, gap(5)))
+	require.NoError(t, s.AdvanceLedgerPositions(ctx, "g", []store.Coordinates{{Topic: "dlq", Partition: 0, Offset: 20}}))
+	// dlq/1 is held but idle: its worker touches it; "gone" is held by nobody.
+	require.NoError(t, s.TouchLedgerPositions(ctx, "g", []store.Coordinates{{Topic: "dlq", Partition: 1}}, 24*time.Hour))
+	clock.Advance(15 * 24 * time.Hour)
+
+	purged := map[string]int64{}
+	require.NoError(t, s.PurgeOld(ctx, store.Retention{Ledger: 30 * 24 * time.Hour}, func(table string, rows int64) { purged[table] += rows }))
+
+	require.Equal(t, map[string]int64{store.TableGaps: 1, store.TablePositions: 1}, purged)
+	gaps, err := s.LedgerGaps(ctx, "g", "dlq")
+	require.NoError(t, err)
+	require.Len(t, gaps, 1)
+	require.EqualValues(t, 5, gaps[0].From, "the young gap stays")
+	pos, err := s.LedgerPositions(ctx, "g")
+	require.NoError(t, err)
+	require.ElementsMatch(t, []store.Coordinates{{Topic: "dlq", Partition: 0, Offset: 20}, {Topic: "dlq", Partition: 1, Offset: 10}}, pos,
+		"advanced and touched positions stay; the one nobody holds goes")
+
+	// A touch within the freshness window writes nothing: dlq/0, advanced 15 days ago,
+	// keeps that time and goes 20 days later with the rest.
+	require.NoError(t, s.TouchLedgerPositions(ctx, "g", []store.Coordinates{{Topic: "dlq", Partition: 0}}, 30*24*time.Hour))
+	clock.Advance(20 * 24 * time.Hour)
+	clear(purged)
+	require.NoError(t, s.PurgeOld(ctx, store.Retention{Ledger: 30 * 24 * time.Hour}, func(table string, rows int64) { purged[table] += rows }))
+	require.Equal(t, map[string]int64{store.TableGaps: 1, store.TablePositions: 2}, purged)
+}
+
 // One instance at a time leads: a second one asking while the first holds the lock does
 // not run, and asks successfully once the first is done.
 func TestWhileLeading(t *testing.T) {

@@ -36,6 +36,12 @@ const sqlAdvancePositions = `INSERT INTO ledger_positions (consumer_group, dlq_t
 	SET committed_offset = EXCLUDED.committed_offset, updated_at = EXCLUDED.updated_at
 	WHERE ledger_positions.committed_offset < EXCLUDED.committed_offset`
 
+// $1 group, $2 topics, $3 partitions, $4 now, $5 refreshed before. Only stale rows are
+// written, so a worker may call it on every run.
+const sqlTouchPositions = `UPDATE ledger_positions SET updated_at = $4
+	FROM unnest($2::text[], $3::integer[]) AS u(t, p)
+	WHERE consumer_group = $1 AND dlq_topic = u.t AND dlq_partition = u.p AND updated_at < $5`
+
 const sqlLedgerPositions = `SELECT dlq_topic, dlq_partition, committed_offset FROM ledger_positions WHERE consumer_group = $1`
 
 const sqlInsertGap = `INSERT INTO ledger_gaps (consumer_group, route, dlq_topic, dlq_partition, from_offset, to_offset, cause, lost, recorded_at)
@@ -55,6 +61,22 @@ func (s *Store) AdvanceLedgerPositions(ctx context.Context, group string, pos []
 		topics[i], parts[i], offs[i] = c.Topic, c.Partition, c.Offset
 	}
 	_, err := s.pool.Exec(ctx, sqlAdvancePositions, group, topics, parts, offs, s.now())
+	return interpretError(err)
+}
+
+// TouchLedgerPositions marks the positions of group's partitions in pos (Offset unused) as
+// held now, unless they were marked within fresh, so that retention (Retention.Ledger)
+// keeps the positions of idle partitions a worker still holds.
+func (s *Store) TouchLedgerPositions(ctx context.Context, group string, pos []Coordinates, fresh time.Duration) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	topics, parts := make([]string, len(pos)), make([]int32, len(pos))
+	for i, c := range pos {
+		topics[i], parts[i] = c.Topic, c.Partition
+	}
+	now := s.now()
+	_, err := s.pool.Exec(ctx, sqlTouchPositions, group, topics, parts, now, now.Add(-fresh))
 	return interpretError(err)
 }
 
