@@ -124,3 +124,54 @@ func TestOldestDueAge(t *testing.T) {
 	require.Eventually(t, func() bool { return gaugeValue(t, reg, "dlq_worker_oldest_due_age_seconds", rc.Name) == 0 },
 		40*time.Second, 200*time.Millisecond, "redriven: nothing due waits")
 }
+
+// A run that finds nothing to do writes no row of its own: a route's consecutive idle
+// runs are one row, while its last-success time still moves with each. A run with work
+// gets its own row with its ledger, and the idle runs after it a new idle row.
+func TestIdleRunsAreOneRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bs := testenv.KafkaBootstrap(t)
+	st := storetest.New(t)
+	reg := prometheus.NewRegistry()
+	clock := newClock()
+	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
+	orders := kafkatest.CreateTopic(t, bs, 1, nil)
+	rc := route(testenv.UniqueName("idle-"), dlq)
+	e := startEngineWith(t, redrive.Options{Clock: clock.Now, Store: st, Kafka: kcfg(t), Registry: reg}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 2)
+
+	for range 5 {
+		clock.Advance(time.Minute)
+		require.NoError(t, runOnce(e, rc.Name))
+		require.Equal(t, float64(clock.Now().Unix()), gaugeValue(t, reg, "dlq_worker_last_success_timestamp_seconds", rc.Name))
+	}
+	runs, err := st.ListRuns(ctx, rc.Name, 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 1, "five idle runs, one row")
+	require.Equal(t, store.RunSucceeded, runs[0].Status)
+	require.Empty(t, runs[0].Ledger)
+
+	produce(t, dlq, dueRecords("idle", 3, orders)...)
+	require.Eventually(t, func() bool { // a run before the assignment reached the engine reads nothing
+		require.NoError(t, runOnce(e, rc.Name))
+		runs, err = st.ListRuns(ctx, rc.Name, 10)
+		require.NoError(t, err)
+		return len(runs[0].Ledger) > 0
+	}, time.Minute, 100*time.Millisecond)
+	work := runs[0]
+	var redriven int64
+	for _, l := range work.Ledger {
+		redriven += l.Redriven
+	}
+	require.EqualValues(t, 3, redriven)
+	for range 3 {
+		require.NoError(t, runOnce(e, rc.Name))
+	}
+	runs, err = st.ListRuns(ctx, rc.Name, 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 3, "the idle row, the run with work, a new idle row")
+	require.Equal(t, work.ID, runs[1].ID)
+	require.Empty(t, runs[0].Ledger)
+	require.Equal(t, store.RunSucceeded, runs[0].Status)
+}

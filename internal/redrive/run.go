@@ -78,18 +78,14 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 		reply <- errRunPaused
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	run, err := w.e.store.BeginRun(cctx, w.route.Name, w.e.instanceID)
-	cancel()
-	if err != nil {
-		w.stall("store", err, "cannot begin a run; PostgreSQL does not answer")
-		reply <- fmt.Errorf("begin run: %w", err)
-		return
-	}
-	w.unstall()
-	r := &runState{id: run.ID, started: time.Now(), reply: reply}
+	r := &runState{started: time.Now(), reply: reply}
 	w.touchPositions(ctx)
 	w.checkBeforeRun()
+	type todo struct {
+		p           *partition
+		start, high int64
+	}
+	var read []todo
 	for _, p := range w.parts {
 		low, high, err := w.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
 		if err != nil {
@@ -103,17 +99,47 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 			start = p.trk.Watermark()
 		}
 		w.e.metrics.lag.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition)).Set(float64(max(0, high-max(start, low))))
-		if start >= high {
-			continue
+		if start < high {
+			read = append(read, todo{p: p, start: start, high: high})
 		}
-		p.reading, p.hw, p.from, p.counts = true, high, start, counts{}
-		r.parts = append(r.parts, p)
+	}
+	if len(read) > 0 {
+		if err := w.beginRun(ctx, r); err != nil {
+			reply <- err
+			return
+		}
+	}
+	for _, t := range read {
+		t.p.reading, t.p.hw, t.p.from, t.p.counts = true, t.high, t.start, counts{}
+		r.parts = append(r.parts, t.p)
 	}
 	w.run = r
-	w.log.Info().Int64("run_id", r.id).Int("partitions", len(r.parts)).Msg("run started")
+	ev := w.log.Debug() // a schedule tick that finds nothing to read is not news
+	if len(r.parts) > 0 {
+		ev = w.log.Info()
+	}
+	ev.Int64("run_id", r.id).Int("partitions", len(r.parts)).Msg("run started")
 	if !w.throttleP {
 		w.setPaused(r.parts, false)
 	}
+}
+
+// beginRun writes r's row once r has work (records to read or due scheduled records): a
+// run that finds nothing to do writes none until it ends (finishRun: FinishIdleRun).
+func (w *worker) beginRun(ctx context.Context, r *runState) error {
+	if r.id != 0 {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	run, err := w.e.store.BeginRun(cctx, w.route.Name, w.e.instanceID)
+	cancel()
+	if err != nil {
+		w.stall("store", err, "cannot begin a run; PostgreSQL does not answer")
+		return fmt.Errorf("begin run: %w", err)
+	}
+	w.unstall()
+	r.id = run.ID
+	return nil
 }
 
 func (w *worker) progressRun(ctx context.Context) {
@@ -188,6 +214,10 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 		}
 		c = &claimState{token: claim.Token, pending: claim.Records, park: map[store.Reason][]int64{}}
 		r.claim = c
+	}
+	if err := w.beginRun(ctx, r); err != nil { // the claim's lease holds its records meanwhile
+		r.next = time.Now().Add(stallDelay(w.stallN))
+		return false
 	}
 	for len(c.pending) > 0 && w.admit() {
 		rec := c.pending[0]
@@ -320,7 +350,13 @@ func (w *worker) finishRun(ctx context.Context) {
 	case len(r.unread) > 0:
 		status, msg = store.RunFailed, "not read to the high watermark: "+strings.Join(r.unread, "; ")
 	}
-	if err := w.e.store.FinishRun(cctx, r.id, status, msg); err != nil && !errors.Is(err, store.ErrConflict) {
+	var err error
+	if r.id == 0 {
+		err = w.e.store.FinishIdleRun(cctx, w.route.Name, w.e.instanceID, time.Since(r.started), status, msg)
+	} else if err = w.e.store.FinishRun(cctx, r.id, status, msg); errors.Is(err, store.ErrConflict) {
+		err = nil
+	}
+	if err != nil {
 		r.next = time.Now().Add(w.stall("store", err, "cannot finish the run; retrying"))
 		return
 	}
@@ -341,7 +377,11 @@ func (w *worker) finishRun(ctx context.Context) {
 		}
 		w.e.metrics.lag.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition)).Set(float64(max(0, p.hw-done)))
 	}
-	w.log.Info().Int64("run_id", r.id).Dur("elapsed_ms", elapsed).Int64("redriven", total.redriven).
+	ev := w.log.Info()
+	if r.id == 0 && status == store.RunSucceeded {
+		ev = w.log.Debug()
+	}
+	ev.Int64("run_id", r.id).Dur("elapsed_ms", elapsed).Int64("redriven", total.redriven).
 		Int64("scheduled", total.scheduled).Int64("parked", total.parked).Str("status", string(status)).Str("error", msg).Msg("run finished")
 	w.run = nil
 	w.fetch.release()
@@ -455,6 +495,9 @@ func (w *worker) revoke(tps []kafka.TopicPartition) {
 		if w.run != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 			for _, p := range ps {
+				if !slices.Contains(w.run.parts, p) {
+					continue // not read by this run: nothing of it is this run's to account for
+				}
 				if err := w.recordLedger(cctx, w.run, p); err != nil {
 					w.warnEvery("ledger", err, "cannot write the ledger of a revoked partition")
 				}

@@ -51,6 +51,35 @@ func (s *Store) BeginRun(ctx context.Context, route, workerID string) (Run, erro
 	return r, interpretError(err)
 }
 
+// $1 route, $2 worker, $3 now.
+const sqlExtendIdleRun = `UPDATE redrive_runs SET finished_at = $3, worker_id = $2
+	WHERE id = (SELECT max(id) FROM redrive_runs WHERE route = $1) AND idle`
+
+// $1 route, $2 worker, $3 status, $4 error, $5 started, $6 now, $7 idle.
+const sqlInsertFinishedRun = `INSERT INTO redrive_runs (route, worker_id, status, error, started_at, finished_at, idle)
+	VALUES ($1, $2, $3, $4, $5, $6, $7)`
+
+// FinishIdleRun records a run that found nothing to do (no DLQ record to read, no due
+// scheduled record); such a run writes no row while it runs. A succeeded one is folded
+// into the route's newest run when that is an idle one too (its end moves): consecutive
+// idle runs are one row. A failed one always gets a row of its own.
+// It started elapsed ago.
+func (s *Store) FinishIdleRun(ctx context.Context, route, workerID string, elapsed time.Duration, status RunStatus, errMsg string) error {
+	now := s.now()
+	started := now.Add(-elapsed)
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		idle := status == RunSucceeded
+		if idle {
+			tag, err := tx.Exec(ctx, sqlExtendIdleRun, route, workerID, now)
+			if err != nil || tag.RowsAffected() > 0 {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, sqlInsertFinishedRun, route, workerID, string(status), cleanText(errMsg), started, now, idle)
+		return err
+	})
+}
+
 // RecordLedger stores a ledger entry on its own, for ranges that stored no records (all
 // redriven or skipped); StoreBatch takes one to store with its records.
 func (s *Store) RecordLedger(ctx context.Context, e LedgerEntry) error {

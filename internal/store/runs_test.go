@@ -101,3 +101,48 @@ func TestRouteControls(t *testing.T) {
 	require.Equal(t, "pause_route", audit[5].Action)
 	require.Equal(t, "not_found", audit[5].Outcome)
 }
+
+// Idle runs of a route are one row whose end moves; a run with work, a failed idle run
+// or another route's run are rows of their own, and an idle run after them starts a new
+// idle row.
+func TestFinishIdleRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newTestClock()
+	s := storetest.New(t, store.WithClock(clock.Now))
+	first := clock.Now()
+	idle := func(route string, status store.RunStatus, msg string) {
+		t.Helper()
+		require.NoError(t, s.FinishIdleRun(ctx, route, "w1", 0, status, msg))
+		clock.Advance(time.Minute)
+	}
+	idle("orders", store.RunSucceeded, "")
+	idle("payments", store.RunSucceeded, "") // another route's row does not split orders'
+	idle("orders", store.RunSucceeded, "")
+	idle("orders", store.RunSucceeded, "")
+	runs, err := s.ListRuns(ctx, "orders", 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 1, "three idle runs, one row")
+	require.Equal(t, store.RunSucceeded, runs[0].Status)
+	require.Equal(t, first, runs[0].StartedAt, "from the first idle run")
+	require.Equal(t, first.Add(3*time.Minute), runs[0].FinishedAt, "to the end of the last")
+
+	work, err := s.BeginRun(ctx, "orders", "w1")
+	require.NoError(t, err)
+	require.NoError(t, s.FinishRun(ctx, work.ID, store.RunSucceeded, ""))
+	idle("orders", store.RunSucceeded, "")
+	idle("orders", store.RunFailed, "topics match no partition: dlq.typo")
+	idle("orders", store.RunFailed, "topics match no partition: dlq.typo")
+	idle("orders", store.RunSucceeded, "")
+	idle("orders", store.RunSucceeded, "")
+	runs, err = s.ListRuns(ctx, "orders", 10)
+	require.NoError(t, err)
+	var got []store.RunStatus
+	for _, r := range runs {
+		got = append(got, r.Status)
+	}
+	require.Equal(t, []store.RunStatus{store.RunSucceeded, store.RunFailed, store.RunFailed, store.RunSucceeded, store.RunSucceeded, store.RunSucceeded}, got,
+		"newest first: idle, two failures, idle, the run with work, the first idle row")
+	require.Equal(t, "topics match no partition: dlq.typo", runs[1].Error)
+	require.Equal(t, work.ID, runs[4].ID)
+}
