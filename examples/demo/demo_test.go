@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
@@ -22,7 +23,7 @@ import (
 // on any missing order or audit finding. dlq-worker and dlq-admin are the static binaries
 // the container image ships, built by the same script as the Dockerfile.
 func TestWholeLoopConserves(t *testing.T) {
-	testenv.KafkaBootstrap(t)
+	bs := testenv.KafkaBootstrap(t)
 	devDB := testenv.DatabaseURL(t)
 	before := demoRows(t, devDB)
 	// A schema of its own: what the test parks stays out of the database `make dev` shows.
@@ -42,9 +43,11 @@ func TestWholeLoopConserves(t *testing.T) {
 	out, err = exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "../orders-service").CombinedOutput()
 	require.NoError(t, err, "go build orders-service: %s", out)
 	dir := t.TempDir()
+	runID := testenv.UniqueName("t")
 	err = run(options{
 		orders: 600, poisonEvery: 60, downFor: 5 * time.Second, timeout: 5 * time.Minute,
 		dir: dir, bin: bin, schedule: "* * * * * *", backoff: "{base: 500ms, factor: 2, cap: 2s, jitter: 0}",
+		deleteTopics: true, runID: runID,
 	})
 	if err != nil {
 		for _, name := range []string{"dlq-worker", "dlq-admin", "orders-service"} {
@@ -55,6 +58,30 @@ func TestWholeLoopConserves(t *testing.T) {
 	}
 	require.NoError(t, err)
 	require.Equal(t, before, demoRows(t, devDB), "the test wrote into the dev database")
+	requireTopicsGone(t, bs, "demo-orders-"+runID, "demo-orders-"+runID+".dlq")
+}
+
+// requireTopicsGone fails unless none of names is a topic of the broker (deletion reaches
+// the metadata asynchronously: it waits a while).
+func requireTopicsGone(t *testing.T, bootstrap string, names ...string) {
+	t.Helper()
+	a, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
+	require.NoError(t, err)
+	defer a.Close()
+	var left []string
+	require.Eventually(t, func() bool {
+		md, err := a.GetMetadata(nil, true, 10000)
+		if err != nil {
+			return false
+		}
+		left = left[:0]
+		for _, name := range names {
+			if _, ok := md.Topics[name]; ok {
+				left = append(left, name)
+			}
+		}
+		return len(left) == 0
+	}, 30*time.Second, 200*time.Millisecond, "the test left topics in the dev broker: %v", left)
 }
 
 // demoRows counts the demo routes' rows in the database's default schema (none when it

@@ -47,6 +47,10 @@ type options struct {
 	bin         string // folder holding dlq-worker, dlq-admin and orders-service
 	schedule    string // the route's cron
 	backoff     string // the route's backoff, as YAML
+	// deleteTopics deletes the run's two topics at the end (the test does: `make test`
+	// leaves nothing in the broker `make dev` uses); `make demo` keeps them to look at.
+	deleteTopics bool
+	runID        string // names the run's topics and route; default: the time in base 36
 }
 
 func main() {
@@ -83,7 +87,10 @@ func run(o options) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	runID := strconv.FormatInt(time.Now().Unix(), 36)
+	runID := o.runID
+	if runID == "" {
+		runID = strconv.FormatInt(time.Now().Unix(), 36)
+	}
 	topic, dlq, route := "demo-orders-"+runID, "demo-orders-"+runID+".dlq", "demo-"+runID
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
@@ -91,6 +98,14 @@ func run(o options) error {
 	say("run %s: topics %s and %s (3 partitions each)", runID, topic, dlq)
 	if err := createTopics(ctx, bootstrap, topic, dlq); err != nil {
 		return err
+	}
+	if o.deleteTopics {
+		// Registered first, so it runs last: after the processes using the topics stopped.
+		defer func() {
+			if err := deleteTopics(bootstrap, topic, dlq); err != nil {
+				say("cannot delete the topics %s and %s: %v", topic, dlq, err)
+			}
+		}()
 	}
 
 	token := randomToken()
@@ -247,6 +262,26 @@ func createTopics(ctx context.Context, bootstrap string, names ...string) error 
 	for _, r := range res {
 		if r.Error.Code() != kafka.ErrNoError {
 			return fmt.Errorf("create topic %s: %w", r.Topic, r.Error)
+		}
+	}
+	return nil
+}
+
+func deleteTopics(bootstrap string, names ...string) error {
+	a, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := a.DeleteTopics(ctx, names)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Error.Code() != kafka.ErrNoError {
+			return fmt.Errorf("delete topic %s: %w", r.Topic, r.Error)
 		}
 	}
 	return nil
