@@ -40,8 +40,10 @@ test: up ## Run the whole test suite against the real stack (screenshots: .cache
 	$(STACK) browser
 	$(STACK) need musl-gcc:musl-tools promtool:prometheus
 	mkdir -p .cache/test-output
+	$(WITH_STACK) go run ./internal/tools/leftovers snapshot .cache/test-output/stack-before.json
 	$(WITH_STACK) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) test-deploy
+	$(WITH_STACK) go run ./internal/tools/leftovers check .cache/test-output/stack-before.json
 
 .PHONY: test-deploy
 # deploy/ is a module of its own (Helm's and Kubernetes' dependencies stay out of the main
