@@ -9,12 +9,13 @@ package housekeeping
 import (
 	"context"
 	"errors"
-	"sync"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/dlqops/dlq/internal/lifecycle"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -49,9 +50,7 @@ type Housekeeper struct {
 	scheduled *prometheus.GaugeVec
 	shown     map[series]bool // the backlog series set by the last count
 
-	mu     sync.Mutex // guards cancel and done, never held while waiting
-	cancel context.CancelFunc
-	done   chan struct{}
+	life lifecycle.Base // the loop's goroutine
 }
 
 // New builds a housekeeper and registers its metrics; nothing runs before Start.
@@ -82,36 +81,22 @@ func New(o Options) (*Housekeeper, error) {
 // Start runs a pass now and then every interval, until Stop. The loop outlives ctx (the
 // binary's signal context): Stop ends it.
 func (h *Housekeeper) Start(ctx context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.done != nil {
-		return errors.New("housekeeping: started twice")
+	if _, err := h.life.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("housekeeping: %w", err)
 	}
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h.cancel, h.done = cancel, make(chan struct{})
-	go h.loop(lctx, h.done)
+	h.life.Go(h.loop)
 	return nil
 }
 
 // Stop ends the loop and waits for it, at most until ctx ends. Safe before Start and twice.
 func (h *Housekeeper) Stop(ctx context.Context) error {
-	h.mu.Lock()
-	cancel, done := h.cancel, h.done
-	h.mu.Unlock()
-	if done == nil {
-		return nil
+	if err := h.life.Stop(ctx); err != nil {
+		return fmt.Errorf("housekeeping: %w", err)
 	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return errors.New("housekeeping: still stopping when the shutdown grace ran out")
-	}
+	return nil
 }
 
-func (h *Housekeeper) loop(ctx context.Context, done chan<- struct{}) {
-	defer close(done)
+func (h *Housekeeper) loop(ctx context.Context) {
 	t := time.NewTicker(h.interval)
 	defer t.Stop()
 	for {
