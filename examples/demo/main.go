@@ -246,42 +246,37 @@ func indent(s string) string {
 }
 
 func createTopics(ctx context.Context, bootstrap string, names ...string) error {
-	a, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
-	if err != nil {
-		return err
-	}
-	defer a.Close()
 	specs := make([]kafka.TopicSpecification, len(names))
 	for i, n := range names {
 		specs[i] = kafka.TopicSpecification{Topic: n, NumPartitions: 3, ReplicationFactor: 1}
 	}
-	res, err := a.CreateTopics(ctx, specs)
-	if err != nil {
-		return err
-	}
-	for _, r := range res {
-		if r.Error.Code() != kafka.ErrNoError {
-			return fmt.Errorf("create topic %s: %w", r.Topic, r.Error)
-		}
-	}
-	return nil
+	return adminTopics(bootstrap, "create", func(a *kafka.AdminClient) ([]kafka.TopicResult, error) {
+		return a.CreateTopics(ctx, specs)
+	})
 }
 
 func deleteTopics(bootstrap string, names ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return adminTopics(bootstrap, "delete", func(a *kafka.AdminClient) ([]kafka.TopicResult, error) {
+		return a.DeleteTopics(ctx, names)
+	})
+}
+
+// adminTopics runs one admin call on topics and returns its first error, per topic too.
+func adminTopics(bootstrap, what string, call func(*kafka.AdminClient) ([]kafka.TopicResult, error)) error {
 	a, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := a.DeleteTopics(ctx, names)
+	res, err := call(a)
 	if err != nil {
 		return err
 	}
 	for _, r := range res {
 		if r.Error.Code() != kafka.ErrNoError {
-			return fmt.Errorf("delete topic %s: %w", r.Topic, r.Error)
+			return fmt.Errorf("%s topic %s: %w", what, r.Topic, r.Error)
 		}
 	}
 	return nil

@@ -167,27 +167,9 @@ func TestBrokerOutageMidRun(t *testing.T) {
 func TestPostgresOutageMidRun(t *testing.T) {
 	t.Parallel()
 	const n = 6000
-	pg := testenv.StartPGServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	require.NoError(t, store.Migrate(ctx, pg.URL()))
-	st, err := store.Open(ctx, pg.URL())
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
-	bs := testenv.KafkaBootstrap(t)
-	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
-	orders := kafkatest.CreateTopic(t, bs, 2, nil)
-	produce(t, dlq, seedMixed(n, orders, time.Now())...)
-
-	rc := faultRoute("pg-", dlq)
-	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
-	waitAssigned(t, bs, rc.Group, 1, 2)
+	r := startPGOutageRun(t, "pg-", n)
+	pg, st, bs, dlq, rc, e, run := r.pg, r.st, r.bs, r.dlq, r.rc, r.e, r.outcome
 	committed := committedOffsets(t, bs, dlq, rc.Group, 2)
-	run := runInBackground(e, rc.Name)
-	require.Eventually(t, func() bool {
-		got, err := st.Count(context.Background(), store.Filter{})
-		return err == nil && got >= n/50
-	}, 2*time.Minute, 50*time.Millisecond)
 
 	pg.Stop()
 	down := time.Now()
@@ -228,6 +210,43 @@ func TestPostgresOutageMidRun(t *testing.T) {
 
 // pgOutage is how long TestPostgresOutageMidRun keeps PostgreSQL down.
 const pgOutage = 20 * time.Second
+
+// pgOutageRun is a run in progress against a private PostgreSQL, ready for a fault.
+type pgOutageRun struct {
+	pg      *testenv.PGServer
+	st      *store.Store
+	bs, dlq string
+	rc      routes.Config
+	e       *redrive.Engine
+	outcome <-chan error
+}
+
+// startPGOutageRun starts a private PostgreSQL with a migrated store, seeds n mixed
+// records into a DLQ, starts an engine and a run of faultRoute on them, and returns once
+// a fiftieth of them is stored: the moment to inject the fault.
+func startPGOutageRun(t *testing.T, prefix string, n int) pgOutageRun {
+	t.Helper()
+	r := pgOutageRun{pg: testenv.StartPGServer(t), bs: testenv.KafkaBootstrap(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, store.Migrate(ctx, r.pg.URL()))
+	var err error
+	r.st, err = store.Open(ctx, r.pg.URL())
+	require.NoError(t, err)
+	t.Cleanup(r.st.Close)
+	r.dlq = kafkatest.CreateTopic(t, r.bs, 2, nil)
+	orders := kafkatest.CreateTopic(t, r.bs, 2, nil)
+	produce(t, r.dlq, seedMixed(n, orders, time.Now())...)
+	r.rc = faultRoute(prefix, r.dlq)
+	r.e = startEngineWith(t, redrive.Options{Store: r.st, Kafka: kcfg(t)}, r.rc)
+	waitAssigned(t, r.bs, r.rc.Group, 1, 2)
+	r.outcome = runInBackground(r.e, r.rc.Name)
+	require.Eventually(t, func() bool {
+		got, err := r.st.Count(context.Background(), store.Filter{})
+		return err == nil && got >= int64(n/50)
+	}, 2*time.Minute, 50*time.Millisecond)
+	return r
+}
 
 // A second engine joins the group in the middle of a run: the first one's revocation
 // finishes its in-flight work and commits exactly what is done, so the new owners start

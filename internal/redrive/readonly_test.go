@@ -7,11 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/dlqops/dlq/internal/redrive"
-	"github.com/dlqops/dlq/internal/store"
-	"github.com/dlqops/dlq/internal/testenv"
-	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
 
 // A failover to a read-only node and back, at one address: the worker's sessions are cut
@@ -23,14 +18,10 @@ import (
 func TestPostgresReadOnlyRecovers(t *testing.T) {
 	t.Parallel()
 	const n = 3000
-	pg := testenv.StartPGServer(t)
+	r := startPGOutageRun(t, "readonly-", n)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, store.Migrate(ctx, pg.URL()))
-	st, err := store.Open(ctx, pg.URL())
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
-	admin, err := pgx.Connect(ctx, pg.URL())
+	admin, err := pgx.Connect(ctx, r.pg.URL())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = admin.Close(context.Background()) })
 	exec := func(sql string) {
@@ -39,33 +30,20 @@ func TestPostgresReadOnlyRecovers(t *testing.T) {
 		require.NoError(t, err, sql)
 	}
 
-	bs := testenv.KafkaBootstrap(t)
-	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
-	orders := kafkatest.CreateTopic(t, bs, 2, nil)
-	produce(t, dlq, seedMixed(n, orders, time.Now())...)
-	rc := faultRoute("readonly-", dlq)
-	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
-	waitAssigned(t, bs, rc.Group, 1, 2)
-	run := runInBackground(e, rc.Name)
-	require.Eventually(t, func() bool {
-		got, err := st.Count(context.Background(), store.Filter{})
-		return err == nil && got >= n/50
-	}, 2*time.Minute, 50*time.Millisecond)
-
 	exec("ALTER DATABASE postgres SET default_transaction_read_only = on")
 	exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'postgres' AND pid <> pg_backend_pid()")
-	require.Eventually(t, ready(e, false), time.Minute, 100*time.Millisecond, "ready while PostgreSQL refuses writes")
+	require.Eventually(t, ready(r.e, false), time.Minute, 100*time.Millisecond, "ready while PostgreSQL refuses writes")
 	waitOutage(time.Now(), 10*time.Second)
 	exec("ALTER DATABASE postgres RESET default_transaction_read_only")
 
 	select {
-	case err := <-run:
+	case err := <-r.outcome:
 		require.NoError(t, err, "the run resumes and finishes by itself")
 	case <-time.After(3 * time.Minute):
 		t.Fatal("the run did not finish within 3 minutes of PostgreSQL turning writable")
 	}
-	require.Eventually(t, ready(e, true), time.Minute, 100*time.Millisecond)
-	waitCommitted(t, committedOffsets(t, bs, dlq, rc.Group, 2), watermarks(t, bs, dlq), time.Minute)
-	rep := requireMixedConserved(t, kcfg(t), st, dlq, rc.Group, n)
+	require.Eventually(t, ready(r.e, true), time.Minute, 100*time.Millisecond)
+	waitCommitted(t, committedOffsets(t, r.bs, r.dlq, r.rc.Group, 2), watermarks(t, r.bs, r.dlq), time.Minute)
+	rep := requireMixedConserved(t, kcfg(t), r.st, r.dlq, r.rc.Group, n)
 	t.Logf("%s", rep)
 }
