@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
 // Healthy means working: a route whose topics match no partition is not ready, a run is a
@@ -106,4 +108,69 @@ func probeTimeout(ctx context.Context) time.Duration {
 		return max(time.Millisecond, time.Until(dl))
 	}
 	return 2 * time.Second
+}
+
+// warnEvery logs at most once per interval per kind, so an outage gives clear, bounded logs.
+func (w *worker) warnEvery(kind string, err error, msg string) {
+	now := time.Now()
+	if now.Sub(w.lastWarn[kind]) < 10*time.Second {
+		return
+	}
+	w.lastWarn[kind] = now
+	w.log.Warn().Err(err).Str("kind", kind).Msg(msg)
+}
+
+// stall records a transient failure and returns how long to back off.
+func (w *worker) stall(kind string, err error, msg string) time.Duration {
+	w.stallN++
+	w.stalled.Store(kind + ": " + err.Error())
+	w.e.metrics.errors.WithLabelValues(w.route.Name, kind).Inc()
+	w.warnEvery(kind, err, msg)
+	return stallDelay(w.stallN)
+}
+
+// stallDelay is the backoff after n consecutive transient failures: stallBase doubling
+// per failure, capped at stallCap. Every stall waits by it.
+func stallDelay(n int) time.Duration {
+	return min(stallBase<<min(n, 8), stallCap)
+}
+
+func (w *worker) unstall() {
+	if w.stallN > 0 {
+		w.stallN = 0
+		w.stalled.Store("")
+		w.log.Info().Msg("recovered")
+	}
+}
+
+// noteKafkaError makes the route not ready while no broker answers: librdkafka retries
+// in-flight produces and fetches by itself, so no call of ours fails to say so.
+func (w *worker) noteKafkaError(err kafka.Error) {
+	if err.Code() == kafka.ErrAllBrokersDown {
+		w.kafkaDown.Store(true)
+	}
+}
+
+// kafkaUp clears kafkaDown; it runs on the loop, the only goroutine that sets it, so it
+// reads first and spares every record an atomic write.
+func (w *worker) kafkaUp() {
+	if w.kafkaDown.Load() {
+		w.kafkaDown.Store(false)
+	}
+}
+
+// kafkaReady is the readiness of the route's Kafka side; it runs outside the loop.
+func (w *worker) kafkaReady(ctx context.Context) error {
+	if !w.kafkaDown.Load() {
+		return nil
+	}
+	timeout := 2 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(time.Millisecond, time.Until(dl))
+	}
+	if _, err := w.producer.GetMetadata(nil, false, int(timeout/time.Millisecond)); err != nil {
+		return fmt.Errorf("kafka: all brokers down: %w", err)
+	}
+	w.kafkaDown.Store(false)
+	return nil
 }

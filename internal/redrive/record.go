@@ -1,0 +1,214 @@
+// The walk of one DLQ record on the loop goroutine: taken from the consumer, classified,
+// then handed to the sender (redrive) or to the parker (schedule, park); and the answers:
+// acknowledgements, produce failures and their retries. Everything here runs on the loop.
+
+package redrive
+
+import (
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/dlqops/dlq/internal/delivery"
+	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/redrive/tracker"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// inflight is the Opaque of a produced DLQ record: what a retry or a park needs to
+// build it again from the record as read (its envelope is decoded again then).
+type inflight struct {
+	part   *partition
+	src    *kafka.Message
+	topic  string
+	target int32
+}
+
+type retry struct {
+	at time.Time
+	o  *inflight
+}
+
+// onMessage takes one DLQ record from the consumer.
+func (w *worker) onMessage(m *kafka.Message) {
+	w.kafkaUp()
+	p := w.parts[partKey{*m.TopicPartition.Topic, m.TopicPartition.Partition}]
+	if p == nil || !p.reading || int64(m.TopicPartition.Offset) >= p.hw || w.held != nil {
+		// Not ours to process now (a message fetched just before a pause): rewind so that
+		// the next run reads it again.
+		w.rewind(m)
+		if p != nil && p.reading && int64(m.TopicPartition.Offset) >= p.hw {
+			w.stopReading(p)
+		}
+		return
+	}
+	if p.trk == nil {
+		p.trk = tracker.New(int64(m.TopicPartition.Offset))
+		p.from = p.trk.Watermark()
+	}
+	if int64(m.TopicPartition.Offset)+1 >= p.hw {
+		w.stopReading(p)
+	}
+	if !w.admit() {
+		w.held = m
+		w.throttle()
+		return
+	}
+	w.process(p, m)
+}
+
+// process classifies and dispatches one admitted record.
+func (w *worker) process(p *partition, m *kafka.Message) {
+	now := w.e.clock()
+	from := headers.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)}
+	dec := headers.DecodeOf(m.Headers)
+	if len(dec.Warnings) > 0 {
+		w.noteHeaderWarnings(from, dec.Warnings)
+	}
+	if isPointer(dec) {
+		if m, dec = w.resolvePointer(p, m, dec); m == nil {
+			return // parked source_unavailable, or stalled and read again later
+		}
+	}
+	d := w.route.classify(dec, from, m.Timestamp, now)
+	if d.act == actRedrive {
+		target, ok, err := w.topics.Partition(dec.Envelope.OriginalTopic, dec.Envelope.OriginalPartition, m.Key)
+		switch {
+		case err != nil:
+			// The cluster does not answer: stall this partition, read the record again later.
+			w.stall("metadata", err, "cannot look up the original topic; partition stalled")
+			w.rewind(m)
+			p.reading = false
+			w.requeueRead(p)
+			return
+		case !ok:
+			d = decision{act: actPark, reason: store.ReasonUnknownTopic, detail: "topic " + dec.Envelope.OriginalTopic + " does not exist"}
+		default:
+			mustAdd(p, m)
+			w.inFlight++
+			o := &inflight{part: p, src: m, topic: dec.Envelope.OriginalTopic, target: target}
+			w.sendQ = append(w.sendQ, sendJob{o: o, env: dec.Envelope, now: now})
+			return
+		}
+	}
+	mustAdd(p, m)
+	w.inFlight++
+	w.enqueueStore(p, m, dec.Envelope, d)
+}
+
+func mustAdd(p *partition, m *kafka.Message) {
+	if err := p.trk.Add(int64(m.TopicPartition.Offset)); err != nil {
+		panic(err) // the consumer hands out increasing offsets; anything else is our bug
+	}
+}
+
+// requeueRead makes a stalled partition part of the run again after the stall backoff.
+func (w *worker) requeueRead(p *partition) {
+	if w.run != nil {
+		w.run.stalledParts = append(w.run.stalledParts, stalledPart{p: p, at: time.Now().Add(stallDelay(w.stallN))})
+	}
+}
+
+// flushSends hands the queued redriven records to the sender unless it is still busy
+// with earlier ones; they wait for the next turn then.
+func (w *worker) flushSends() {
+	select {
+	case w.sendIn() <- w.sendQ:
+		w.sendQ = nil
+	default:
+	}
+}
+
+// sendIn is the sender's input when records wait for it, else nil (a select case that is
+// never ready), for the loop's waits.
+func (w *worker) sendIn() chan<- []sendJob {
+	if len(w.sendQ) == 0 {
+		return nil
+	}
+	return w.send.in
+}
+
+// drainDeliveries takes the produce acknowledgements waiting on the producer's channel
+// and the records the sender could not produce.
+func (w *worker) drainDeliveries() {
+	for {
+		select {
+		case ev := <-w.producer.Events():
+			w.onDelivery(ev)
+		case f := <-w.send.failed:
+			w.onProduceFailure(f.o, f.err)
+		default:
+			return
+		}
+	}
+}
+
+func (w *worker) onDelivery(ev kafka.Event) {
+	switch ev := ev.(type) {
+	case *kafka.Message:
+		switch o := ev.Opaque.(type) {
+		case *inflight:
+			w.onRedriveAck(o, ev)
+		case *claimed:
+			w.onClaimAck(o, ev)
+		}
+	case kafka.Error:
+		if ev.IsFatal() {
+			w.fatal = ev
+			return
+		}
+		w.noteKafkaError(ev)
+		w.warnEvery("kafka_producer", ev, "producer error (librdkafka retries by itself)")
+	}
+}
+
+func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
+	err := ack.TopicPartition.Error
+	if err == nil {
+		w.kafkaUp()
+		w.inFlight--
+		if o.part.gone {
+			return
+		}
+		o.part.trk.Done(int64(o.src.TopicPartition.Offset))
+		o.part.counts.redriven++
+		w.redrivenCount.Inc()
+		w.unstall()
+		return
+	}
+	w.onProduceFailure(o, err)
+}
+
+// onProduceFailure handles a redriven record that Produce refused or whose delivery
+// failed: park it, retry it after a backoff, or stop the worker.
+func (w *worker) onProduceFailure(o *inflight, err error) {
+	switch class, reason := delivery.Classify(err); class {
+	case delivery.Fatal:
+		w.fatal = err
+	case delivery.Permanent:
+		w.enqueueStore(o.part, o.src, headers.DecodeOf(o.src.Headers).Envelope, decision{act: actPark, reason: reason, detail: err.Error()})
+	default:
+		// Built again from the record as read: a failed acknowledgement carries no key,
+		// value or headers (go.delivery.report.fields is none).
+		o.part.counts.errors++
+		w.retries = append(w.retries, retry{at: time.Now().Add(w.stall("produce", err, "produce failed; retrying after a backoff")), o: o})
+	}
+}
+
+// retryProduces sends again the records whose transient failure backoff elapsed.
+func (w *worker) retryProduces() {
+	now := time.Now()
+	kept := w.retries[:0]
+	for _, r := range w.retries {
+		if now.Before(r.at) {
+			kept = append(kept, r)
+			continue
+		}
+		if r.o.part.gone {
+			w.inFlight--
+			continue
+		}
+		w.sendQ = append(w.sendQ, sendJob{o: r.o, env: headers.DecodeOf(r.o.src.Headers).Envelope, now: w.e.clock()})
+	}
+	w.retries = kept
+}
