@@ -72,11 +72,7 @@ func (e *Engine) applyControls(ctx context.Context, rcs []store.RouteControl, se
 			continue // try again on the next poll
 		}
 		seen[w.route.Name] = rc.RunRequestedAt
-		e.bg.Add(1)
-		go func() {
-			defer e.bg.Done()
-			w.trigger(ctx, "operator")
-		}()
+		e.life.Go(func(ctx context.Context) { w.trigger(ctx, "operator") })
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/lifecycle"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -66,18 +67,21 @@ type Engine struct {
 	onFatal       func(error)
 	configs       []routes.Config
 
-	mu       sync.Mutex
-	started  bool
-	stopped  bool
-	workers  []*worker
-	live     atomic.Pointer[[]*worker] // workers, for Ready and RunNow without the lock
-	cron     *cron.Cron
-	cronIDs  []cron.EntryID // per worker: its schedule's entry, whose next run operators see
-	cancel   context.CancelFunc
-	loops    []chan error           // nil once that loop's result is taken
-	stops    []chan context.Context // carries Stop's context: its deadline is the grace
-	closed   bool                   // every loop ended and the background goroutines too
-	bg       sync.WaitGroup
+	// mu serializes Start and Stop and guards the fields below it; no goroutine of the
+	// engine takes it, so Stop may hold it while it waits for them.
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	workers []*worker
+	live    atomic.Pointer[[]*worker] // workers, for Ready and RunNow without the lock
+	cron    *cron.Cron
+	cronIDs []cron.EntryID         // per worker: its schedule's entry, whose next run operators see
+	loops   []chan error           // nil once that loop's result is taken
+	stops   []chan context.Context // carries Stop's context: its deadline is the grace
+	closed  bool                   // every loop ended and the background goroutines too
+	// life runs the routes' loops, the controls poller, the oldest-due watcher and the
+	// operators' runs.
+	life     lifecycle.Base
 	fatalMu  sync.Mutex // guards fatalErr, not mu: Stop holds mu while it waits for loops that report one
 	fatalErr error
 }
@@ -121,8 +125,11 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("redrive: started twice")
 	}
 	e.started = true
-	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e.cancel = cancel
+	// The work outlives ctx (a signal context): Stop ends it.
+	base, err := e.life.Start(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
 	e.cron = cron.New(cron.WithParser(routes.Parser), cron.WithChain(cron.SkipIfStillRunning(cronLogger{e.log})))
 	for _, rc := range e.configs {
 		w, err := newWorker(e, rc)
@@ -145,22 +152,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	for _, w := range e.workers {
 		stop, done := make(chan context.Context, 1), make(chan error, 1)
 		e.stops, e.loops = append(e.stops, stop), append(e.loops, done)
-		e.bg.Add(1)
-		go func() {
-			defer e.bg.Done()
-			w.loop(base, stop, done)
-		}()
+		e.life.Go(func(ctx context.Context) { w.loop(ctx, stop, done) })
 	}
-	e.bg.Add(1)
-	go func() {
-		defer e.bg.Done()
-		e.controls(base)
-	}()
-	e.bg.Add(1)
-	go func() {
-		defer e.bg.Done()
-		e.watchOldestDue(base)
-	}()
+	e.life.Go(e.controls)
+	e.life.Go(e.watchOldestDue)
 	ws := e.workers
 	e.live.Store(&ws)
 	e.cron.Start()
@@ -220,9 +215,10 @@ func (e *Engine) stopLocked(ctx context.Context) error {
 				e.workers[i].route.Name, ctx.Err()))
 		}
 	}
-	e.cancel()
-	if !open {
-		e.bg.Wait()
+	if open {
+		_ = e.life.Stop(ctx) // ctx has ended: cancels the work; a later Stop waits for it
+	} else {
+		_ = e.life.Stop(context.Background()) // the loops returned: the rest end once cancelled
 		e.closed = true
 	}
 	return errors.Join(errs...)

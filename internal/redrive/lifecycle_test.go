@@ -38,7 +38,7 @@ func TestRequeueReadWaitsAtMostTheCap(t *testing.T) {
 // Stop holds the engine's lock while it waits for the route loops; a loop that reports a
 // fatal error meanwhile must not need that lock, or Stop waits out its whole grace.
 func TestStopWhileALoopReportsAFatalError(t *testing.T) {
-	e := &Engine{log: zerolog.Nop(), started: true, cron: cron.New(), cancel: func() {}}
+	e := &Engine{log: zerolog.Nop(), started: true, cron: cron.New()}
 	stop, done := make(chan context.Context, 1), make(chan error, 1)
 	e.workers = []*worker{{route: route{Config: routes.Config{Name: "r"}}}}
 	e.stops, e.loops = []chan context.Context{stop}, []chan error{done}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/lifecycle"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -179,20 +180,21 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 // loop is the worker goroutine: it polls until stop delivers Stop's context, then drains
 // within that context's deadline and closes.
 func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done chan<- error) {
-	var storersWG sync.WaitGroup
-	storerCtx, cancelStorer := context.WithCancel(ctx)
+	// The loop's helpers: the storers (parker.go) and the position writer (offsets.go).
+	// They stop after the shutdown, which still hands them work.
+	var helpers lifecycle.Base
+	_, _ = helpers.Start(ctx) // a new Base is never started twice; its work ends with ctx too
 	for range storers {
-		storersWG.Go(func() { w.storer(storerCtx) })
+		helpers.Go(w.storer)
 	}
-	storersWG.Go(func() { w.positionWriter(storerCtx) })
+	helpers.Go(w.positionWriter)
 	w.send.start()
 	var err error
 	for w.fatal == nil {
 		select {
 		case sctx := <-stop:
 			err = w.shutdown(sctx)
-			cancelStorer()
-			storersWG.Wait()
+			_ = helpers.Stop(context.Background()) // they return as soon as they are cancelled
 			done <- err
 			return
 		case reply := <-w.runReq:
@@ -204,8 +206,7 @@ func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done cha
 	w.log.Error().Err(w.fatal).Msg("fatal error: stopping without committing unacknowledged records")
 	w.e.fatal(fmt.Errorf("route %s: %w", w.route.Name, w.fatal))
 	err = errors.Join(w.fatal, w.shutdown(ctx))
-	cancelStorer()
-	storersWG.Wait()
+	_ = helpers.Stop(context.Background())
 	<-stop
 	done <- err
 }
