@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/proctest"
 )
 
 // The job runner runs in the dlq-worker process: a dlq-worker is killed with SIGKILL in
@@ -41,19 +40,19 @@ func TestKill9RunnerProcessMidJob(t *testing.T) {
 
 	bin := buildWorker(t)
 	cfg := workerConfig(t, url, bs, topic)
-	first := startWorker(t, bin, cfg)
+	first := proctest.Start(t, filepath.Join(t.TempDir(), "first.log"), nil, bin, "run", "--config", cfg)
 	require.Eventually(t, func() bool {
 		j, err := st.GetJob(ctx, job.ID)
 		require.NoError(t, err)
 		return j.Done > 0
 	}, 3*time.Minute, 5*time.Millisecond)
-	first.kill()
+	first.Kill()
 	mid, err := st.GetJob(ctx, job.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.JobRunning, mid.Status, "killed mid-job")
 	require.Less(t, mid.Done, int64(n))
 
-	startWorker(t, bin, cfg)
+	proctest.Start(t, filepath.Join(t.TempDir(), "second.log"), nil, bin, "run", "--config", cfg)
 	job = waitJob(t, st, job.ID)
 	require.Equal(t, store.JobSucceeded, job.Status, job.Error)
 	require.EqualValues(t, n, job.Done)
@@ -76,10 +75,9 @@ func TestKill9RunnerProcessMidJob(t *testing.T) {
 // into the test's temporary folder.
 func buildWorker(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "dlq-worker")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/dlqops/dlq/cmd/dlq-worker").CombinedOutput()
-	require.NoError(t, err, "go build dlq-worker: %s", out)
-	return bin
+	dir := t.TempDir()
+	require.NoError(t, proctest.Build(dir, "github.com/dlqops/dlq/cmd/dlq-worker"))
+	return filepath.Join(dir, "dlq-worker")
 }
 
 // workerConfig is a dlq-worker configuration whose route is named route (as Park names
@@ -99,38 +97,4 @@ routes:
     backoff: none
 `, dbURL, bootstrap, route, idle)), 0o600))
 	return path
-}
-
-// workerProc is a running dlq-worker, killed at the end of the test if still alive.
-type workerProc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func startWorker(t *testing.T, bin, cfg string) *workerProc {
-	t.Helper()
-	logf, err := os.Create(filepath.Join(t.TempDir(), "worker.log"))
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "run", "--config", cfg)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
-	p := &workerProc{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		_ = logf.Close()
-		close(p.done)
-	}()
-	t.Cleanup(p.kill)
-	return p
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *workerProc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
 }

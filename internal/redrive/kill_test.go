@@ -16,6 +16,7 @@ import (
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/proctest"
 )
 
 // kill -9 of the worker process at random points of a 20,000-record run, at least five
@@ -52,13 +53,13 @@ func TestKillNineMidRun(t *testing.T) {
 		w := startWorker(t, cfg, logPath)
 		require.Eventually(t, func() bool { return total(targetEnd()) >= at }, 2*time.Minute, 10*time.Millisecond,
 			"the worker never redrove up to %d; log in %s", at, logPath)
-		w.kill()
+		w.Kill()
 		points = append(points, killPoint{committed: committed(), target: targetEnd()})
 	}
 	w := startWorker(t, cfg, logPath)
 	dlqEnd := watermarks(t, bs, dlq)
 	waitCommitted(t, committed, dlqEnd, 3*time.Minute)
-	require.NoError(t, w.term(), "graceful shutdown exits 0; log in %s", logPath)
+	require.NoError(t, w.Term(workerGrace), "graceful shutdown exits 0; log in %s", logPath)
 	elapsed := time.Since(began)
 
 	final := committed()
@@ -98,7 +99,7 @@ func TestInstancesTakeOverAKilledOne(t *testing.T) {
 	// 400 records/s per worker: the run lasts ~10 s, long enough to kill one in the middle.
 	cfg := workerConfig(t, dbURL, bs, procRoute{name: name, topic: dlq, maxInFlight: maxInFlight, rateLimit: 400})
 	dir := t.TempDir()
-	var ws []*workerProc
+	var ws []*proctest.Proc
 	for i := range 3 {
 		ws = append(ws, startWorker(t, cfg, filepath.Join(dir, fmt.Sprintf("worker-%d.log", i))))
 	}
@@ -108,10 +109,10 @@ func TestInstancesTakeOverAKilledOne(t *testing.T) {
 	require.Eventually(t, func() bool { return total(targetEnd()) >= records/4 }, 2*time.Minute, 20*time.Millisecond)
 
 	victim := ws[0]
-	ws[0].kill()
+	ws[0].Kill()
 	pt := killPoint{committed: committed(), target: targetEnd(), parts: map[int32]bool{}}
 	for client, ps := range owned {
-		if strings.Contains(client, fmt.Sprintf("-%d-", victim.cmd.Process.Pid)) {
+		if strings.Contains(client, fmt.Sprintf("-%d-", victim.Pid())) {
 			for _, p := range ps {
 				pt.parts[p] = true
 			}
@@ -121,7 +122,7 @@ func TestInstancesTakeOverAKilledOne(t *testing.T) {
 	after := waitAssigned(t, bs, group, 2, partitions)
 	waitCommitted(t, committed, watermarks(t, bs, dlq), 3*time.Minute)
 	for _, w := range ws[1:] {
-		require.NoError(t, w.term(), "graceful shutdown exits 0; logs in %s", dir)
+		require.NoError(t, w.Term(workerGrace), "graceful shutdown exits 0; logs in %s", dir)
 	}
 	rep := requireConserved(t, st, dlq, group)
 	require.Equal(t, records, rep.Checked)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/proctest"
 )
 
 // The dlq-worker binary is built once per test binary, without -race (it is the system
@@ -47,10 +46,7 @@ func buildWorker(t *testing.T) string {
 			return
 		}
 		workerBin = filepath.Join(workerDir, "dlq-worker")
-		out, err := exec.Command("go", "build", "-o", workerBin, "github.com/dlqops/dlq/cmd/dlq-worker").CombinedOutput()
-		if err != nil {
-			workerErr = fmt.Errorf("go build dlq-worker: %v\n%s", err, out)
-		}
+		workerErr = proctest.Build(workerDir, "github.com/dlqops/dlq/cmd/dlq-worker")
 	})
 	require.NoError(t, workerErr)
 	return workerBin
@@ -86,54 +82,15 @@ routes:
 	return path
 }
 
-// workerProc is a running dlq-worker process, killed at the end of the test if still alive.
-type workerProc struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
-
-func startWorker(t *testing.T, cfg, logPath string) *workerProc {
+// startWorker runs dlq-worker with cfg, its output appended to logPath; it is killed at
+// the end of the test if still alive.
+func startWorker(t *testing.T, cfg, logPath string) *proctest.Proc {
 	t.Helper()
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	require.NoError(t, err)
-	cmd := exec.Command(buildWorker(t), "run", "--config", cfg)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
-	p := &workerProc{t: t, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	t.Cleanup(p.kill)
-	return p
+	return proctest.Start(t, logPath, nil, buildWorker(t), "run", "--config", cfg)
 }
 
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *workerProc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-// term sends SIGTERM and returns the exit error; the worker's grace bounds the wait.
-func (p *workerProc) term() error {
-	p.t.Helper()
-	require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(2 * time.Minute):
-		p.kill()
-		return fmt.Errorf("dlq-worker did not exit within 2 minutes of SIGTERM")
-	}
-}
+// workerGrace bounds a worker's graceful shutdown in the tests.
+const workerGrace = 2 * time.Minute
 
 // watermarks returns a function reading the high watermark of each partition of topic.
 func watermarks(t *testing.T, bootstrap, topic string) func() map[int32]int64 {

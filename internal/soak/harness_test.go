@@ -23,6 +23,7 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/proctest"
 )
 
 // soak is the private stack every scenario shares: the binaries, one broker, one
@@ -54,8 +55,7 @@ func (s *soak) logDir(t *testing.T) string {
 func buildBinaries(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/dlqops/dlq/cmd/dlq-worker", "github.com/dlqops/dlq/cmd/dlq-admin").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	require.NoError(t, proctest.Build(dir, "github.com/dlqops/dlq/cmd/dlq-worker", "github.com/dlqops/dlq/cmd/dlq-admin"))
 	return dir
 }
 
@@ -112,44 +112,21 @@ shutdown_grace: 30s
 	return path
 }
 
-// proc is a running binary, killed when the scenario ends if still alive.
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
-
-func (s *soak) start(t *testing.T, logPath string, name string, args ...string) *proc {
+// start runs the binary name, killed when the scenario ends if still alive.
+func (s *soak) start(t *testing.T, logPath string, name string, args ...string) *proctest.Proc {
 	t.Helper()
-	p, err := s.spawn(logPath, name, args...)
-	require.NoError(t, err)
-	t.Cleanup(p.kill)
-	return p
+	return proctest.Start(t, logPath, s.env(), filepath.Join(s.bin, name), args...)
 }
 
-// spawn starts a binary; safe outside the test's goroutine (the caller ends it).
-func (s *soak) spawn(logPath string, name string, args ...string) (*proc, error) {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(filepath.Join(s.bin, name), args...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+s.tmp)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	return p, nil
+// spawn starts the binary name; safe outside the test's goroutine (the caller ends it).
+func (s *soak) spawn(logPath string, name string, args ...string) (*proctest.Proc, error) {
+	return proctest.Spawn(logPath, s.env(), filepath.Join(s.bin, name), args...)
 }
 
-func (s *soak) startWorker(t *testing.T, cfg, logPath string) *proc {
+// env keeps the workers' static-membership slot locks in our TMPDIR.
+func (s *soak) env() []string { return []string{"TMPDIR=" + s.tmp} }
+
+func (s *soak) startWorker(t *testing.T, cfg, logPath string) *proctest.Proc {
 	t.Helper()
 	return s.start(t, logPath, "dlq-worker", "run", "--config", cfg)
 }
@@ -158,7 +135,7 @@ func (s *soak) startWorker(t *testing.T, cfg, logPath string) *proc {
 // systemd would restart it; the restarts are reported.
 type supervised struct {
 	mu       sync.Mutex
-	cur      *proc
+	cur      *proctest.Proc
 	restarts int
 	exits    []string // why the worker exited on its own
 	stopping bool
@@ -176,14 +153,14 @@ func (s *soak) superviseWorker(t *testing.T, cfg, logPath string) *supervised {
 			sv.mu.Lock()
 			cur := sv.cur
 			sv.mu.Unlock()
-			<-cur.done
+			<-cur.Done()
 			sv.mu.Lock()
 			if sv.stopping {
 				sv.mu.Unlock()
 				return
 			}
 			sv.restarts++
-			sv.exits = append(sv.exits, fmt.Sprint(cur.err))
+			sv.exits = append(sv.exits, fmt.Sprint(cur.Err()))
 			time.Sleep(time.Second) // a restart policy's back-off
 			next, err := s.spawn(logPath, "dlq-worker", "run", "--config", cfg)
 			if err != nil {
@@ -201,7 +178,7 @@ func (s *soak) superviseWorker(t *testing.T, cfg, logPath string) *supervised {
 func (sv *supervised) signal(sig syscall.Signal) {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	sv.cur.signal(sig)
+	sv.cur.Signal(sig)
 }
 
 // term stops supervising and terminates the worker.
@@ -214,8 +191,8 @@ func (sv *supervised) term() error {
 	sv.stopping = true
 	cur := sv.cur
 	sv.mu.Unlock()
-	err := cur.term()
-	cur.kill()
+	err := cur.Term(procGrace)
+	cur.Kill()
 	<-sv.stopped
 	return err
 }
@@ -230,31 +207,8 @@ func (sv *supervised) note() string {
 	return fmt.Sprintf("; worker restarted %d time(s) after exiting on its own (%s)", sv.restarts, strings.Join(sv.exits, ", "))
 }
 
-func (p *proc) signal(sig syscall.Signal) { _ = p.cmd.Process.Signal(sig) }
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *proc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	p.signal(syscall.SIGCONT) // a stopped process dies only once it runs
-	p.signal(syscall.SIGKILL)
-	<-p.done
-}
-
-// term sends SIGTERM and returns the exit error; the worker's grace bounds the wait.
-func (p *proc) term() error {
-	p.signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(2 * time.Minute):
-		p.kill()
-		return errors.New("did not exit within 2 minutes of SIGTERM")
-	}
-}
+// procGrace bounds a binary's graceful shutdown.
+const procGrace = 2 * time.Minute
 
 // seed fills topic with n DLQ records for target, keyed "<batch>-<i>", spread over
 // partitions; every tenth is exhausted (parked) unless allExhausted says all are.

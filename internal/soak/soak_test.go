@@ -120,12 +120,12 @@ func killNine(groupInstance string) func(t *testing.T, s *soak, r *row) {
 			w := s.startWorker(t, cfg, logPath)
 			require.Eventually(t, func() bool { return total(targetEnd()) >= at }, 3*time.Minute, 10*time.Millisecond,
 				"kill %d: the worker never redrove up to %d; log in %s", i+1, at, logPath)
-			w.kill()
+			w.Kill()
 		}
 		killed, committedByLives := time.Since(began), total(committed())
 		w := s.startWorker(t, cfg, logPath)
 		s.waitDrained(t, rt.dlq, rt.group, partitions, 5*time.Minute)
-		require.NoError(t, w.term(), "graceful shutdown; log in %s", logPath)
+		require.NoError(t, w.Term(procGrace), "graceful shutdown; log in %s", logPath)
 		s.judge(t, r, cfg, rt.dlq, rt.group, rt.target, rt.db, keys("k", records), 0)
 		r.note = fmt.Sprintf("%.0f duplicated per kill; 30 kills in %s; the killed lives committed %d records in all",
 			float64(r.duplicated)/kills, killed.Round(time.Second), committedByLives)
@@ -235,7 +235,7 @@ func offsets(fault offsetFault) func(t *testing.T, s *soak, r *row) {
 		logPath := filepath.Join(s.logDir(t), "worker.log")
 		w := s.startWorker(t, cfg, logPath)
 		s.waitDrained(t, rt.dlq, rt.group, partitions, 3*time.Minute)
-		require.NoError(t, w.term(), "log in %s", logPath)
+		require.NoError(t, w.Term(procGrace), "log in %s", logPath)
 
 		s.seed(t, rt.dlq, rt.target, "b", second, partitions, false)
 		lost := fault(t, s, rt)
@@ -251,7 +251,7 @@ func offsets(fault offsetFault) func(t *testing.T, s *soak, r *row) {
 			time.Sleep(time.Second)
 		}
 		time.Sleep(3 * time.Second) // a last run commits what it redrove
-		require.NoError(t, w.term(), "log in %s", logPath)
+		require.NoError(t, w.Term(procGrace), "log in %s", logPath)
 		s.judge(t, r, cfg, rt.dlq, rt.group, rt.target, rt.db, seeded, lost)
 	}
 }
@@ -397,7 +397,7 @@ tokens:
 		j = show()
 		return j.Status != "pending" && j.Status != "running"
 	}, 5*time.Minute, time.Second, "the job did not end (%+v); logs in %s", j, dir)
-	require.NoError(t, admin.term(), "logs in %s", dir)
+	require.NoError(t, admin.Term(procGrace), "logs in %s", dir)
 	require.NoError(t, w.term(), "logs in %s", dir)
 	s.judge(t, r, cfg, rt.dlq, rt.group, rt.target, rt.db, keys("r", records), 0)
 	r.note = fmt.Sprintf("job %s: %d done, %d failed of %d; broker down 15 s", j.Status, j.Done, j.Failed, j.Total) + w.note()

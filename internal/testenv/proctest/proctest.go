@@ -1,0 +1,103 @@
+// Package proctest runs the project's binaries as child processes in tests: built as a user
+// builds them (go build, no -race), started with their output appended to a log file,
+// signalled, and killed when the test ends.
+package proctest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Build builds the binaries of pkgs (import paths) into dir.
+func Build(dir string, pkgs ...string) error {
+	out, err := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build %v: %v\n%s", pkgs, err, out)
+	}
+	return nil
+}
+
+// Proc is a running binary. Its waiter goroutine owns err until it closes done.
+type Proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Spawn starts bin with args and env added to the environment, its output appended to
+// logPath. It is safe outside the test's goroutine; the caller ends the process.
+func Spawn(logPath string, env []string, bin string, args ...string) (*Proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return nil, err
+	}
+	p := &Proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Start is Spawn from the test's goroutine; the process is killed when the test ends.
+func Start(t testing.TB, logPath string, env []string, bin string, args ...string) *Proc {
+	t.Helper()
+	p, err := Spawn(logPath, env, bin, args...)
+	require.NoError(t, err)
+	t.Cleanup(p.Kill)
+	return p
+}
+
+// Pid is the process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Err is the exit error, once Done is closed.
+func (p *Proc) Err() error {
+	<-p.done
+	return p.err
+}
+
+// Signal sends sig; a process already gone ignores it.
+func (p *Proc) Signal(sig syscall.Signal) { _ = p.cmd.Process.Signal(sig) }
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (p *Proc) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.Signal(syscall.SIGCONT) // a stopped process dies only once it runs
+	p.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Term sends SIGTERM and returns the exit error; after grace it kills the process.
+func (p *Proc) Term(grace time.Duration) error {
+	p.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(grace):
+		p.Kill()
+		return errors.New("did not exit within " + grace.String() + " of SIGTERM")
+	}
+}
