@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -30,6 +29,7 @@ import (
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/delivery/rules"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/lifecycle"
 	"github.com/dlqops/dlq/internal/redrive/backoff"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
@@ -69,14 +69,18 @@ type Runner struct {
 	retries *prometheus.CounterVec
 	rules   map[string]*rules.Rules // by route name
 
-	mu       sync.Mutex
+	// Set by Start before any goroutine; the producer is closed once every slot has exited.
 	producer *kafka.Producer
 	topics   *delivery.Topics
-	cancel   context.CancelFunc // ends the work at once (a Stop past its deadline)
-	stopping chan struct{}      // closed by Stop: finish the current batch, then exit
-	done     chan struct{}      // closed when every loop has exited
-	sweeping sync.WaitGroup     // the sweep goroutine, ended by cancel
-	drained  chan struct{}      // closed when drainEvents has returned (after the producer's Close)
+
+	// The runner's goroutines, in two groups that Stop ends in turn. slots are the job
+	// slots: ending their context asks each to finish its current batch and hand its job
+	// back, and stopping is that context's Done (see stopRequested). life holds the
+	// sweeper, the producer's closer and its event drain; its context is the jobs' work
+	// context, whose end abandons them where they are, as in a crash.
+	slots    lifecycle.Base
+	stopping <-chan struct{}
+	life     lifecycle.Base
 }
 
 // New validates cfg and registers the runner's metrics.
@@ -129,68 +133,57 @@ func New(cfg Config) (*Runner, error) {
 
 // Start opens the producer and starts claiming jobs. The work outlives ctx: Stop ends it.
 func (r *Runner) Start(ctx context.Context) error {
+	work, err := r.life.Start(context.WithoutCancel(ctx))
+	if err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
+	stop, err := r.slots.Start(work)
+	if err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
 	cm := delivery.ProducerConfig(r.cfg.Kafka)
 	p, err := kafka.NewProducer(&cm)
 	if err != nil {
 		return fmt.Errorf("jobs: producer: %w", err)
 	}
-	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.mu.Lock()
-	r.producer, r.cancel = p, cancel
-	r.topics = delivery.NewTopics(p, metadataTTL, metadataTimeout)
-	r.stopping, r.done, r.drained = make(chan struct{}), make(chan struct{}), make(chan struct{})
-	drained := r.drained
-	r.mu.Unlock()
-	go func() {
-		defer close(drained)
-		r.drainEvents(p)
-	}()
-	r.sweeping.Go(func() { r.sweep(work) })
+	r.producer, r.topics, r.stopping = p, delivery.NewTopics(p, metadataTTL, metadataTimeout), stop.Done()
+	r.life.Go(func(context.Context) { r.drainEvents(p) })
+	r.life.Go(func(context.Context) { r.closeProducer(stop, p) })
+	r.life.Go(r.sweep)
 	// Each slot holds its jobs under an owner of its own, so that a slot never takes over
 	// a job another slot still runs (a heartbeat late enough to let the lease expire).
-	var loops sync.WaitGroup
 	for i := range r.cfg.Concurrency {
-		loops.Go(func() { r.loop(work, fmt.Sprintf("%s/%d", r.cfg.Owner, i), r.cfg.Store.ClaimJob) })
+		r.slots.Go(func(context.Context) { r.loop(work, fmt.Sprintf("%s/%d", r.cfg.Owner, i), r.cfg.Store.ClaimJob) })
 	}
-	loops.Go(func() { r.loop(work, r.cfg.Owner+"/records", r.cfg.Store.ClaimRecordJob) })
-	go func() {
-		loops.Wait()
-		close(r.done)
-	}()
+	r.slots.Go(func(context.Context) { r.loop(work, r.cfg.Owner+"/records", r.cfg.Store.ClaimRecordJob) })
 	r.log.Info().Dur("lease_ms", r.cfg.Lease).Msg("job runner started")
 	return nil
 }
 
-// Stop lets the current batch finish and hands the job back (its lease ends now, so
-// another instance resumes it at once), then closes the producer. If ctx ends first the
-// work is abandoned where it is, as in a crash, and its leases expire. Safe before Start
-// and twice.
+// Stop lets each slot finish its current batch and hand its job back (its lease ends
+// now, so another instance resumes it at once), then closes the producer. If ctx ends
+// first, the work is abandoned where it is, as in a crash (its leases expire), and Stop
+// returns: the goroutines end in the background and a later Stop waits for them again.
+// Safe before Start, twice and concurrently.
 func (r *Runner) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	p, cancel, stopping, done, drained := r.producer, r.cancel, r.stopping, r.done, r.drained
-	r.producer = nil
-	r.mu.Unlock()
-	if p == nil {
-		return nil
+	if err := r.slots.Stop(ctx); err != nil {
+		_ = r.life.Stop(ctx) // ctx has ended: this only abandons the work
+		return fmt.Errorf("jobs: stop: %w (work abandoned; its leases will expire)", err)
 	}
-	close(stopping)
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = fmt.Errorf("jobs: stop: %w (work abandoned; its leases will expire)", ctx.Err())
+	if err := r.life.Stop(ctx); err != nil {
+		return fmt.Errorf("jobs: stop: %w", err)
 	}
-	cancel()
-	<-done
-	r.sweeping.Wait()
-	if err == nil {
-		if dl, ok := ctx.Deadline(); ok {
-			p.Flush(int(time.Until(dl).Milliseconds()))
-		}
-	}
+	return nil
+}
+
+// closeProducer closes the producer once Stop began and every slot has exited, which
+// ends drainEvents. Nothing is left to flush then: a slot awaits the reports of what it
+// sent before it exits, and what a lost or abandoned job left in flight is leased, for
+// its next holder or the sweeper.
+func (r *Runner) closeProducer(stop context.Context, p *kafka.Producer) {
+	<-stop.Done()
+	_ = r.slots.Stop(context.Background()) // they are stopping already: wait for them
 	p.Close()
-	<-drained // Close ended the event channel
-	return err
 }
 
 // drainEvents logs producer-level events (errors not tied to one record) until Close.
@@ -557,15 +550,9 @@ func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, erro
 	if n := len(todo) - len(b.sent); n > 0 {
 		b.skip(todo[0].ID, n)
 	}
-	x.mu.Lock()
-	p := x.producer
-	x.mu.Unlock()
-	if p == nil {
-		return nil, errLost // stopped
-	}
 	b.results = make([]produced, len(b.sent))
 	b.reports = make(chan kafka.Event, len(b.sent))
-	b.produce(p, &x.enc, x.produce, allOf(len(b.sent)))
+	b.produce(x.producer, &x.enc, x.produce, allOf(len(b.sent)))
 	return b, nil
 }
 
@@ -638,14 +625,11 @@ func (x *execution) settle(ctx context.Context, b *batch, beat bool) error {
 		if !beat {
 			break
 		}
-		x.mu.Lock()
-		p := x.producer
-		x.mu.Unlock()
-		if p == nil {
+		if x.stopRequested() {
 			lost = errStopped
 			break
 		}
-		b.produce(p, &x.retryEnc, x.produce, retry)
+		b.produce(x.producer, &x.retryEnc, x.produce, retry)
 	}
 	var done []store.Redriven
 	failed := map[store.Reason][]int64{}

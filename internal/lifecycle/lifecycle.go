@@ -1,7 +1,7 @@
 // Package lifecycle is the Start/Stop base of dlq's long-running parts (the redrive
-// engine and its routes' helpers, housekeeping): a work context that Stop cancels,
-// goroutines started on it and tracked, and a Stop that cancels the work and waits for
-// every goroutine, at most until its own context ends. A part whose work must outlive the
+// engine and its routes' helpers, the job runner, housekeeping): a work context that
+// Stop cancels, goroutines started on it and tracked, and a Stop that cancels the work and
+// waits for every goroutine, at most until its own context ends. A part whose work must outlive the
 // binary's signal context (it stops gracefully after the signal) starts from
 // context.WithoutCancel of it.
 //
