@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -362,13 +363,16 @@ func runTime(logPath string) (time.Duration, int64, error) {
 	for sc.Scan() {
 		var l struct {
 			Message                     string
-			Elapsed                     float64
+			ElapsedMs                   float64 `json:"elapsed_ms"`
 			Redriven, Scheduled, Parked int64
 		}
 		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Message != "run finished" || l.Redriven+l.Scheduled+l.Parked == 0 {
 			continue
 		}
-		took += l.Elapsed
+		if l.ElapsedMs <= 0 {
+			return 0, 0, fmt.Errorf("a run finished line with records has no elapsed_ms: %s", sc.Bytes())
+		}
+		took += l.ElapsedMs
 		redriven += l.Redriven
 	}
 	return time.Duration(took * float64(time.Millisecond)), redriven, sc.Err()
