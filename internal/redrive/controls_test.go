@@ -36,7 +36,7 @@ func TestOperatorControls(t *testing.T) {
 	waitAssigned(t, bs, rc.Group, 1, 2)
 	targetEnd := watermarks(t, bs, orders)
 	run := runInBackground(e, rc.Name)
-	require.Eventually(t, func() bool { return total(targetEnd()) >= n/10 }, time.Minute, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return kafkatest.Total(targetEnd()) >= n/10 }, time.Minute, 20*time.Millisecond)
 
 	operator := store.Actor{Name: "alice"}
 	_, err := st.PauseRoute(ctx, rc.Name, true, operator)
@@ -47,7 +47,7 @@ func TestOperatorControls(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run went on for 30 s after the pause")
 	}
-	paused := total(targetEnd())
+	paused := kafkatest.Total(targetEnd())
 	require.Less(t, paused, int64(n*9/10), "the run ended before the pause reached it")
 	runs, err := st.ListRuns(ctx, rc.Name, 1)
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestOperatorControls(t *testing.T) {
 	_, err = st.RequestRun(ctx, rc.Name, operator)
 	require.NoError(t, err)
 	time.Sleep(time.Second) // ten control polls
-	require.Equal(t, paused, total(targetEnd()), "records redriven while the route was paused")
+	require.Equal(t, paused, kafkatest.Total(targetEnd()), "records redriven while the route was paused")
 
 	_, err = st.PauseRoute(ctx, rc.Name, false, operator)
 	require.NoError(t, err)

@@ -108,7 +108,7 @@ func startBrokerOutageRun(t *testing.T, prefix string, n int, extra map[string]s
 	waitAssigned(t, bs, r.rc.Group, 1, 2)
 	r.outcome = runInBackground(r.e, r.rc.Name)
 	targetEnd := watermarks(t, bs, orders)
-	require.Eventually(t, func() bool { return total(targetEnd()) >= int64(n/10) }, 2*time.Minute, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return kafkatest.Total(targetEnd()) >= int64(n/10) }, 2*time.Minute, 50*time.Millisecond)
 	return r
 }
 
@@ -265,7 +265,7 @@ func TestRevokeMidRunCommitsWhatIsDone(t *testing.T) {
 	waitAssigned(t, bs, rc.Group, 1, partitions)
 	run := runInBackground(first, rc.Name)
 	targetEnd := watermarks(t, bs, orders)
-	require.Eventually(t, func() bool { return total(targetEnd()) >= n/5 }, 2*time.Minute, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return kafkatest.Total(targetEnd()) >= n/5 }, 2*time.Minute, 20*time.Millisecond)
 
 	second := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
 	owned := waitAssigned(t, bs, rc.Group, 2, partitions)

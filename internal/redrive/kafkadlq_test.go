@@ -185,11 +185,7 @@ func TestShareGroupDeadLetters(t *testing.T) {
 				}
 			}
 			// The share consumer is done: delete the first poison record from its source.
-			a := kafkatest.Admin(t, bs)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_, err := a.DeleteRecords(ctx, []kafka.TopicPartition{{Topic: &source, Partition: 0, Offset: 1}})
-			require.NoError(t, err)
+			kafkatest.DeleteRecords(t, bs, source, kafkatest.Offsets{0: 1})
 
 			st := storetest.New(t)
 			reg := prometheus.NewRegistry()
@@ -373,7 +369,7 @@ func TestSharePointersThroughABrokerOutage(t *testing.T) {
 	waitAssigned(t, bs, rc.Group, 1, 2)
 	run := runInBackground(e, rc.Name)
 	sourceEnd := watermarks(t, bs, source)
-	require.Eventually(t, func() bool { return total(sourceEnd()) >= n+n/10 }, 2*time.Minute, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return kafkatest.Total(sourceEnd()) >= n+n/10 }, 2*time.Minute, 50*time.Millisecond)
 
 	stalls := func() float64 {
 		return counterSum(t, reg, "dlq_worker_errors_total", map[string]string{"kind": "source_fetch"}) +

@@ -37,7 +37,7 @@ func TestKillNineMidRun(t *testing.T) {
 
 	name := testenv.UniqueName("kill-")
 	group := "dlq-worker." + name
-	cfg := workerConfig(t, dbURL, bs, procRoute{name: name, topic: dlq, maxInFlight: maxInFlight})
+	cfg := proctest.WorkerConfig{DatabaseURL: dbURL, Bootstrap: bs, Route: name, Topic: dlq, MaxInFlight: maxInFlight}.Write(t, t.TempDir())
 	logPath := filepath.Join(t.TempDir(), "worker.log")
 	targetEnd := watermarks(t, bs, orders)
 	committed := committedOffsets(t, bs, dlq, group, partitions)
@@ -47,11 +47,11 @@ func TestKillNineMidRun(t *testing.T) {
 	began := time.Now()
 	for len(points) < minKills {
 		// At least 80 % of what is above the committed offsets reaches the target again.
-		left := (records - total(committed())) * 8 / 10
+		left := (records - kafkatest.Total(committed())) * 8 / 10
 		require.Positive(t, left, "the DLQ drained before %d kills", minKills)
-		at := total(targetEnd()) + 1 + rng.Int64N(min(3000, left))
+		at := kafkatest.Total(targetEnd()) + 1 + rng.Int64N(min(3000, left))
 		w := startWorker(t, cfg, logPath)
-		require.Eventually(t, func() bool { return total(targetEnd()) >= at }, 2*time.Minute, 10*time.Millisecond,
+		require.Eventually(t, func() bool { return kafkatest.Total(targetEnd()) >= at }, 2*time.Minute, 10*time.Millisecond,
 			"the worker never redrove up to %d; log in %s", at, logPath)
 		w.Kill()
 		points = append(points, killPoint{committed: committed(), target: targetEnd()})
@@ -97,7 +97,7 @@ func TestInstancesTakeOverAKilledOne(t *testing.T) {
 	name := testenv.UniqueName("multi-")
 	group := "dlq-worker." + name
 	// 400 records/s per worker: the run lasts ~10 s, long enough to kill one in the middle.
-	cfg := workerConfig(t, dbURL, bs, procRoute{name: name, topic: dlq, maxInFlight: maxInFlight, rateLimit: 400})
+	cfg := proctest.WorkerConfig{DatabaseURL: dbURL, Bootstrap: bs, Route: name, Topic: dlq, MaxInFlight: maxInFlight, RateLimit: 400}.Write(t, t.TempDir())
 	dir := t.TempDir()
 	var ws []*proctest.Proc
 	for i := range 3 {
@@ -106,7 +106,7 @@ func TestInstancesTakeOverAKilledOne(t *testing.T) {
 	owned := waitAssigned(t, bs, group, 3, partitions)
 	targetEnd := watermarks(t, bs, orders)
 	committed := committedOffsets(t, bs, dlq, group, partitions)
-	require.Eventually(t, func() bool { return total(targetEnd()) >= records/4 }, 2*time.Minute, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return kafkatest.Total(targetEnd()) >= records/4 }, 2*time.Minute, 20*time.Millisecond)
 
 	victim := ws[0]
 	ws[0].Kill()

@@ -63,7 +63,7 @@ func moveGroupTo(t *testing.T, bs, group, topic string, offsets map[int32]int64)
 func runUntilCommitted(t *testing.T, e *redrive.Engine, route string, committed func() map[int32]int64, n int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		return runOnce(e, route) == nil && total(committed()) == int64(n)
+		return runOnce(e, route) == nil && kafkatest.Total(committed()) == int64(n)
 	}, time.Minute, 100*time.Millisecond)
 }
 
@@ -170,24 +170,6 @@ func TestOffsetJumpAlarm(t *testing.T) {
 	require.Equal(t, 2.0, counterSum(t, s.reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "jump"}))
 }
 
-// deleteRecordsBefore deletes the records of every partition of topic below before, as
-// retention would.
-func deleteRecordsBefore(t *testing.T, bs, topic string, partitions int, before int64) {
-	t.Helper()
-	a := kafkatest.Admin(t, bs)
-	var tps []kafka.TopicPartition
-	for p := range partitions {
-		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: int32(p), Offset: kafka.Offset(before)})
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := a.DeleteRecords(ctx, tps)
-	require.NoError(t, err)
-	for _, r := range res.DeleteRecordsResults {
-		require.NoError(t, r.TopicPartition.Error)
-	}
-}
-
 // Records deleted (retention) above the committed offset before the worker read them:
 // the audit reports the range from the log start on its own, the next run records the
 // loss in the ledger with its range and counts it, redrives what is left, and the audit
@@ -208,7 +190,7 @@ func TestRetentionLossIsReportedFromTheLedger(t *testing.T) {
 	requireConserved(t, st, dlq, rc.Group)
 
 	produce(t, dlq, dueRecords("b", second, target)...)
-	deleteRecordsBefore(t, bs, dlq, 2, first/2+deletedUnread)
+	kafkatest.DeleteRecords(t, bs, dlq, kafkatest.Offsets{0: first/2 + deletedUnread, 1: first/2 + deletedUnread})
 	want := func(cause string) []audit.LostRange {
 		return []audit.LostRange{{Partition: 0, From: first / 2, To: first/2 + deletedUnread, Cause: cause},
 			{Partition: 1, From: first / 2, To: first/2 + deletedUnread, Cause: cause}}

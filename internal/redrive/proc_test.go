@@ -2,7 +2,6 @@ package redrive_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/headers"
-	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 	"github.com/dlqops/dlq/internal/testenv/proctest"
 )
@@ -52,36 +50,6 @@ func buildWorker(t *testing.T) string {
 	return workerBin
 }
 
-// procRoute is the part of a route's YAML the process tests vary.
-type procRoute struct {
-	name, topic string
-	maxInFlight int
-	rateLimit   int // 0: unlimited
-}
-
-// workerConfig writes a dlq-worker configuration for one route. The 6 s session timeout
-// (the broker's minimum) makes the group notice a killed member quickly.
-func workerConfig(t *testing.T, dbURL, bootstrap string, r procRoute) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "worker.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`log: {level: info, format: json}
-http: {listen: "127.0.0.1:0"}
-database: {url: %q}
-kafka:
-  bootstrap_servers: %q
-  extra: {session.timeout.ms: "6000", heartbeat.interval.ms: "1000"}
-shutdown_grace: 30s
-routes:
-  - name: %s
-    topics: [%s]
-    schedule: "@every 1s"
-    backoff: none
-    max_in_flight: %d
-    rate_limit: %d
-`, dbURL, bootstrap, r.name, r.topic, r.maxInFlight, r.rateLimit)), 0o600))
-	return path
-}
-
 // startWorker runs dlq-worker with cfg, its output appended to logPath; it is killed at
 // the end of the test if still alive.
 func startWorker(t *testing.T, cfg, logPath string) *proctest.Proc {
@@ -95,51 +63,23 @@ const workerGrace = 2 * time.Minute
 // watermarks returns a function reading the high watermark of each partition of topic.
 func watermarks(t *testing.T, bootstrap, topic string) func() map[int32]int64 {
 	t.Helper()
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": testenv.UniqueName("hw-")})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	md, err := c.GetMetadata(&topic, false, 10000)
-	require.NoError(t, err)
-	parts := md.Topics[topic].Partitions
-	return func() map[int32]int64 {
-		out := map[int32]int64{}
-		for _, p := range parts {
-			_, high, err := c.QueryWatermarkOffsets(topic, p.ID, 10000)
-			require.NoError(t, err)
-			out[p.ID] = high
-		}
-		return out
-	}
+	return must(t, kafkatest.Watermarks(t, bootstrap, topic))
 }
 
 // committedOffsets returns a function reading group's committed offset of each partition
 // of topic (0 when none).
 func committedOffsets(t *testing.T, bootstrap, topic, group string, partitions int) func() map[int32]int64 {
 	t.Helper()
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": false})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	tps := make([]kafka.TopicPartition, partitions)
-	for i := range tps {
-		tps[i] = kafka.TopicPartition{Topic: &topic, Partition: int32(i)}
-	}
-	return func() map[int32]int64 {
-		got, err := c.Committed(tps, 10000)
-		require.NoError(t, err)
-		out := map[int32]int64{}
-		for _, tp := range got {
-			out[tp.Partition] = max(0, int64(tp.Offset))
-		}
-		return out
-	}
+	return must(t, kafkatest.Committed(t, bootstrap, topic, group, partitions))
 }
 
-func total(m map[int32]int64) int64 {
-	var n int64
-	for _, v := range m {
-		n += v
+// must is read failing the test when it fails.
+func must(t *testing.T, read func() (kafkatest.Offsets, error)) func() map[int32]int64 {
+	return func() map[int32]int64 {
+		m, err := read()
+		require.NoError(t, err)
+		return m
 	}
-	return n
 }
 
 // redriveID is the DLQ coordinates a redriven record came from.

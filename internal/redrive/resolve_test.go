@@ -145,11 +145,7 @@ func TestSourceHeadroomFollowsTheOldestPointer(t *testing.T) {
 	const warning = "the oldest unresolved share-group dead letter is close to its source's log start"
 	require.Empty(t, logs.lines(t, warning), "no warning while the source has deleted nothing")
 
-	a := kafkatest.Admin(t, bs)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err = a.DeleteRecords(ctx, []kafka.TopicPartition{{Topic: &source, Partition: 0, Offset: 48}})
-	require.NoError(t, err)
+	kafkatest.DeleteRecords(t, bs, source, kafkatest.Offsets{0: 48})
 	require.Eventually(t, func() bool {
 		h := headroomSeries(t, reg, rc.Name)
 		return h[p0] == 2 && h[p1] == 80

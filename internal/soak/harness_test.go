@@ -75,41 +75,15 @@ func (s *soak) schema(t *testing.T) string {
 	return url
 }
 
-// workerOpts is what a scenario varies in a worker's configuration.
-type workerOpts struct {
-	route, topic, dbURL string
-	maxInFlight         int
-	rateLimit           int    // records per second, 0: unlimited
-	groupInstance       string // "" (static by default) or "off"
-}
-
 // session is the group session of every soak worker: a killed or stopped member is
 // noticed within it, and the scenarios stay short.
 const session = 10 * time.Second
 
-func (s *soak) workerConfig(t *testing.T, o workerOpts) string {
+// workerConfig writes o, on the soak's broker, in the scenario's log folder.
+func (s *soak) workerConfig(t *testing.T, o proctest.WorkerConfig) string {
 	t.Helper()
-	path := filepath.Join(s.logDir(t), "worker.yaml")
-	gi := ""
-	if o.groupInstance != "" {
-		gi = fmt.Sprintf("group_instance_id: %q\n", o.groupInstance)
-	}
-	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`log: {level: info, format: json}
-http: {listen: "127.0.0.1:0"}
-database: {url: %q}
-kafka:
-  bootstrap_servers: %q
-  extra: {session.timeout.ms: "%d", heartbeat.interval.ms: "1000"}
-shutdown_grace: 30s
-%sroutes:
-  - name: %s
-    topics: [%s]
-    schedule: "@every 1s"
-    backoff: none
-    max_in_flight: %d
-    rate_limit: %d
-`, o.dbURL, s.bootstrap(), session.Milliseconds(), gi, o.route, o.topic, max(o.maxInFlight, 1), o.rateLimit)), 0o600))
-	return path
+	o.Bootstrap, o.Session = s.bootstrap(), session
+	return o.Write(t, s.logDir(t))
 }
 
 // start runs the binary name, killed when the scenario ends if still alive.
@@ -255,57 +229,22 @@ func (s *soak) seed(t *testing.T, topic, target, batch string, n, partitions int
 // watermarks returns a function reading the high watermark of each partition of topic.
 func (s *soak) watermarks(t *testing.T, topic string) func() map[int32]int64 {
 	t.Helper()
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": s.bootstrap(), "group.id": testenv.UniqueName("hw-")})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	md, err := c.GetMetadata(&topic, false, 30000)
-	require.NoError(t, err)
-	parts := md.Topics[topic].Partitions
-	return func() map[int32]int64 {
-		out := map[int32]int64{}
-		for _, p := range parts {
-			_, high, err := c.QueryWatermarkOffsets(topic, p.ID, 30000)
-			if err != nil {
-				return nil // the broker is restarting: nothing known
-			}
-			out[p.ID] = high
-		}
-		return out
-	}
+	return tolerant(kafkatest.Watermarks(t, s.bootstrap(), topic))
 }
 
 // committed returns a function reading group's committed offsets on topic, through a
 // consumer of the group that never joins it.
 func (s *soak) committed(t *testing.T, topic, group string, partitions int) func() map[int32]int64 {
 	t.Helper()
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": s.bootstrap(), "group.id": group, "enable.auto.commit": false})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	tps := make([]kafka.TopicPartition, partitions)
-	for i := range tps {
-		tps[i] = kafka.TopicPartition{Topic: &topic, Partition: int32(i)}
-	}
-	return func() map[int32]int64 {
-		out := map[int32]int64{}
-		got, err := c.Committed(tps, 10000)
-		if err != nil {
-			return out
-		}
-		for _, tp := range got {
-			if tp.Offset >= 0 {
-				out[tp.Partition] = int64(tp.Offset)
-			}
-		}
-		return out
-	}
+	return tolerant(kafkatest.Committed(t, s.bootstrap(), topic, group, partitions))
 }
 
-func total(m map[int32]int64) int64 {
-	var n int64
-	for _, v := range m {
-		n += v
+// tolerant is read that reads nothing (nil) while the broker restarts.
+func tolerant(read func() (kafkatest.Offsets, error)) func() map[int32]int64 {
+	return func() map[int32]int64 {
+		m, _ := read()
+		return m
 	}
-	return n
 }
 
 // waitDrained waits until group committed every partition of topic to its end.

@@ -23,6 +23,7 @@ import (
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/proctest"
 )
 
 // scenario is one row of the table.
@@ -94,8 +95,8 @@ func (s *soak) route(t *testing.T, prefix string, partitions int) route {
 		dlq: kafkatest.CreateTopic(t, s.bootstrap(), partitions, nil), target: kafkatest.CreateTopic(t, s.bootstrap(), partitions, nil)}
 }
 
-func (rt route) opts() workerOpts {
-	return workerOpts{route: rt.name, topic: rt.dlq, dbURL: rt.db, maxInFlight: 1000}
+func (rt route) opts() proctest.WorkerConfig {
+	return proctest.WorkerConfig{Route: rt.name, Topic: rt.dlq, DatabaseURL: rt.db, MaxInFlight: 1000}
 }
 
 // killNine kills the worker with SIGKILL 30 times at random points of a 100,000-record
@@ -107,22 +108,22 @@ func killNine(groupInstance string) func(t *testing.T, s *soak, r *row) {
 		rt := s.route(t, "kill-", partitions)
 		s.seed(t, rt.dlq, rt.target, "k", records, partitions, false)
 		o := rt.opts()
-		o.groupInstance = groupInstance
+		o.GroupInstance = groupInstance
 		cfg := s.workerConfig(t, o)
 		logPath := filepath.Join(s.logDir(t), "worker.log")
 		targetEnd, committed := s.watermarks(t, rt.target), s.committed(t, rt.dlq, rt.group, partitions)
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 18))
 		began := time.Now()
 		for i := range kills {
-			left := (records - total(committed())) * 8 / 10 // 9 in 10 go to the target
+			left := (records - kafkatest.Total(committed())) * 8 / 10 // 9 in 10 go to the target
 			require.Positive(t, left, "the backlog drained before kill %d", i+1)
-			at := total(targetEnd()) + 1 + rng.Int64N(min(3000, left))
+			at := kafkatest.Total(targetEnd()) + 1 + rng.Int64N(min(3000, left))
 			w := s.startWorker(t, cfg, logPath)
-			require.Eventually(t, func() bool { return total(targetEnd()) >= at }, 3*time.Minute, 10*time.Millisecond,
+			require.Eventually(t, func() bool { return kafkatest.Total(targetEnd()) >= at }, 3*time.Minute, 10*time.Millisecond,
 				"kill %d: the worker never redrove up to %d; log in %s", i+1, at, logPath)
 			w.Kill()
 		}
-		killed, committedByLives := time.Since(began), total(committed())
+		killed, committedByLives := time.Since(began), kafkatest.Total(committed())
 		w := s.startWorker(t, cfg, logPath)
 		s.waitDrained(t, rt.dlq, rt.group, partitions, 5*time.Minute)
 		require.NoError(t, w.Term(procGrace), "graceful shutdown; log in %s", logPath)
@@ -140,13 +141,13 @@ func zombie(t *testing.T, s *soak, r *row) {
 	rt := s.route(t, "zombie-", partitions)
 	s.seed(t, rt.dlq, rt.target, "z", records, partitions, false)
 	o := rt.opts()
-	o.rateLimit = 400 // records per second per worker: the run lasts long enough to stop one
+	o.RateLimit = 400 // records per second per worker: the run lasts long enough to stop one
 	cfg := s.workerConfig(t, o)
 	dir := s.logDir(t)
 	a := s.superviseWorker(t, cfg, filepath.Join(dir, "a.log"))
 	b := s.superviseWorker(t, cfg, filepath.Join(dir, "b.log"))
 	targetEnd := s.watermarks(t, rt.target)
-	require.Eventually(t, func() bool { return total(targetEnd()) >= records/5 }, 3*time.Minute, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return kafkatest.Total(targetEnd()) >= records/5 }, 3*time.Minute, 20*time.Millisecond)
 	a.signal(syscall.SIGSTOP)
 	time.Sleep(2 * session) // the fault's duration, not a synchronization
 	a.signal(syscall.SIGCONT)
@@ -182,7 +183,7 @@ func postgresMidPark(t *testing.T, s *soak, r *row) {
 	rt := s.route(t, "pg-", partitions)
 	s.seed(t, rt.dlq, rt.target, "p", records, partitions, true)
 	o := rt.opts()
-	o.rateLimit = 1000
+	o.RateLimit = 1000
 	cfg := s.workerConfig(t, o)
 	logPath := filepath.Join(s.logDir(t), "worker.log")
 	w := s.superviseWorker(t, cfg, logPath)
@@ -313,18 +314,11 @@ func deleteGroup(t *testing.T, s *soak, rt route) int {
 func retention(t *testing.T, s *soak, rt route) int {
 	const perPartition = 150
 	committed := s.committed(t, rt.dlq, rt.group, rt.partitions)()
-	a := kafkatest.Admin(t, s.bootstrap())
-	var tps []kafka.TopicPartition
+	below := kafkatest.Offsets{}
 	for p := range rt.partitions {
-		tps = append(tps, kafka.TopicPartition{Topic: &rt.dlq, Partition: int32(p), Offset: kafka.Offset(committed[int32(p)] + perPartition)})
+		below[int32(p)] = committed[int32(p)] + perPartition
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := a.DeleteRecords(ctx, tps)
-	require.NoError(t, err)
-	for _, r := range res.DeleteRecordsResults {
-		require.NoError(t, r.TopicPartition.Error)
-	}
+	kafkatest.DeleteRecords(t, s.bootstrap(), rt.dlq, below)
 	return perPartition * rt.partitions
 }
 
