@@ -19,7 +19,6 @@ import (
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/api/apitest"
 	"github.com/dlqops/dlq/internal/auth"
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
 	"github.com/dlqops/dlq/internal/store"
@@ -49,15 +48,7 @@ func newStack(t *testing.T, routeNames []string, replayTopics ...string) stack {
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	r, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
-		Routes: jobstest.Routes(routeNames...), Owner: "e2e", Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
-	require.NoError(t, err)
-	require.NoError(t, r.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, r.Stop(ctx))
-	})
+	jobstest.StartRunner(t, jobs.Config{Store: st, Routes: jobstest.Routes(routeNames...), Owner: "e2e"})
 	return stack{store: st, url: ts.URL}
 }
 

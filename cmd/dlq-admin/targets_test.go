@@ -16,7 +16,6 @@ import (
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/api/apitest"
 	"github.com/dlqops/dlq/internal/auth"
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
 	"github.com/dlqops/dlq/internal/redrive/routes"
@@ -60,16 +59,7 @@ func TestAllowedTargetsCheckedAgainAtProduce(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&job))
 
 	// The new configuration allows only another topic.
-	r, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
-		Routes: []routes.Config{jobstest.Route(topic, topic+".elsewhere")}, Owner: "new-config",
-		Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
-	require.NoError(t, err)
-	require.NoError(t, r.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		require.NoError(t, r.Stop(sctx))
-	})
+	jobstest.StartRunner(t, jobs.Config{Store: st, Routes: []routes.Config{jobstest.Route(topic, topic+".elsewhere")}, Owner: "new-config"})
 	require.Eventually(t, func() bool {
 		j, err := st.GetJob(ctx, job.ID)
 		require.NoError(t, err)

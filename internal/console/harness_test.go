@@ -92,16 +92,9 @@ func newEnv(t *testing.T) *env {
 	e.url = ts.URL
 
 	// Small batches, so a rate-limited job shows its progress batch by batch.
-	r, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: bootstrap},
+	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: bootstrap},
 		Routes: []routes.Config{jobstest.Route(e.routeName)}, Owner: "console-test", Poll: 50 * time.Millisecond,
-		BatchSize: 5, Log: zerolog.Nop()})
-	require.NoError(t, err)
-	require.NoError(t, r.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, r.Stop(ctx))
-	})
+		BatchSize: 5})
 	require.NoError(t, st.RegisterRoutes(context.Background(), []string{e.routeName}, "test"))
 
 	opts := []chromedp.ExecAllocatorOption{

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/config"
@@ -251,18 +250,13 @@ func TestCancelWhileRunnerDeadSweeps(t *testing.T) {
 		ConfirmedCount: n}}, store.Actor{Name: "ada"})
 	require.NoError(t, err)
 	const lease = 2 * time.Second
-	doomed, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
-		Routes: jobstest.Routes("orders"), Owner: "doomed", Lease: lease, Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
-	require.NoError(t, err)
-	require.NoError(t, doomed.Start(ctx))
+	doomed := jobstest.StartRunner(t, jobs.Config{Store: st, Routes: jobstest.Routes("orders"), Owner: "doomed", Lease: lease})
 	require.Eventually(t, func() bool {
 		left, err := st.Count(ctx, store.Filter{Statuses: []store.Status{store.StatusReplaying}})
 		require.NoError(t, err)
 		return left > 0
 	}, time.Minute, time.Millisecond)
-	dead, cancel := context.WithCancel(ctx)
-	cancel()
-	require.Error(t, doomed.Stop(dead), "no time to finish: abandoned")
+	jobstest.Abandon(t, doomed)
 	_, err = st.CancelJob(ctx, job.ID, store.Actor{Name: "ada"})
 	require.NoError(t, err)
 
@@ -303,18 +297,12 @@ func TestSingleReplayNotBehindBulkJobs(t *testing.T) {
 		require.NoError(t, err)
 		bulk = append(bulk, job)
 	}
-	r, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: bootstrap},
-		Routes: jobstest.Routes("orders", "payments", single), Concurrency: 2, Owner: "w1",
-		Lease: 30 * time.Second, Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
-	require.NoError(t, err)
-	require.NoError(t, r.Start(ctx))
-	t.Cleanup(func() {
+	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: bootstrap},
+		Routes: jobstest.Routes("orders", "payments", single), Concurrency: 2, Owner: "w1"})
+	t.Cleanup(func() { // before the runner stops
 		for _, job := range bulk {
 			_, _ = st.CancelJob(ctx, job.ID, ada)
 		}
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		require.NoError(t, r.Stop(sctx))
 	})
 	for _, job := range bulk {
 		require.Eventually(t, func() bool {
@@ -352,16 +340,8 @@ func TestTwoJobsRaceForTheSameRecords(t *testing.T) {
 		require.NoError(t, err)
 		racers = append(racers, job)
 	}
-	r, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: bootstrap},
-		Routes: jobstest.Routes("orders"), Concurrency: 2, BatchSize: 100, Owner: "w1",
-		Lease: 30 * time.Second, Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
-	require.NoError(t, err)
-	require.NoError(t, r.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		require.NoError(t, r.Stop(sctx))
-	})
+	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: bootstrap},
+		Routes: jobstest.Routes("orders"), Concurrency: 2, BatchSize: 100, Owner: "w1"})
 
 	var done int64
 	for _, job := range racers {

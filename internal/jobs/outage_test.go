@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/config"
@@ -40,15 +39,7 @@ func TestBrokerStoppedMidJob(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	kc := config.Kafka{BootstrapServers: bs, Extra: map[string]string{"message.timeout.ms": "5000"}}
-	r, err := jobs.New(jobs.Config{Store: st, Kafka: kc, Routes: jobstest.Routes(topic), Owner: "w1",
-		Lease: 30 * time.Second, Poll: 20 * time.Millisecond, Log: zerolog.Nop(), Registerer: reg})
-	require.NoError(t, err)
-	require.NoError(t, r.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		require.NoError(t, r.Stop(sctx))
-	})
+	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: kc, Routes: jobstest.Routes(topic), Owner: "w1", Registerer: reg})
 	require.Eventually(t, func() bool {
 		j, err := st.GetJob(ctx, job.ID)
 		require.NoError(t, err)

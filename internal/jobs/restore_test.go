@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
 	"github.com/dlqops/dlq/internal/store"
@@ -50,14 +48,9 @@ func TestUnsentRecordsGoBackWhereTheyWere(t *testing.T) {
 			require.NoError(t, err)
 			const lease = 2 * time.Second
 			if dies {
-				doomed, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
-					Routes: jobstest.Routes("orders"), Owner: "doomed", Lease: lease, Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
-				require.NoError(t, err)
-				require.NoError(t, doomed.Start(ctx))
+				doomed := jobstest.StartRunner(t, jobs.Config{Store: st, Routes: jobstest.Routes("orders"), Owner: "doomed", Lease: lease})
 				waitReplaying(t, st)
-				dead, cancel := context.WithCancel(ctx)
-				cancel()
-				require.Error(t, doomed.Stop(dead), "no time to finish: abandoned")
+				jobstest.Abandon(t, doomed)
 				_, err = st.CancelJob(ctx, job.ID, store.Actor{Name: "ada"})
 				require.NoError(t, err)
 				startRunner(t, st, "sweeper", lease, jobstest.Route("orders"))

@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
@@ -31,18 +29,7 @@ func TestMain(m *testing.M) {
 // of the test unless the test stopped it before.
 func startRunner(t testing.TB, st *store.Store, owner string, lease time.Duration, routes ...routes.Config) *jobs.Runner {
 	t.Helper()
-	r, err := jobs.New(jobs.Config{
-		Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)}, Routes: routes, Owner: owner,
-		Lease: lease, Poll: 20 * time.Millisecond, Log: zerolog.Nop(),
-	})
-	require.NoError(t, err)
-	require.NoError(t, r.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, r.Stop(ctx))
-	})
-	return r
+	return jobstest.StartRunner(t, jobs.Config{Store: st, Routes: routes, Owner: owner, Lease: lease})
 }
 
 // waitJob polls until the job ends and returns it.
@@ -153,18 +140,13 @@ func TestKilledMidJobResumes(t *testing.T) {
 	require.NoError(t, err)
 
 	const lease = 2 * time.Second
-	first, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
-		Routes: jobstest.Routes("orders"), Owner: "doomed", Lease: lease, Poll: 20 * time.Millisecond, Log: zerolog.Nop()})
-	require.NoError(t, err)
-	require.NoError(t, first.Start(context.Background()))
+	first := jobstest.StartRunner(t, jobs.Config{Store: st, Routes: jobstest.Routes("orders"), Owner: "doomed", Lease: lease})
 	require.Eventually(t, func() bool {
 		j, err := st.GetJob(context.Background(), job.ID)
 		require.NoError(t, err)
 		return j.Done > 0
 	}, time.Minute, 5*time.Millisecond)
-	dead, cancel := context.WithCancel(context.Background())
-	cancel()
-	require.Error(t, first.Stop(dead), "no time to finish: abandoned")
+	jobstest.Abandon(t, first)
 	mid, err := st.GetJob(context.Background(), job.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.JobRunning, mid.Status)
