@@ -2,6 +2,7 @@ package redrive_test
 
 import (
 	"context"
+	"io"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,10 +58,17 @@ func startEngine(t *testing.T, st *store.Store, clock *fakeClock, rcs ...routes.
 // poll unless set) and stops it gracefully when the test ends.
 func startEngineWith(t *testing.T, o redrive.Options, rcs ...routes.Config) *redrive.Engine {
 	t.Helper()
+	return startEngineLogging(t, io.Discard, o, rcs...)
+}
+
+// startEngineLogging is startEngineWith that also writes the engine's log to logs, for a
+// test that reads it.
+func startEngineLogging(t *testing.T, logs io.Writer, o redrive.Options, rcs ...routes.Config) *redrive.Engine {
+	t.Helper()
 	for i := range rcs {
 		rcs[i].WithDefaults()
 	}
-	o.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+	o.Log = zerolog.New(zerolog.MultiLevelWriter(logs, zerolog.NewTestWriter(t))).Level(zerolog.InfoLevel)
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
 	}

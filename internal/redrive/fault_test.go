@@ -72,6 +72,18 @@ func runInBackground(e *redrive.Engine, route string) <-chan error {
 	return out
 }
 
+// requireResumed waits for a run started by runInBackground, which must resume and
+// finish by itself within 3 minutes of the fault's end (after).
+func requireResumed(t *testing.T, run <-chan error, after string) {
+	t.Helper()
+	select {
+	case err := <-run:
+		require.NoError(t, err, "the run resumes and finishes by itself")
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the run did not finish within 3 minutes of %s", after)
+	}
+}
+
 // ready reports the engine's readiness as a bool, for Eventually.
 func ready(e *redrive.Engine, want bool) func() bool {
 	return func() bool { return (e.Ready(context.Background()) == nil) == want }
@@ -148,12 +160,7 @@ func TestBrokerOutageMidRun(t *testing.T) {
 	}
 	b.Start()
 
-	select {
-	case err := <-run:
-		require.NoError(t, err, "the run resumes and finishes by itself")
-	case <-time.After(3 * time.Minute):
-		t.Fatal("the run did not finish within 3 minutes of the broker's return")
-	}
+	requireResumed(t, run, "the broker's return")
 	require.Eventually(t, ready(e, true), time.Minute, 100*time.Millisecond)
 	waitCommitted(t, committedOffsets(t, bs, dlq, rc.Group, 2), watermarks(t, bs, dlq), time.Minute)
 	failed := counterSum(t, r.reg, "dlq_worker_errors_total", map[string]string{"kind": "produce"})
@@ -179,12 +186,7 @@ func TestPostgresOutageMidRun(t *testing.T) {
 	restarted := time.Now()
 	pg.Start()
 
-	select {
-	case err := <-run:
-		require.NoError(t, err, "the run resumes and finishes by itself")
-	case <-time.After(3 * time.Minute):
-		t.Fatal("the run did not finish within 3 minutes of PostgreSQL's return")
-	}
+	requireResumed(t, run, "PostgreSQL's return")
 	require.Eventually(t, ready(e, true), time.Minute, 100*time.Millisecond)
 	waitCommitted(t, committed, watermarks(t, bs, dlq), time.Minute)
 	rep := requireMixedConserved(t, kcfg(t), st, dlq, rc.Group, n)

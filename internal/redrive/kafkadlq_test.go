@@ -380,12 +380,7 @@ func TestSharePointersThroughABrokerOutage(t *testing.T) {
 	b.Stop()
 	waitOutage(down, outage)
 	b.Start()
-	select {
-	case err := <-run:
-		require.NoError(t, err, "the run resumes and finishes by itself")
-	case <-time.After(3 * time.Minute):
-		t.Fatal("the run did not finish within 3 minutes of the broker's return")
-	}
+	requireResumed(t, run, "the broker's return")
 	require.Greater(t, stalls(), before, "no source fetch failed during the outage: the stall went untested")
 	parked, err := st.Count(context.Background(), store.Filter{})
 	require.NoError(t, err)

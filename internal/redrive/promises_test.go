@@ -12,7 +12,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/headers"
@@ -94,19 +93,9 @@ func TestHeaderPromises(t *testing.T) {
 	clock.Advance(time.Minute) // records produced just now are due under `backoff: none`
 	rc := route("promises", dlq)
 	rc.Backoff = &routes.Backoff{None: true}
-	rc.WithDefaults()
 	reg := prometheus.NewRegistry()
 	logs := &syncBuffer{}
-	e, err := redrive.New([]routes.Config{rc}, redrive.Options{Clock: clock.Now, Store: st, Kafka: kcfg(t), Registry: reg,
-		ControlPoll: 100 * time.Millisecond,
-		Log:         zerolog.New(zerolog.MultiLevelWriter(logs, zerolog.NewTestWriter(t))).Level(zerolog.InfoLevel)})
-	require.NoError(t, err)
-	require.NoError(t, e.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, e.Stop(ctx))
-	})
+	e := startEngineLogging(t, logs, redrive.Options{Clock: clock.Now, Store: st, Kafka: kcfg(t), Registry: reg}, rc)
 	require.Eventually(t, func() bool {
 		runNow(t, e, rc.Name)
 		n, err := st.Count(context.Background(), store.Filter{})

@@ -8,7 +8,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/redrive"
@@ -125,18 +124,9 @@ func TestSourceHeadroomFollowsTheOldestPointer(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rc := route(testenv.UniqueName("headroom-"), dlq)
 	rc.Backoff = &routes.Backoff{None: true}
-	rc.WithDefaults()
 	logs := &syncBuffer{}
-	e, err := redrive.New([]routes.Config{rc}, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg,
-		ControlPoll: 100 * time.Millisecond, HeadroomProbe: 100 * time.Millisecond,
-		Log: zerolog.New(zerolog.MultiLevelWriter(logs, zerolog.NewTestWriter(t))).Level(zerolog.InfoLevel)})
-	require.NoError(t, err)
-	require.NoError(t, e.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, e.Stop(ctx))
-	})
+	e := startEngineLogging(t, logs, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg,
+		HeadroomProbe: 100 * time.Millisecond}, rc)
 	p0, p1 := source+"/0", source+"/1"
 	require.Eventually(t, func() bool {
 		h := headroomSeries(t, reg, rc.Name)
