@@ -17,10 +17,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-type clock struct{ now time.Time }
-
-func (c *clock) Now() time.Time { return c.now }
-
 func records(route string, status store.Status, reason store.Reason, from int64, n int) []store.NewRecord {
 	recs := make([]store.NewRecord, n)
 	for i := range recs {
@@ -68,7 +64,7 @@ func value(t *testing.T, reg *prometheus.Registry, name string, labels map[strin
 func TestPassCountsBacklogAndPurges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	st := storetest.New(t, store.WithClock(c.Now))
 	recs := append(records("orders", store.StatusParked, store.ReasonExhausted, 0, 3), records("orders", store.StatusScheduled, store.ReasonBackoff, 3, 2)...)
 	recs = append(recs, records("payments", store.StatusParked, store.ReasonUnroutable, 0, 1)...)
@@ -103,7 +99,7 @@ func TestPassCountsBacklogAndPurges(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	c.now = c.now.Add(25 * time.Hour)
+	c.Advance(25 * time.Hour)
 	require.True(t, h.Pass(ctx))
 
 	_, ok := value(t, reg, "dlq_worker_parked_records", map[string]string{"route": "payments", "reason": "unroutable"})
@@ -120,7 +116,7 @@ func TestPassCountsBacklogAndPurges(t *testing.T) {
 func TestPassPurgesTheLedger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	st := storetest.New(t, store.WithClock(c.Now))
 	require.NoError(t, st.RecordGap(ctx, store.Gap{Group: "g", Route: "orders", Topic: "dlq", From: 0, To: 3, Cause: store.GapJump, Lost: true}))
 	require.NoError(t, st.AdvanceLedgerPositions(ctx, "g", []store.Coordinates{{Topic: "dlq", Offset: 3}}))
@@ -128,7 +124,7 @@ func TestPassPurgesTheLedger(t *testing.T) {
 	h, err := housekeeping.New(housekeeping.Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Store: st, Registry: reg,
 		Retention: store.Retention{Ledger: 48 * time.Hour}})
 	require.NoError(t, err)
-	c.now = c.now.Add(49 * time.Hour)
+	c.Advance(49 * time.Hour)
 
 	require.True(t, h.Pass(ctx))
 

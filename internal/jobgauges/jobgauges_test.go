@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,23 +19,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // scrape returns every series of the registry as `name{label="value",…}` → value.
 func scrape(t *testing.T, reg *prometheus.Registry) map[string]float64 {
@@ -77,7 +59,7 @@ const (
 func TestGaugesFollowJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	st := storetest.New(t, store.WithClock(c.Now))
 	reg := prometheus.NewRegistry()
 	_, err := jobgauges.Register(reg, st, zerolog.Nop())
@@ -139,7 +121,7 @@ func TestGaugesFollowJobs(t *testing.T) {
 func TestStallSurvivesATakeover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	st := storetest.New(t, store.WithClock(c.Now))
 	reg := prometheus.NewRegistry()
 	_, err := jobgauges.Register(reg, st, zerolog.Nop())

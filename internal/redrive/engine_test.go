@@ -3,7 +3,6 @@ package redrive_test
 import (
 	"context"
 	"io"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,18 +28,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(removeWorkerAfter{m}, goleak.IgnoreTopFunction("github.com/confluentinc/confluent-kafka-go/v2/kafka.(*handle).eventPoll"))
 }
 
-// fakeClock is an injectable clock tests move forward.
-type fakeClock struct{ ns atomic.Int64 }
-
-func newClock() *fakeClock {
-	c := &fakeClock{}
-	c.ns.Store(time.Now().UnixNano())
-	return c
-}
-func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-func ms(t time.Time) string                  { return t.UTC().Format(headers.TimeLayout) }
-func hdr(k, v string) kafka.Header           { return kafka.Header{Key: k, Value: []byte(v)} }
+// newClock is a clock the tests move forward, from now.
+func newClock() *storetest.Clock   { return storetest.NewClock(time.Now()) }
+func ms(t time.Time) string        { return t.UTC().Format(headers.TimeLayout) }
+func hdr(k, v string) kafka.Header { return kafka.Header{Key: k, Value: []byte(v)} }
 func kcfg(t *testing.T) config.Kafka {
 	return config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)}
 }
@@ -49,7 +40,7 @@ func route(name, dlq string) routes.Config {
 	rc.WithDefaults()
 	return rc
 }
-func startEngine(t *testing.T, st *store.Store, clock *fakeClock, rcs ...routes.Config) *redrive.Engine {
+func startEngine(t *testing.T, st *store.Store, clock *storetest.Clock, rcs ...routes.Config) *redrive.Engine {
 	t.Helper()
 	return startEngineWith(t, redrive.Options{Clock: clock.Now, Store: st, Kafka: kcfg(t)}, rcs...)
 }

@@ -2,39 +2,22 @@ package store_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testClock is a settable clock for stores under test.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newTestClock is the clock of the stores under test, at a fixed date.
+func newTestClock() *storetest.Clock {
+	return storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // parked returns n parked records at offsets from..from+n-1 of partition 0 of topic.
