@@ -53,8 +53,10 @@ func (w *worker) positionWriter(ctx context.Context) {
 // holds, and writes the others to the ledger first.
 func (w *worker) storeOffsets() {
 	// Until the first commit of a life, every turn: a crash loop should commit its first
-	// acknowledged range as soon as it exists.
-	if w.posBusy || w.committedOnce && time.Since(w.lastCommit) < commitInterval/4 {
+	// acknowledged range as soon as it exists. Then once per ledgerEvery: the next life
+	// resumes at the ledger (checkAssigned), so only what the ledger does not hold yet is
+	// sent again after a crash.
+	if w.posBusy || w.committedOnce && time.Since(w.lastCommit) < ledgerEvery {
 		return
 	}
 	w.lastCommit = time.Now()
@@ -215,8 +217,12 @@ func (w *worker) checkAssigned(p *partition, committed int64, ledger map[partKey
 	case known && committed > pos:
 		start = w.forwardJump(p, pos, committed)
 	case known && committed < pos:
+		// The ledger holds only watermarks (every record below redriven, parked or
+		// scheduled) and positions it adopted: reading the range again would only
+		// duplicate it.
 		w.recordGap(p, committed, pos, store.GapBackward, false,
-			"committed offset is behind the ledger (a crash before a commit landed, or offsets moved back): the range is read again, records in it may be redriven again")
+			"committed offset is behind the ledger (a crash after the ledger write, before the commit, or offsets moved back): every record below the ledger is done; resuming at the ledger")
+		start = pos
 	}
 	low, _, err := w.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
 	if err == nil && start < low {

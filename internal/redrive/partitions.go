@@ -75,13 +75,16 @@ func (w *worker) assign(tps []kafka.TopicPartition) {
 	if lerr != nil {
 		w.warnEvery("ledger", lerr, "cannot read the ledger positions; offset jumps at this assignment go unchecked")
 	}
-	var ps []*partition
+	var ps, ahead []*partition
 	for i, tp := range tps {
 		p := &partition{key: partKey{*tp.Topic, tp.Partition}, stored: -1, ledgered: -1}
 		if err == nil && lerr == nil {
 			if start, ok := w.checkAssigned(p, int64(committed[i].Offset), ledger); ok {
 				p.trk, p.stored = tracker.New(start), start
 				tps[i].Offset = kafka.Offset(start)
+				if start > int64(committed[i].Offset) && start == p.ledgered {
+					ahead = append(ahead, p) // resumed at the ledger: committed below
+				}
 				if _, known := ledger[p.key]; !known {
 					w.adopt = append(w.adopt, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: start})
 					p.ledgered = start
@@ -103,6 +106,8 @@ func (w *worker) assign(tps []kafka.TopicPartition) {
 	}
 	if err != nil {
 		w.log.Error().Err(err).Msg("assign failed")
+	} else if err := w.commitNow(ahead); err != nil {
+		w.warnEvery("commit", err, "cannot commit the ledger's position at assignment; the next commit moves past it")
 	}
 	w.setPaused(ps, true)
 	w.log.Info().Int("partitions", len(tps)).Msg("partitions assigned (paused until a run)")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 	"github.com/dlqops/dlq/internal/testenv/proctest"
 )
@@ -136,17 +137,35 @@ func waitAssigned(t *testing.T, bootstrap, group string, members, partitions int
 	return owned
 }
 
-// killPoint is what the group had committed and the target held when a worker was
-// killed; parts limits it to the killed worker's DLQ partitions (nil: all).
+// killPoint is what the group had committed, the ledger held (nil: not read) and the
+// target held when a worker was killed; parts limits it to the killed worker's DLQ
+// partitions (nil: all).
 type killPoint struct {
-	committed, target map[int32]int64
-	parts             map[int32]bool
+	committed, ledger, target map[int32]int64
+	parts                     map[int32]bool
+}
+
+// ledgerPositions reads the ledger's position of each partition of topic for group.
+func ledgerPositions(t *testing.T, st *store.Store, group, topic string) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := st.LedgerPositions(ctx, group)
+	require.NoError(t, err)
+	out := map[int32]int64{}
+	for _, c := range cs {
+		if c.Topic == topic {
+			out[c.Partition] = c.Offset
+		}
+	}
+	return out
 }
 
 // duplicateWindows reads target and requires every extra copy of a redriven record to be
 // explained by a kill: acknowledged by the target before the kill (below its end then)
-// and not committed (at or above the DLQ committed offset then). It returns the number
-// of extra copies and, for each kill, how many records it left in that window.
+// and neither committed nor in the ledger (at or above both the DLQ committed offset and
+// the ledger's position then). It returns the number of extra copies and, for each kill,
+// how many records it left in that window.
 func duplicateWindows(t *testing.T, target string, points []killPoint) (int, []int) {
 	t.Helper()
 	type copyAt struct {
@@ -167,7 +186,7 @@ func duplicateWindows(t *testing.T, target string, points []killPoint) (int, []i
 		seen := map[headers.Coordinates]bool{}
 		for _, c := range copies {
 			if (pt.parts == nil || pt.parts[c.id.Partition]) && !seen[c.id] &&
-				int64(c.target.Offset) < pt.target[c.target.Partition] && c.id.Offset >= pt.committed[c.id.Partition] {
+				int64(c.target.Offset) < pt.target[c.target.Partition] && c.id.Offset >= max(pt.committed[c.id.Partition], pt.ledger[c.id.Partition]) {
 				seen[c.id] = true
 				windows[k]++
 			}

@@ -31,7 +31,8 @@ const (
 	metadataTTL    = 30 * time.Second
 	stallBase      = 200 * time.Millisecond
 	stallCap       = 30 * time.Second
-	commitInterval = 250 * time.Millisecond // acknowledged, uncommitted work is what a crash sends again
+	commitInterval = 250 * time.Millisecond // librdkafka's auto-commit of the stored offsets
+	ledgerEvery    = 10 * time.Millisecond  // between ledger writes of new watermarks: a crash sends again what the ledger did not hold yet
 	wakeTimeout    = time.Second            // see wakeFetcher
 	// Batches are stored by a few goroutines at once, each batch capped, so the COPYs of
 	// consecutive batches overlap instead of one large COPY at a time holding the loop
@@ -152,7 +153,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	}
 	cc := kafkaclient.ConsumerConfig(e.kafka, r.Group)
 	// Offsets are stored only up to the tracker's watermark (enable.auto.offset.store is
-	// off); librdkafka commits what is stored every second, on revoke and on close.
+	// off); librdkafka commits what is stored every commitInterval, on revoke and on close.
 	cc["enable.auto.commit"] = true
 	cc["auto.commit.interval.ms"] = int(commitInterval / time.Millisecond)
 	cc["enable.partition.eof"] = true // a run ends at end of log even when markers hide the last offset

@@ -1,0 +1,61 @@
+package redrive_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/redrive"
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+)
+
+// A worker killed after it wrote a position to the ledger and before librdkafka
+// committed it leaves the committed offset behind the ledger. Every record below the
+// ledger's position is done, so the next worker resumes there: it counts and records the
+// range, commits the ledger's position, and redrives none of it again. (It read the range
+// again before, and every record in it reached the target twice.)
+func TestCommitBehindTheLedgerResumesAtTheLedger(t *testing.T) {
+	t.Parallel()
+	const n, behind = 40, 15 // per partition: 20 redriven, committed moved back to 5
+	bs := testenv.KafkaBootstrap(t)
+	st := storetest.New(t)
+	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
+	target := kafkatest.CreateTopic(t, bs, 2, nil)
+	rc := route(testenv.UniqueName("behind-"), dlq)
+	produce(t, dlq, dueRecords("a", n, target)...)
+	first := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 2)
+	committed := committedOffsets(t, bs, dlq, rc.Group, 2)
+	runUntilCommitted(t, first, rc.Name, committed, n)
+	stopNow(t, first)
+	moveGroupTo(t, bs, rc.Group, dlq, map[int32]int64{0: n/2 - behind, 1: n/2 - behind})
+
+	reg := prometheus.NewRegistry()
+	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 2)
+	require.Eventually(t, func() bool {
+		return counterSum(t, reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "backward"}) == 2
+	}, 30*time.Second, 20*time.Millisecond, "the committed offsets behind the ledger are seen at assignment")
+	require.Equal(t, map[int32]int64{0: n / 2, 1: n / 2}, committed(), "the ledger's position is committed at assignment")
+	runNow(t, e, rc.Name)
+
+	require.Len(t, readAll(t, target), n, "a record below the ledger's position was redriven again")
+	gaps, err := st.LedgerGaps(context.Background(), rc.Group, dlq)
+	require.NoError(t, err)
+	require.Len(t, gaps, 2)
+	for _, g := range gaps {
+		require.Equal(t, store.GapBackward, g.Cause)
+		require.False(t, g.Lost)
+		require.Equal(t, int64(n/2-behind), g.From, "the committed offset")
+		require.Equal(t, int64(n/2), g.To, "the ledger's position")
+	}
+	rep := requireConserved(t, st, dlq, rc.Group)
+	require.Equal(t, n, rep.OnTarget)
+	require.Empty(t, rep.Duplicated)
+}
