@@ -110,6 +110,7 @@ func (w *worker) assign(tps []kafka.TopicPartition) {
 		w.warnEvery("commit", err, "cannot commit the ledger's position at assignment; the next commit moves past it")
 	}
 	w.setPaused(ps, true)
+	w.assigned = true
 	w.log.Info().Int("partitions", len(tps)).Msg("partitions assigned (paused until a run)")
 }
 
@@ -129,6 +130,11 @@ func (w *worker) revoke(tps []kafka.TopicPartition) {
 		}
 	}
 	lost := w.consumer.AssignmentLost()
+	// An eager revocation takes every partition until the group's next assignment; a
+	// cooperative one only some, and the worker keeps the rest.
+	if lost || !w.cooperative() {
+		w.assigned = false
+	}
 	if lost && w.run != nil {
 		w.lostMidRun(ps)
 	}

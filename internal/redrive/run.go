@@ -16,15 +16,25 @@ var (
 	// ErrRunInterrupted is RunNow's answer for a run that an operator's pause or a
 	// shutdown ended early: what it finished is committed, the rest waits for a later run.
 	ErrRunInterrupted = errors.New("run interrupted before the end of the DLQ")
+	// ErrRunRebalancing is RunNow's answer for a run that ended while the group had not
+	// assigned this worker its partitions (see rebalanceWait): it is incomplete.
+	ErrRunRebalancing = fmt.Errorf("%w: rebalancing", ErrRunIncomplete)
 )
 
 type phase uint8
 
 const (
-	phaseDLQ   phase = iota // reading the DLQ up to the snapshot
-	phaseDue                // redriving the scheduled records that came due
-	phaseDrain              // waiting for the last acknowledgements and rows
+	phaseDLQ    phase = iota // reading the DLQ up to the snapshot
+	phaseDue                 // redriving the scheduled records that came due
+	phaseDrain               // waiting for the last acknowledgements and rows
+	phaseAssign              // waiting for the group's assignment before reading
 )
+
+// rebalanceWait bounds how long a run waits for the group to assign this worker its
+// partitions (at its start or, after a handover mid-run, at its end) before it fails as
+// rebalancing: an eager handover takes well under a second, a member that does not
+// answer the rebalance holds the whole group up to its max.poll.interval.ms.
+const rebalanceWait = 10 * time.Second
 
 // runState is one bounded run: the DLQ up to its high watermark snapshot, then the due
 // scheduled records, then the ledger.
@@ -38,8 +48,10 @@ type runState struct {
 	claim        *claimState
 	next         time.Time // earliest retry of a failed PostgreSQL call
 	interrupted  bool
-	unread       []string // partitions not read to their high watermark, and why
-	topicsDone   bool     // the route's topics were checked at the end of the run
+	unread       []string  // partitions not read to their high watermark, and why
+	assignBy     time.Time // while the assignment is pending: when the run gives up waiting
+	rebalancing  bool      // it ended without an assignment: not a success
+	topicsDone   bool      // the route's topics were checked at the end of the run
 }
 
 type stalledPart struct {
@@ -57,6 +69,23 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 		return
 	}
 	r := &runState{started: time.Now(), reply: reply}
+	w.run = r
+	if !w.assigned {
+		// The group is rebalancing (or has not assigned this worker yet): the run reads
+		// what the group settles on, or fails as rebalancing (progressRun).
+		r.phase, r.assignBy = phaseAssign, r.started.Add(rebalanceWait)
+		w.log.Info().Msg("run waits for the group's assignment (a rebalance in progress)")
+		return
+	}
+	if err := w.beginReading(ctx, r); err != nil {
+		w.run = nil
+		reply <- err
+	}
+}
+
+// beginReading checks the held partitions against the ledger and the log and starts
+// reading those below their high watermark.
+func (w *worker) beginReading(ctx context.Context, r *runState) error {
 	w.touchPositions(ctx)
 	w.checkBeforeRun()
 	type todo struct {
@@ -83,15 +112,13 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 	}
 	if len(read) > 0 {
 		if err := w.beginRun(ctx, r); err != nil {
-			reply <- err
-			return
+			return err
 		}
 	}
 	for _, t := range read {
 		t.p.reading, t.p.hw, t.p.from, t.p.counts = true, t.high, t.start, counts{}
 		r.parts = append(r.parts, t.p)
 	}
-	w.run = r
 	ev := w.log.Debug() // a schedule tick that finds nothing to read is not news
 	if len(r.parts) > 0 {
 		ev = w.log.Info()
@@ -100,6 +127,7 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 	if !w.throttleP {
 		w.setPaused(r.parts, false)
 	}
+	return nil
 }
 
 // beginRun writes r's row once r has work (records to read or due scheduled records): a
@@ -140,6 +168,23 @@ func (w *worker) progressRun(ctx context.Context) {
 		}
 	}
 	r.stalledParts = kept
+	if r.phase == phaseAssign {
+		switch {
+		case r.interrupted:
+			r.phase = phaseDrain
+		case w.assigned:
+			r.phase, r.assignBy = phaseDLQ, time.Time{}
+			if err := w.beginReading(ctx, r); err != nil {
+				w.run = nil
+				r.reply <- err
+				return
+			}
+		case now.After(r.assignBy):
+			w.endRebalancing(r)
+		default:
+			return
+		}
+	}
 	if r.phase == phaseDLQ {
 		if w.held != nil || len(r.stalledParts) > 0 || w.anyReading() {
 			return
@@ -157,8 +202,28 @@ func (w *worker) progressRun(ctx context.Context) {
 		}
 	}
 	if r.phase == phaseDrain && w.inFlight == 0 && len(w.batch) == 0 && w.storing == 0 && len(w.retries) == 0 {
+		if !w.assigned && !r.interrupted && !r.rebalancing {
+			// Its partitions were revoked mid-run: wait for the group's new assignment.
+			if r.assignBy.IsZero() {
+				r.assignBy = now.Add(rebalanceWait)
+				w.log.Info().Int64("run_id", r.id).Msg("run waits for the group's assignment before it ends (a rebalance in progress)")
+			}
+			if now.Before(r.assignBy) {
+				return
+			}
+			w.endRebalancing(r)
+		}
 		w.finishRun(ctx)
 	}
+}
+
+// endRebalancing makes r end as rebalancing: the group assigned this worker nothing
+// within rebalanceWait, so nobody can say its partitions were read.
+func (w *worker) endRebalancing(r *runState) {
+	r.rebalancing, r.phase = true, phaseDrain
+	r.unread = append(r.unread, fmt.Sprintf("rebalancing: the group assigned this worker no partitions within %s (a rebalance in progress, or partitions revoked and none assigned since)", rebalanceWait))
+	w.log.Warn().Int64("run_id", r.id).Dur("waited_ms", time.Since(r.started)).
+		Msg("run fails as rebalancing: the group's rebalance did not end; last success stays put")
 }
 
 // interruptRun stops reading (operator pause, shutdown): the run ends with what is done.
@@ -218,7 +283,11 @@ func (w *worker) finishRun(ctx context.Context) {
 	}
 	w.unstall()
 	elapsed := time.Since(r.started)
-	w.e.metrics.runDuration.WithLabelValues(w.route.Name, string(status)).Observe(elapsed.Seconds())
+	outcome := string(status)
+	if r.rebalancing {
+		outcome = "rebalancing"
+	}
+	w.e.metrics.runDuration.WithLabelValues(w.route.Name, outcome).Observe(elapsed.Seconds())
 	if status == store.RunSucceeded {
 		w.e.metrics.lastSuccess.WithLabelValues(w.route.Name).Set(float64(w.e.clock().Unix()))
 	}
@@ -238,12 +307,14 @@ func (w *worker) finishRun(ctx context.Context) {
 		ev = w.log.Debug()
 	}
 	ev.Int64("run_id", r.id).Dur("elapsed_ms", elapsed).Int64("redriven", total.redriven).
-		Int64("scheduled", total.scheduled).Int64("parked", total.parked).Str("status", string(status)).Str("error", msg).Msg("run finished")
+		Int64("scheduled", total.scheduled).Int64("parked", total.parked).Str("status", outcome).Str("error", msg).Msg("run finished")
 	w.run = nil
 	w.fetch.release()
 	switch {
 	case r.interrupted:
 		r.reply <- ErrRunInterrupted
+	case r.rebalancing:
+		r.reply <- fmt.Errorf("%w: %s", ErrRunRebalancing, msg)
 	case len(r.unread) > 0:
 		r.reply <- fmt.Errorf("%w: %s", ErrRunIncomplete, msg)
 	default:

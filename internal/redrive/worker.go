@@ -86,8 +86,10 @@ type worker struct {
 	kafkaDown atomic.Bool
 	topicsOK  topicCheck // whether the route's topics exist, for readiness and run outcomes
 
-	// partitions.go
-	parts map[partKey]*partition
+	// partitions.go: assigned is set by an assignment (even an empty one) and cleared by
+	// a revocation that leaves the worker waiting for the next one (a rebalance).
+	parts    map[partKey]*partition
+	assigned bool
 	// run.go, claims.go
 	run      *runState
 	claimEnc delivery.Encoder // builds scheduled records on the loop; the sender has its own
