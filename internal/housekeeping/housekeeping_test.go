@@ -64,8 +64,7 @@ func value(t *testing.T, reg *prometheus.Registry, name string, labels map[strin
 func TestPassCountsBacklogAndPurges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	st := storetest.New(t, store.WithClock(c.Now))
+	st, c := storetest.NewClocked(t)
 	recs := append(records("orders", store.StatusParked, store.ReasonExhausted, 0, 3), records("orders", store.StatusScheduled, store.ReasonBackoff, 3, 2)...)
 	recs = append(recs, records("payments", store.StatusParked, store.ReasonUnroutable, 0, 1)...)
 	_, err := st.StoreBatch(ctx, recs, nil)
@@ -116,8 +115,7 @@ func TestPassCountsBacklogAndPurges(t *testing.T) {
 func TestPassPurgesTheLedger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	st := storetest.New(t, store.WithClock(c.Now))
+	st, c := storetest.NewClocked(t)
 	require.NoError(t, st.RecordGap(ctx, store.Gap{Group: "g", Route: "orders", Topic: "dlq", From: 0, To: 3, Cause: store.GapJump, Lost: true}))
 	require.NoError(t, st.AdvanceLedgerPositions(ctx, "g", []store.Coordinates{{Topic: "dlq", Offset: 3}}))
 	reg := prometheus.NewRegistry()

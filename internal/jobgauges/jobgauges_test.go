@@ -53,17 +53,23 @@ const (
 	errorsTotal    = `dlq_jobs_gauge_errors_total{}`
 )
 
+// gauged returns a store on a clock the test moves and a registry of its job gauges.
+func gauged(t *testing.T) (*store.Store, *storetest.Clock, *prometheus.Registry) {
+	t.Helper()
+	st, c := storetest.NewClocked(t)
+	reg := prometheus.NewRegistry()
+	_, err := jobgauges.Register(reg, st, zerolog.Nop())
+	require.NoError(t, err)
+	return st, c, reg
+}
+
 // The gauges follow jobs through their life: pending jobs are counted with their wait, a
 // running job's stall grows while heartbeats carry no settled record and starts again at
 // each one that does, and a finished job leaves every gauge.
 func TestGaugesFollowJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	st := storetest.New(t, store.WithClock(c.Now))
-	reg := prometheus.NewRegistry()
-	_, err := jobgauges.Register(reg, st, zerolog.Nop())
-	require.NoError(t, err)
+	st, c, reg := gauged(t)
 
 	require.Equal(t, map[string]float64{replayPending: 0, replayRunning: 0, discardPending: 0, discardRunning: 0,
 		oldestPending: 0, stalled: 0, errorsTotal: 0}, scrape(t, reg), "every series exists before the first job")
@@ -121,11 +127,7 @@ func TestGaugesFollowJobs(t *testing.T) {
 func TestStallSurvivesATakeover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	st := storetest.New(t, store.WithClock(c.Now))
-	reg := prometheus.NewRegistry()
-	_, err := jobgauges.Register(reg, st, zerolog.Nop())
-	require.NoError(t, err)
+	st, c, reg := gauged(t)
 
 	job, err := st.CreateJob(ctx, store.JobSpec{Kind: store.JobReplay, Filter: &store.Filter{OriginalTopic: "orders"}}, store.Actor{Name: "alice"})
 	require.NoError(t, err)

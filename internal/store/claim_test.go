@@ -70,8 +70,7 @@ func TestConcurrentClaimersGetEachRowOnce(t *testing.T) {
 func TestExpiredClaimIsClaimedAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newTestClock()
-	s := storetest.New(t, store.WithClock(clock.Now))
+	s, clock := storetest.NewClocked(t)
 	now := clock.Now()
 	_, err := s.StoreBatch(ctx, append(scheduled("dlq.lease", 0, 3, now), scheduled("dlq.lease", 3, 1, now.Add(time.Hour))...), nil)
 	require.NoError(t, err)
@@ -123,8 +122,7 @@ func TestExpiredClaimIsClaimedAgain(t *testing.T) {
 func TestClaimIsLimitedToTheRoute(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newTestClock()
-	s := storetest.New(t, store.WithClock(clock.Now))
+	s, clock := storetest.NewClocked(t)
 	recs := append(scheduled("dlq.a", 0, 2, clock.Now()), scheduled("dlq.b", 0, 3, clock.Now())...)
 	for i := range recs[2:] {
 		recs[2+i].Route = "payments"

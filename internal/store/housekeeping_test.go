@@ -18,8 +18,7 @@ import (
 func TestPurgeOld(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newTestClock()
-	s := storetest.New(t, store.WithClock(clock.Now))
+	s, clock := storetest.NewClocked(t)
 	actor := store.Actor{Name: "alice"}
 
 	_, err := s.StoreBatch(ctx, append(parked("dlq.a", 0, 3), scheduled("dlq.a", 3, 1, clock.Now().Add(time.Hour))...), nil)
@@ -90,8 +89,7 @@ func TestPurgeOld(t *testing.T) {
 func TestPurgeOldLedger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newTestClock()
-	s := storetest.New(t, store.WithClock(clock.Now))
+	s, clock := storetest.NewClocked(t)
 	gap := func(from int64) store.Gap {
 		return store.Gap{Group: "g", Route: "r", Topic: "dlq", Partition: 0, From: from, To: from + 5, Cause: store.GapJump, Lost: true}
 	}

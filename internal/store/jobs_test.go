@@ -15,8 +15,7 @@ import (
 func TestJobLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newTestClock()
-	s := storetest.New(t, store.WithClock(clock.Now))
+	s, clock := storetest.NewClocked(t)
 	alice := store.Actor{Name: "alice", RequestID: "r1"}
 
 	_, err := s.CreateJob(ctx, store.JobSpec{Kind: store.JobReplay}, alice)
@@ -126,8 +125,7 @@ func TestJobWalksItsSelectionFromTheCursor(t *testing.T) {
 func TestCancelledJobLeasesComeBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newTestClock()
-	s := storetest.New(t, store.WithClock(clock.Now))
+	s, clock := storetest.NewClocked(t)
 	ada := store.Actor{Name: "ada"}
 	_, err := s.StoreBatch(ctx, parked("dlq.sweep", 0, 4), nil)
 	require.NoError(t, err)

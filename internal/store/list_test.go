@@ -63,8 +63,7 @@ func TestPaginationSeesEveryRowOnceDuringInserts(t *testing.T) {
 func TestListFilters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newTestClock()
-	s := storetest.New(t, store.WithClock(clock.Now))
+	s, clock := storetest.NewClocked(t)
 
 	recs := parked("dlq.f", 0, 6)
 	recs[1].Origin.Topic = "payments"

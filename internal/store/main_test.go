@@ -8,16 +8,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlqops/dlq/internal/store"
-	"github.com/dlqops/dlq/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// newTestClock is the clock of the stores under test, at a fixed date.
-func newTestClock() *storetest.Clock {
-	return storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // parked returns n parked records at offsets from..from+n-1 of partition 0 of topic.

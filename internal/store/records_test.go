@@ -149,8 +149,7 @@ func TestOverlappingWritersStoreEachCoordinateOnce(t *testing.T) {
 func TestStatsAndPurge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newTestClock()
-	s := storetest.New(t, store.WithClock(clock.Now))
+	s, clock := storetest.NewClocked(t)
 	stored := clock.Now()
 
 	_, err := s.StoreBatch(ctx, append(parked("dlq.a", 0, 3), scheduled("dlq.a", 3, 2, stored)...), nil)

@@ -54,8 +54,7 @@ func TestRunLedger(t *testing.T) {
 func TestRouteControls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newTestClock()
-	s := storetest.New(t, store.WithClock(clock.Now))
+	s, clock := storetest.NewClocked(t)
 	ops := store.Actor{Name: "ops"}
 
 	_, err := s.PauseRoute(ctx, "orders", true, ops)
@@ -108,8 +107,7 @@ func TestRouteControls(t *testing.T) {
 func TestFinishIdleRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newTestClock()
-	s := storetest.New(t, store.WithClock(clock.Now))
+	s, clock := storetest.NewClocked(t)
 	first := clock.Now()
 	idle := func(route string, status store.RunStatus, msg string) {
 		t.Helper()

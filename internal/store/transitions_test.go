@@ -53,8 +53,7 @@ func TestConcurrentTransitionsOneWins(t *testing.T) {
 func TestReplayLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := newTestClock()
-	s := storetest.New(t, store.WithClock(clock.Now))
+	s, clock := storetest.NewClocked(t)
 	_, err := s.StoreBatch(ctx, append(parked("dlq.replay", 0, 2), scheduled("dlq.replay", 2, 1, clock.Now().Add(time.Hour))...), nil)
 	require.NoError(t, err)
 	page, err := s.List(ctx, store.Filter{}, "", 10)

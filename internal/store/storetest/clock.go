@@ -2,7 +2,10 @@ package storetest
 
 import (
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/dlqops/dlq/internal/store"
 )
 
 // Clock is a clock a test sets and moves forward, for a store (store.WithClock(c.Now))
@@ -27,4 +30,11 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// NewClocked is New on a Clock the test moves, which starts at 2026-03-01 12:00 UTC.
+func NewClocked(t testing.TB, opts ...store.Option) (*store.Store, *Clock) {
+	t.Helper()
+	c := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	return New(t, append(opts, store.WithClock(c.Now))...), c
 }
