@@ -217,11 +217,7 @@ func TestCancelMidJob(t *testing.T) {
 				ConfirmedCount: n}}, store.Actor{Name: "ada"})
 			require.NoError(t, err)
 			startRunner(t, st, "w1", 30*time.Second, jobstest.Route("orders"))
-			require.Eventually(t, func() bool {
-				j, err := st.GetJob(ctx, job.ID)
-				require.NoError(t, err)
-				return j.Done > 0
-			}, time.Minute, 5*time.Millisecond)
+			waitProgress(t, st, job.ID)
 			_, err = st.CancelJob(ctx, job.ID, store.Actor{Name: "ada"})
 			require.NoError(t, err)
 

@@ -40,11 +40,7 @@ func TestBrokerStoppedMidJob(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	kc := config.Kafka{BootstrapServers: bs, Extra: map[string]string{"message.timeout.ms": "5000"}}
 	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: kc, Routes: jobstest.Routes(topic), Owner: "w1", Registerer: reg})
-	require.Eventually(t, func() bool {
-		j, err := st.GetJob(ctx, job.ID)
-		require.NoError(t, err)
-		return j.Done > 0
-	}, 3*time.Minute, 5*time.Millisecond)
+	waitProgress(t, st, job.ID)
 
 	b.Stop()
 	down := time.Now()

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -41,11 +40,7 @@ func TestKill9RunnerProcessMidJob(t *testing.T) {
 	bin := buildWorker(t)
 	cfg := workerConfig(t, url, bs, topic)
 	first := proctest.Start(t, filepath.Join(t.TempDir(), "first.log"), nil, bin, "run", "--config", cfg)
-	require.Eventually(t, func() bool {
-		j, err := st.GetJob(ctx, job.ID)
-		require.NoError(t, err)
-		return j.Done > 0
-	}, 3*time.Minute, 5*time.Millisecond)
+	waitProgress(t, st, job.ID)
 	first.Kill()
 	mid, err := st.GetJob(ctx, job.ID)
 	require.NoError(t, err)

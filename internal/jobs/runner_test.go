@@ -32,6 +32,16 @@ func startRunner(t testing.TB, st *store.Store, owner string, lease time.Duratio
 	return jobstest.StartRunner(t, jobs.Config{Store: st, Routes: routes, Owner: owner, Lease: lease})
 }
 
+// waitProgress polls until the job has finished a record.
+func waitProgress(t testing.TB, st *store.Store, id int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		j, err := st.GetJob(context.Background(), id)
+		require.NoError(t, err)
+		return j.Done > 0
+	}, 3*time.Minute, 5*time.Millisecond)
+}
+
 // waitJob polls until the job ends and returns it.
 func waitJob(t testing.TB, st *store.Store, id int64) store.Job {
 	t.Helper()
@@ -141,11 +151,7 @@ func TestKilledMidJobResumes(t *testing.T) {
 
 	const lease = 2 * time.Second
 	first := jobstest.StartRunner(t, jobs.Config{Store: st, Routes: jobstest.Routes("orders"), Owner: "doomed", Lease: lease})
-	require.Eventually(t, func() bool {
-		j, err := st.GetJob(context.Background(), job.ID)
-		require.NoError(t, err)
-		return j.Done > 0
-	}, time.Minute, 5*time.Millisecond)
+	waitProgress(t, st, job.ID)
 	jobstest.Abandon(t, first)
 	mid, err := st.GetJob(context.Background(), job.ID)
 	require.NoError(t, err)

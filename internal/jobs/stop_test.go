@@ -45,11 +45,7 @@ func TestStopWaitsForEveryGoroutine(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.Start(ctx))
 	require.ErrorIs(t, r.Start(ctx), lifecycle.ErrStartedTwice)
-	require.Eventually(t, func() bool {
-		j, err := st.GetJob(ctx, job.ID)
-		require.NoError(t, err)
-		return j.Done > 0
-	}, time.Minute, 5*time.Millisecond)
+	waitProgress(t, st, job.ID)
 
 	// Every way out of a job writes its row: the slot's next heartbeat, or its hand-back,
 	// waits for this lock.
