@@ -120,7 +120,7 @@ func TestReplayCarriesItsOwnDedupeID(t *testing.T) {
 	_, err := st.StoreBatch(ctx, []store.NewRecord{{
 		DLQ:    store.Coordinates{Topic: topic + ".dlq", Partition: 0, Offset: 8},
 		Origin: store.Origin{Topic: topic, Partition: 0, Offset: 3},
-		Key:    []byte("k"), Value: []byte("v"), Timestamp: time.UnixMilli(1_700_000_000_000).UTC(),
+		Key:    []byte("k"), Value: []byte("v"), Timestamp: time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC(),
 		Headers: []store.Header{{Key: headers.KeyRetryCount, Value: []byte("5")}, {Key: headers.KeyOriginalTopic, Value: []byte(topic)},
 			{Key: headers.KeyRedriveID, Value: []byte(topic + ".dlq/0/7")}},
 		RetryCount: 5, Reason: store.ReasonExhausted, Status: store.StatusParked, Route: topic,

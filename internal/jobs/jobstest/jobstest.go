@@ -110,6 +110,10 @@ func Routes(names ...string) []routes.Config {
 func Park(t testing.TB, st *store.Store, topic string, n int) {
 	t.Helper()
 	const chunk = 5000
+	// Within the broker's retention (7 days): the broker deletes older records soon after
+	// they are replayed (it rolls a segment for each batch of them), and Consume would miss
+	// them.
+	since := time.Now().Add(-time.Hour).UnixMilli()
 	for start := 0; start < n; start += chunk {
 		recs := make([]store.NewRecord, 0, chunk)
 		for i := start; i < min(n, start+chunk); i++ {
@@ -122,7 +126,7 @@ func Park(t testing.TB, st *store.Store, topic string, n int) {
 					{Key: "dup", Value: []byte("b")}, {Key: "nullh"}, {Key: "retryCount", Value: []byte("5")},
 					{Key: "originalTopic", Value: []byte(topic)},
 				},
-				Timestamp:  time.UnixMilli(1_700_000_000_000 + int64(i)).UTC(),
+				Timestamp:  time.UnixMilli(since + int64(i)).UTC(),
 				RetryCount: 5, ErrorClass: "Timeout", ErrorMessage: "timed out",
 				Reason: store.ReasonExhausted, Status: store.StatusParked, Route: topic,
 			}
