@@ -2,6 +2,7 @@ package housekeeping_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/dlqops/dlq/internal/housekeeping"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -34,26 +36,9 @@ func records(route string, status store.Status, reason store.Reason, from int64,
 // value is the value of the series of name with exactly labels, and whether it exists.
 func value(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if labels[l.GetName()] != l.GetValue() {
-					continue series
-				}
-			}
-			if m.GetGauge() != nil {
-				return m.GetGauge().GetValue(), true
-			}
-			return m.GetCounter().GetValue(), true
+	for _, s := range metrictest.Samples(t, reg, name, labels) {
+		if maps.Equal(s.Labels, labels) {
+			return s.Value, true
 		}
 	}
 	return 0, false

@@ -15,6 +15,7 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 // The broker stops in the middle of a bulk replay and comes back 20 s later. Deliveries
@@ -44,7 +45,7 @@ func TestBrokerStoppedMidJob(t *testing.T) {
 
 	b.Stop()
 	down := time.Now()
-	require.Eventually(t, func() bool { return counter(t, reg, "dlq_job_produce_retries_total") > 0 },
+	require.Eventually(t, func() bool { return metrictest.Sum(t, reg, "dlq_job_produce_retries_total", nil) > 0 },
 		2*time.Minute, 100*time.Millisecond, "records that failed during the outage are produced again")
 	<-time.After(time.Until(down.Add(20 * time.Second))) // the outage's length, not a synchronization
 	mid, err := st.GetJob(ctx, job.ID)
@@ -65,27 +66,11 @@ func TestBrokerStoppedMidJob(t *testing.T) {
 	}
 	msgs := jobstest.ConsumeFrom(t, bs, topic, 3, n)
 	require.Len(t, jobstest.CheckReplayed(t, st, msgs, job.ID, "ada", false), n, "every record on the topic")
-	t.Logf("%d copies of %d records; %v records produced again", len(msgs), n, counter(t, reg, "dlq_job_produce_retries_total"))
+	t.Logf("%d copies of %d records; %v records produced again", len(msgs), n, metrictest.Sum(t, reg, "dlq_job_produce_retries_total", nil))
 
 	rep, err := audit.Run(ctx, kc, st, topic+".dlq", group)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), rep.String())
 	require.Equal(t, n, rep.Checked)
 	require.Equal(t, n, rep.InStore[store.StatusReplayed], rep.String())
-}
-
-// counter is the sum of the counter name's series in reg.
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 // Shape of the benchmark backlog: 1 KiB values spread over a few partitions, as a busy
@@ -221,7 +222,7 @@ func (e *benchEnv) startBenchEngine(b *testing.B, st *store.Store, rc routes.Con
 }
 
 func offsetResets(b *testing.B, reg *prometheus.Registry) int {
-	return int(counterSum(b, reg, "dlq_worker_offset_resets_total", nil))
+	return int(metrictest.Sum(b, reg, "dlq_worker_offset_resets_total", nil))
 }
 
 func stopEngine(b *testing.B, eng *redrive.Engine) {

@@ -13,6 +13,7 @@ import (
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 // A worker killed after it wrote a position to the ledger and before librdkafka
@@ -40,7 +41,7 @@ func TestCommitBehindTheLedgerResumesAtTheLedger(t *testing.T) {
 	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg}, rc)
 	waitAssigned(t, bs, rc.Group, 1, 2)
 	require.Eventually(t, func() bool {
-		return counterSum(t, reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "backward"}) == 2
+		return metrictest.Sum(t, reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "backward"}) == 2
 	}, 30*time.Second, 20*time.Millisecond, "the committed offsets behind the ledger are seen at assignment")
 	require.Equal(t, map[int32]int64{0: n / 2, 1: n / 2}, committed(), "the ledger's position is committed at assignment")
 	runNow(t, e, rc.Name)

@@ -77,30 +77,6 @@ func startEngineLogging(t *testing.T, logs io.Writer, o redrive.Options, rcs ...
 	return e
 }
 
-// counterSum adds up the series of counter name in reg whose labels include match.
-func counterSum(tb testing.TB, reg *prometheus.Registry, name string, match map[string]string) float64 {
-	mfs, err := reg.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := match[l.GetName()]; ok && v != l.GetValue() {
-					continue series
-				}
-			}
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
-}
-
 // runNow runs route once and waits for it.
 func runNow(t *testing.T, e *redrive.Engine, route string) {
 	t.Helper()

@@ -21,6 +21,7 @@ import (
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 // seedMixed returns n DLQ records for target: every tenth exhausted (parked), every tenth
@@ -163,7 +164,7 @@ func TestBrokerOutageMidRun(t *testing.T) {
 	requireResumed(t, run, "the broker's return")
 	require.Eventually(t, ready(e, true), time.Minute, 100*time.Millisecond)
 	waitCommitted(t, committedOffsets(t, bs, dlq, rc.Group, 2), watermarks(t, bs, dlq), time.Minute)
-	failed := counterSum(t, r.reg, "dlq_worker_errors_total", map[string]string{"kind": "produce"})
+	failed := metrictest.Sum(t, r.reg, "dlq_worker_errors_total", map[string]string{"kind": "produce"})
 	require.Positive(t, failed, "no delivery timed out during the outage: the worker's own retry went untested")
 	t.Logf("%.0f failed deliveries retried; %s", failed, requireMixedConserved(t, kc, st, dlq, rc.Group, n))
 }
@@ -353,7 +354,7 @@ func TestLostAssignmentFailsTheRun(t *testing.T) {
 	}
 	require.ErrorIs(t, err, redrive.ErrRunIncomplete)
 	require.Contains(t, err.Error(), "revoked")
-	require.Positive(t, counterSum(t, r.reg, "dlq_worker_partitions_lost_total", map[string]string{"route": rc.Name}))
+	require.Positive(t, metrictest.Sum(t, r.reg, "dlq_worker_partitions_lost_total", map[string]string{"route": rc.Name}))
 	require.Zero(t, gaugeValue(t, r.reg, "dlq_worker_last_success_timestamp_seconds", rc.Name))
 	runs, err := r.st.ListRuns(context.Background(), rc.Name, 10)
 	require.NoError(t, err)

@@ -16,26 +16,13 @@ import (
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 // gaugeValue returns the value of gauge name for route in reg (0 when absent).
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name, route string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "route" && l.GetValue() == route {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return metrictest.Sum(t, reg, name, map[string]string{"route": route})
 }
 
 func runOnce(e *redrive.Engine, route string) error {

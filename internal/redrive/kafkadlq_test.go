@@ -20,6 +20,7 @@ import (
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 // Kafka's own dead letters, written by real Kafka clients (stack/java): a share consumer
@@ -195,7 +196,7 @@ func TestShareGroupDeadLetters(t *testing.T) {
 			require.Eventually(t, func() bool {
 				runNow(t, e, rc.Name)
 				n, err := st.Count(context.Background(), store.Filter{})
-				return err == nil && n == 2 && counterSum(t, reg, "dlq_worker_redriven_total", nil) == 5
+				return err == nil && n == 2 && metrictest.Sum(t, reg, "dlq_worker_redriven_total", nil) == 5
 			}, 2*time.Minute, 200*time.Millisecond)
 
 			requireRedrivenAsSource(t, source, back)
@@ -221,7 +222,7 @@ func TestShareGroupDeadLetters(t *testing.T) {
 			require.Equal(t, 5, spent.RetryCount, "our retry count travels in the source's headers")
 			require.Equal(t, int64(4), spent.Origin.Offset)
 			require.Equal(t, "Offset rejected by client. (share group "+group+", delivery count 1)", spent.ErrorMessage)
-			require.Equal(t, 1.0, counterSum(t, reg, "dlq_worker_parked_total", map[string]string{"reason": "source_unavailable"}))
+			require.Equal(t, 1.0, metrictest.Sum(t, reg, "dlq_worker_parked_total", map[string]string{"reason": "source_unavailable"}))
 			// The headroom gauge is TestSourceHeadroomFollowsTheOldestPointer's: here the
 			// share consumer keeps rejecting the redriven records, so new pointers wait.
 			requireConserved(t, st, dlq, rc.Group)
@@ -262,7 +263,7 @@ func TestStreamsDeadLetters(t *testing.T) {
 	e := startEngineWith(t, redrive.Options{Clock: time.Now, Store: st, Kafka: kcfg(t), Registry: reg}, rc)
 	require.Eventually(t, func() bool {
 		runNow(t, e, rc.Name)
-		return counterSum(t, reg, "dlq_worker_redriven_total", nil) == 3
+		return metrictest.Sum(t, reg, "dlq_worker_redriven_total", nil) == 3
 	}, 2*time.Minute, 200*time.Millisecond)
 
 	requireRedrivenAsSource(t, source, back)
@@ -313,7 +314,7 @@ func TestSharePointerWithoutSourceIsParked(t *testing.T) {
 	require.Eventually(t, func() bool {
 		runNow(t, e, rc.Name)
 		n, err := st.Count(context.Background(), store.Filter{})
-		return err == nil && n == 5 && counterSum(t, reg, "dlq_worker_redriven_total", nil) == 1
+		return err == nil && n == 5 && metrictest.Sum(t, reg, "dlq_worker_redriven_total", nil) == 1
 	}, time.Minute, 200*time.Millisecond)
 
 	records, err := st.ListAfter(context.Background(), store.Filter{}, 0, 10)
@@ -372,8 +373,8 @@ func TestSharePointersThroughABrokerOutage(t *testing.T) {
 	require.Eventually(t, func() bool { return kafkatest.Total(sourceEnd()) >= n+n/10 }, 2*time.Minute, 50*time.Millisecond)
 
 	stalls := func() float64 {
-		return counterSum(t, reg, "dlq_worker_errors_total", map[string]string{"kind": "source_fetch"}) +
-			counterSum(t, reg, "dlq_worker_errors_total", map[string]string{"kind": "metadata"})
+		return metrictest.Sum(t, reg, "dlq_worker_errors_total", map[string]string{"kind": "source_fetch"}) +
+			metrictest.Sum(t, reg, "dlq_worker_errors_total", map[string]string{"kind": "metadata"})
 	}
 	before := stalls()
 	down := time.Now()

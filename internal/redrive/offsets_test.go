@@ -20,6 +20,7 @@ import (
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 // dueRecords returns n DLQ records for target, all due, keyed by batch and index.
@@ -105,7 +106,7 @@ func startAfterJump(t *testing.T, onJump string, first, skipped int) jumpSetup {
 	// Seen at assignment, once per partition (the group may list the member before its
 	// assignment reaches the engine).
 	require.Eventually(t, func() bool {
-		return counterSum(t, s.reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "jump"}) == 2
+		return metrictest.Sum(t, s.reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "jump"}) == 2
 	}, 30*time.Second, 20*time.Millisecond)
 	return s
 }
@@ -128,7 +129,7 @@ func TestOffsetJumpIsRewound(t *testing.T) {
 	runNow(t, s.e, s.rc.Name)
 
 	require.Len(t, readAll(t, s.target), first+skipped, "the skipped records are redriven")
-	require.Equal(t, 2.0, counterSum(t, s.reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "jump"}))
+	require.Equal(t, 2.0, metrictest.Sum(t, s.reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "jump"}))
 	gaps := s.gaps(t)
 	require.Len(t, gaps, 2)
 	for _, g := range gaps {
@@ -151,7 +152,7 @@ func TestOffsetJumpAlarm(t *testing.T) {
 	runNow(t, s.e, s.rc.Name)
 
 	require.Len(t, readAll(t, s.target), first, "nothing is read again")
-	require.Equal(t, 2.0, counterSum(t, s.reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "jump"}))
+	require.Equal(t, 2.0, metrictest.Sum(t, s.reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "jump"}))
 	gaps := s.gaps(t)
 	require.Len(t, gaps, 2)
 	for _, g := range gaps {
@@ -167,7 +168,7 @@ func TestOffsetJumpAlarm(t *testing.T) {
 
 	// Counted once: a later run does not see the jump again.
 	runNow(t, s.e, s.rc.Name)
-	require.Equal(t, 2.0, counterSum(t, s.reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "jump"}))
+	require.Equal(t, 2.0, metrictest.Sum(t, s.reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "jump"}))
 }
 
 // Records deleted (retention) above the committed offset before the worker read them:
@@ -201,7 +202,7 @@ func TestRetentionLossIsReportedFromTheLedger(t *testing.T) {
 	require.Equal(t, want(audit.CauseDeletedUnread), rep.Lost, "seen before the worker reads: above the committed offset, below the log start")
 
 	runNow(t, e, rc.Name)
-	require.Equal(t, 2.0, counterSum(t, reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "below_log_start"}))
+	require.Equal(t, 2.0, metrictest.Sum(t, reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "below_log_start"}))
 	require.Len(t, readAll(t, target), first+second-2*deletedUnread, "what is left is redriven")
 	rep, err = audit.Run(context.Background(), kcfg(t), st, dlq, rc.Group)
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 // syncBuffer is a log sink the engine's goroutines write to while the test reads it.
@@ -123,8 +124,8 @@ func TestHeaderPromises(t *testing.T) {
 	require.True(t, deadLettered.Equal(out["first"].FirstFailure), "first failure %s, want the first dead-lettering %s", out["first"].FirstFailure, deadLettered)
 	require.Equal(t, 2, out["warned"].RetryCount)
 
-	require.Equal(t, 1.0, counterSum(t, reg, "dlq_worker_header_warnings_total", map[string]string{"route": rc.Name, "kind": "duplicate_key"}))
-	require.Equal(t, 1.0, counterSum(t, reg, "dlq_worker_header_warnings_total", map[string]string{"route": rc.Name, "kind": "partition"}))
+	require.Equal(t, 1.0, metrictest.Sum(t, reg, "dlq_worker_header_warnings_total", map[string]string{"route": rc.Name, "kind": "duplicate_key"}))
+	require.Equal(t, 1.0, metrictest.Sum(t, reg, "dlq_worker_header_warnings_total", map[string]string{"route": rc.Name, "kind": "partition"}))
 	warned := logs.lines(t, "header fields left unknown")
 	require.Len(t, warned, 1, "one record warned about")
 	require.Equal(t, dlq, warned[0]["topic"])

@@ -14,6 +14,7 @@ import (
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 const lastSuccessGauge = "dlq_worker_last_success_timestamp_seconds"
@@ -52,7 +53,7 @@ func TestRunDuringARebalanceIsNoSuccess(t *testing.T) {
 	require.ErrorIs(t, err, redrive.ErrRunRebalancing)
 	require.ErrorIs(t, err, redrive.ErrRunIncomplete)
 	require.Equal(t, last, gaugeValue(t, reg, lastSuccessGauge, rc.Name), "last success moved with the rebalancing run")
-	require.Positive(t, histogramCount(t, reg, "dlq_worker_run_duration_seconds", map[string]string{"route": rc.Name, "status": "rebalancing"}))
+	require.Positive(t, metrictest.Sum(t, reg, "dlq_worker_run_duration_seconds", map[string]string{"route": rc.Name, "status": "rebalancing"}))
 	runs, err := st.ListRuns(context.Background(), rc.Name, 1)
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
@@ -97,28 +98,4 @@ func silentMember(t *testing.T, bootstrap, group, topic string) *kafka.Consumer 
 	t.Cleanup(func() { _ = c.Close() }) // a second Close only returns an error
 	require.NoError(t, c.Subscribe(topic, nil))
 	return c
-}
-
-// histogramCount adds up the sample counts of histogram name in reg whose labels include
-// match.
-func histogramCount(t *testing.T, reg *prometheus.Registry, name string, match map[string]string) uint64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	var n uint64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := match[l.GetName()]; ok && v != l.GetValue() {
-					continue series
-				}
-			}
-			n += m.GetHistogram().GetSampleCount()
-		}
-	}
-	return n
 }

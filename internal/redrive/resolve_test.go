@@ -16,6 +16,7 @@ import (
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 // sharePointer is a share group's dead letter as the broker writes it by default: the six
@@ -61,8 +62,8 @@ func TestSharePointersInterleavingSourcePartitions(t *testing.T) {
 	defer cancel()
 	require.NoError(t, e.RunNow(ctx, rc.Name), "one run reads the whole backlog")
 
-	require.Equal(t, float64(n), counterSum(t, reg, "dlq_worker_redriven_total", nil))
-	seeks := counterSum(t, reg, "dlq_worker_source_seeks_total", nil)
+	require.Equal(t, float64(n), metrictest.Sum(t, reg, "dlq_worker_redriven_total", nil))
+	seeks := metrictest.Sum(t, reg, "dlq_worker_source_seeks_total", nil)
 	require.GreaterOrEqual(t, seeks, float64(sourceParts), "each source partition is started at least once")
 	require.LessOrEqual(t, seeks, float64(2*sourceParts), "source partitions re-started per pointer")
 	parked, err := st.Count(context.Background(), store.Filter{})
@@ -78,22 +79,9 @@ func TestSharePointersInterleavingSourcePartitions(t *testing.T) {
 // "topic/partition".
 func headroomSeries(t *testing.T, reg *prometheus.Registry, route string) map[string]float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
 	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "dlq_worker_source_headroom_records" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			if l["route"] == route {
-				out[l["topic"]+"/"+l["partition"]] = m.GetGauge().GetValue()
-			}
-		}
+	for _, s := range metrictest.Samples(t, reg, "dlq_worker_source_headroom_records", map[string]string{"route": route}) {
+		out[s.Labels["topic"]+"/"+s.Labels["partition"]] = s.Value
 	}
 	return out
 }
@@ -148,7 +136,7 @@ func TestSourceHeadroomFollowsTheOldestPointer(t *testing.T) {
 
 	waitAssigned(t, bs, rc.Group, 1, 2)
 	runNow(t, e, rc.Name)
-	require.Equal(t, 20.0, counterSum(t, reg, "dlq_worker_redriven_total", nil))
+	require.Equal(t, 20.0, metrictest.Sum(t, reg, "dlq_worker_redriven_total", nil))
 	require.Eventually(t, func() bool { return len(headroomSeries(t, reg, rc.Name)) == 0 },
 		time.Minute, 50*time.Millisecond, "no unresolved pointer left: no headroom series")
 	requireConserved(t, st, dlq, rc.Group)
