@@ -220,7 +220,9 @@ func (s *Store) DiscardRecord(ctx context.Context, id int64, reason string, acto
 // JobRecords returns up to limit records of job with ids above afterID, lowest first: the
 // records it selects (by ids, or by filter) plus the rows it already changed, which a
 // crashed holder left behind (replaying, or finished before it saved its progress) and
-// which no longer match the filter's statuses.
+// which no longer match the filter's statuses. They are read as their rows are, without
+// their leases: a record a replay holds reads as parked or scheduled (BeginReplays
+// decides who may take it).
 func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit int) ([]Record, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
@@ -240,11 +242,12 @@ func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit in
 }
 
 // BeginReplays leases the records of ids that can be replayed now for job: parked or
-// scheduled (and not claimed by a redrive), or replaying under an expired lease or under
-// an earlier holder of the job. Each keeps the replay id it was first given,
-// "<job>-<record>", so a record produced again after a crash carries the same one. It returns the replay id of each leased record, or
-// ErrConflict when the job is not running under owner any more (cancelled, or taken
-// over): a cancel that committed is never followed by a lease of its job.
+// scheduled (and not claimed by a redrive), held by an earlier holder of the job, or held
+// under an expired lease by a job that ended. Each keeps the replay id it was first given
+// by the job, "<job>-<record>", so a record produced again after a crash carries the same
+// one. It returns the replay id of each leased record, or ErrConflict when the job is not
+// running under owner any more (cancelled, or taken over): a cancel that committed is
+// never followed by a lease of its job.
 func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner string, lease time.Duration, actor Actor) (map[int64]string, error) {
 	if owner == "" || lease <= 0 {
 		return nil, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
@@ -264,7 +267,7 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 			return fmt.Errorf("job %d is not running under %s: %w", jobID, owner, ErrConflict)
 		}
 		rows, err := tx.Query(ctx, sqlBeginReplays, ids, now, actor.Name, owner, now.Add(lease), jobID,
-			strconv.FormatInt(jobID, 10)+"-")
+			strconv.FormatInt(jobID, 10)+"-", nil)
 		if err != nil {
 			return err
 		}
@@ -297,40 +300,63 @@ func (s *Store) FinishReplays(ctx context.Context, jobID int64, owner string, do
 	for i, d := range done {
 		ids[i], topics[i], partitions[i], offsets[i] = d.ID, d.Produced.Topic, d.Produced.Partition, d.Produced.Offset
 	}
-	return s.batchTransition(ctx, jobID, actor, "finish_replay", ids, sqlFinishReplays, owner, topics, partitions, offsets)
+	return s.batchTransition(ctx, jobID, actor, "finish_replay", ids, false, sqlFinishReplays, owner, topics, partitions, offsets)
 }
 
 // AbortReplays returns records owner replays that were not produced: with reason (why they
 // cannot go) they are parked with it; without, each goes back to the status it had when
 // its job leased it (parked, or scheduled with its due time), with the reason it had.
 func (s *Store) AbortReplays(ctx context.Context, jobID int64, owner string, ids []int64, reason Reason, actor Actor) (int, error) {
-	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, sqlAbortReplays, owner, string(reason))
+	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, false, sqlAbortReplays, owner, string(reason))
 }
 
 // DiscardRecords discards the records of ids that are parked or scheduled (and not claimed
-// by a redrive) for job, and returns how many it discarded.
+// by a redrive or held by a replay) for job, and returns how many it discarded.
 func (s *Store) DiscardRecords(ctx context.Context, jobID int64, ids []int64, actor Actor) (int, error) {
-	return s.batchTransition(ctx, jobID, actor, "discard", ids, sqlDiscardRecords, jobID)
+	return s.batchTransition(ctx, jobID, actor, "discard", ids, true, sqlDiscardRecords, jobID)
+}
+
+// changedIDs runs query, which returns the ids it changed first in each row, and returns
+// them in order.
+func changedIDs(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]int64, error) {
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (int64, error) {
+		v, err := row.Values()
+		if err != nil {
+			return 0, err
+		}
+		id, ok := v[0].(int64)
+		if !ok {
+			return 0, fmt.Errorf("store: an id of type %T", v[0])
+		}
+		return id, nil
+	})
+	slices.Sort(changed)
+	return changed, err
 }
 
 // batchTransition runs query ($1 ids, $2 now, $3 actor, then args), which returns the ids
-// it changed, with one audit row for the batch.
-func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64, query string, args ...any) (int, error) {
+// it changed, with one audit row for the batch. lockFirst locks the rows of ids before, in
+// a statement of its own, so that query sees a replay lease committed while it waited.
+func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64, lockFirst bool, query string, args ...any) (int, error) {
 	var changed []int64
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, sqlAsyncCommit); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, query, append([]any{ids, now, actor.Name}, args...)...)
-		if err != nil {
+		if lockFirst {
+			if _, err := tx.Exec(ctx, sqlLockRecords, ids); err != nil {
+				return err
+			}
+		}
+		var err error
+		if changed, err = changedIDs(ctx, tx, query, append([]any{ids, now, actor.Name}, args...)...); err != nil {
 			return err
 		}
-		var id int64
-		if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { changed = append(changed, id); return nil }); err != nil {
-			return err
-		}
-		slices.Sort(changed)
 		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
 			Action: action, RecordIDs: changed, JobID: jobID, Affected: int64(len(changed)), Outcome: "ok"})
 	})
@@ -345,18 +371,10 @@ func (s *Store) ReturnExpiredReplays(ctx context.Context, actor Actor) (int, err
 	var returned []int64
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, sqlReturnExpiredReplays, now, actor.Name)
-		if err != nil {
+		var err error
+		if returned, err = changedIDs(ctx, tx, sqlReturnExpiredReplays, now, actor.Name); err != nil || len(returned) == 0 {
 			return err
 		}
-		var id int64
-		if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { returned = append(returned, id); return nil }); err != nil {
-			return err
-		}
-		if len(returned) == 0 {
-			return nil
-		}
-		slices.Sort(returned)
 		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID,
 			Action: "return_replay", RecordIDs: returned, Affected: int64(len(returned)), Outcome: "ok"})
 	})
@@ -398,71 +416,103 @@ const sqlLockRecords = `SELECT id FROM dead_letters WHERE id = ANY($1) ORDER BY 
 const reservable = `(d.status = 'parked' OR d.status = 'scheduled' AND (d.lease_until IS NULL OR d.lease_until <= $2))`
 
 const sqlUnreservable = `SELECT d.id FROM dead_letters d LEFT JOIN jobs j ON j.id = d.job_id
-	WHERE d.id = ANY($1) AND (NOT ` + reservable + ` OR j.status IN ('pending', 'running'))
+	WHERE d.id = ANY($1) AND (NOT ` + reservable + ` OR j.status IN ('pending', 'running')
+		OR EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = d.id))
 	ORDER BY d.id`
 
 const sqlReserve = `UPDATE dead_letters SET job_id = $2 WHERE id = ANY($1)`
 
-// $4 owner, $5 lease until, $6 job, $7 replay id prefix. A row reserved by another active
-// job is left to it. A row the same job leased under an earlier holder is taken over at
-// once, expired or not: the caller holds the job (sqlJobHeld), so that holder lost it, and
-// the row keeps its replay id.
-const sqlBeginReplays = `UPDATE dead_letters d SET status = 'replaying', lease_owner = $4, lease_until = $5,
-		replay_id = CASE WHEN d.status = 'replaying' AND d.replay_id IS NOT NULL THEN d.replay_id ELSE $7 || d.id::text END,
-		prior_status = CASE WHEN d.status = 'replaying' THEN d.prior_status ELSE d.status END,
-		job_id = $6, changed_at = $2, changed_by = $3
-	WHERE d.id = ANY($1)
-		AND (` + reservable + ` OR d.status = 'replaying' AND (d.lease_until <= $2 OR d.job_id = $6))
-		AND (d.job_id IS NULL OR d.job_id = $6
-			OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running')))
-	RETURNING d.id, d.replay_id`
+// activeJobOfRow and activeJobOfLease are true when the job of a dead_letters row (d) or
+// of a lease (l) is pending or running.
+const (
+	activeJobOfRow   = `EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running'))`
+	activeJobOfLease = `EXISTS (SELECT 1 FROM jobs j WHERE j.id = l.job_id AND j.status IN ('pending', 'running'))`
+)
 
-// $4 owner, then parallel arrays of topic, partition, offset in the order of $1.
-const sqlFinishReplays = `UPDATE dead_letters d SET status = 'replayed', prior_status = NULL, lease_owner = NULL, lease_until = NULL,
-		target_topic = u.topic, produced_partition = u.part, produced_offset = u.off,
+// $1 ids, $2 now, $3 actor, $4 owner, $5 lease until, $6 job (NULL: none), $7 replay id
+// prefix, $8 replay id (NULL: the prefix and the record id). A record is leased when no
+// replay holds it and it is reservable and not reserved by another active job; when an
+// earlier holder of the same job holds it (the caller holds the job, sqlJobHeld, so that
+// holder lost it), keeping its replay id; or when a job that ended left it under an expired
+// lease. The rows are locked, so that a writer that locks them first and then checks
+// (lockReservable) sees the lease, and a scheduled row carries the lease in its
+// lease_until, so that no redrive claims it. It returns the leased ids and replay ids.
+const sqlBeginReplays = `WITH held AS (
+		SELECT d.id, l.job_id AS held_by, l.replay_id AS held_replay_id
+		FROM dead_letters d LEFT JOIN replay_leases l ON l.record_id = d.id
+		WHERE d.id = ANY($1) AND (
+			l.record_id IS NULL AND ` + reservable + `
+				AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `)
+			OR l.job_id = $6
+			OR l.until <= $2 AND NOT ` + activeJobOfLease + `)
+		ORDER BY d.id
+		FOR NO KEY UPDATE OF d),
+	scheduled AS (
+		UPDATE dead_letters d SET lease_owner = $4, lease_until = $5, changed_at = $2, changed_by = $3
+		FROM held h WHERE d.id = h.id AND d.status = 'scheduled')
+	INSERT INTO replay_leases AS l (record_id, job_id, owner, until, replay_id)
+	SELECT id, $6, $4, $5, coalesce($8, CASE WHEN held_by = $6 THEN held_replay_id ELSE $7 || id::text END) FROM held
+	ON CONFLICT (record_id) DO UPDATE SET job_id = excluded.job_id, owner = excluded.owner, until = excluded.until,
+		replay_id = excluded.replay_id
+		WHERE l.job_id = $6 OR l.until <= $2 AND NOT ` + activeJobOfLease + `
+	RETURNING record_id, replay_id`
+
+// $1 ids, $2 now, $3 actor, $4 owner, then parallel arrays of topic, partition, offset in
+// the order of $1: each record whose lease owner holds is replayed, with its lease's job
+// and replay id; the one change of its row in the replay. The arrays are joined to the
+// leases they end, not to the rows, so that no plan scans them once per row.
+const sqlFinishReplays = `WITH gone AS (
+		DELETE FROM replay_leases l USING unnest($1::bigint[], $5::text[], $6::integer[], $7::bigint[]) AS u(id, topic, part, off)
+		WHERE l.record_id = u.id AND l.owner = $4
+		RETURNING l.record_id, l.job_id, l.replay_id, u.topic, u.part, u.off)
+	UPDATE dead_letters d SET status = 'replayed', lease_owner = NULL, lease_until = NULL,
+		job_id = g.job_id, replay_id = g.replay_id,
+		target_topic = g.topic, produced_partition = g.part, produced_offset = g.off,
 		changed_at = $2, changed_by = $3
-	FROM unnest($1::bigint[], $5::text[], $6::integer[], $7::bigint[]) AS u(id, topic, part, off)
-	WHERE d.id = u.id AND d.status = 'replaying' AND d.lease_owner = $4
+	FROM gone g WHERE d.id = g.record_id
 	RETURNING d.id`
 
-// $1 now, $2 actor.
-const sqlReturnExpiredReplays = `UPDATE dead_letters d SET status = ` + priorStatus + `, prior_status = NULL,
-		lease_owner = NULL, lease_until = NULL, changed_at = $1, changed_by = $2
-	WHERE d.status = 'replaying' AND d.lease_until <= $1
-		AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running'))
-	RETURNING d.id`
+// $1 now, $2 actor: the expired leases of jobs that ended.
+const sqlReturnExpiredReplays = `WITH gone AS (
+		DELETE FROM replay_leases l WHERE l.until <= $1 AND NOT ` + activeJobOfLease + `
+		RETURNING l.record_id, l.owner),
+	back AS (
+		UPDATE dead_letters d SET lease_owner = NULL, lease_until = NULL, changed_at = $1, changed_by = $2
+		FROM gone g WHERE d.id = g.record_id AND d.lease_owner = g.owner)
+	SELECT record_id FROM gone`
 
 // $1 job, $2 owner.
 const sqlJobHeld = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND status = 'running' AND lease_owner = $2 FOR SHARE)`
 
-// priorStatus is where a replaying record goes back to when it was not produced: the
-// status it had when the job leased it (a scheduled record keeps its due time), parked
-// for a row leased before the status was kept.
-const priorStatus = `CASE WHEN prior_status = 'scheduled' AND due_at IS NOT NULL THEN 'scheduled' ELSE 'parked' END`
+// $1 ids, $2 now, $3 actor, $4 owner, $5 reason: the leases of ids that owner holds end;
+// with a reason (why they cannot go) the records are parked with it, else they stay where
+// they were (parked, or scheduled with their due time and reason).
+const sqlAbortReplays = `WITH gone AS (
+		DELETE FROM replay_leases l WHERE l.record_id = ANY($1) AND l.owner = $4 RETURNING l.record_id),
+	back AS (
+		UPDATE dead_letters d SET
+			status = CASE WHEN $5 = '' THEN d.status ELSE 'parked' END,
+			reason = CASE WHEN $5 = '' THEN d.reason ELSE $5 END,
+			lease_owner = NULL, lease_until = NULL, changed_at = $2, changed_by = $3
+		FROM gone g WHERE d.id = g.record_id)
+	SELECT record_id FROM gone`
 
-// $4 owner, $5 reason: empty returns the records to the status they had, with the reason
-// they had; else they are parked with it (why they cannot go).
-const sqlAbortReplays = `UPDATE dead_letters SET
-		status = CASE WHEN $5 = '' THEN ` + priorStatus + ` ELSE 'parked' END, prior_status = NULL,
-		lease_owner = NULL, lease_until = NULL,
-		reason = COALESCE(NULLIF($5, ''), reason), changed_at = $2, changed_by = $3
-	WHERE id = ANY($1) AND status = 'replaying' AND lease_owner = $4
-	RETURNING id`
-
-// $4 job.
+// $1 ids, $2 now, $3 actor, $4 job. The rows are locked first by sqlLockRecords, so that
+// a lease committed meanwhile is seen.
 const sqlDiscardRecords = `UPDATE dead_letters d SET status = 'discarded', job_id = $4, changed_at = $2, changed_by = $3
 	WHERE d.id = ANY($1) AND ` + reservable + `
-		AND (d.job_id IS NULL OR d.job_id = $4
-			OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running')))
+		AND (d.job_id IS NULL OR d.job_id = $4 OR NOT ` + activeJobOfRow + `)
+		AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = d.id)
 	RETURNING d.id`
 
 // $1 after id, $2 limit, $3 job, then the filter's parameters.
-const sqlJobRecordsByFilter = `SELECT ` + recordColumns + ` FROM dead_letters
-	WHERE id > $1 AND (%s OR job_id = $3 AND status IN ('replaying', 'replayed', 'discarded'))
+const sqlJobRecordsByFilter = `SELECT ` + rowColumns + ` FROM dead_letters
+	WHERE id > $1 AND (%s OR job_id = $3 AND status IN ('replayed', 'discarded')
+		OR id IN (SELECT record_id FROM replay_leases WHERE job_id = $3))
 	ORDER BY id LIMIT $2`
 
 // $1 after id, $2 limit, $3 ids.
-const sqlJobRecordsByIDs = `SELECT ` + recordColumns + ` FROM dead_letters
+const sqlJobRecordsByIDs = `SELECT ` + rowColumns + ` FROM dead_letters
 	WHERE id > $1 AND id = ANY($3) ORDER BY id LIMIT $2`
 
 const sqlReleaseJob = `UPDATE jobs SET lease_until = $3, updated_at = $3

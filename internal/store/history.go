@@ -24,7 +24,7 @@ const (
 
 // $1 bucket (hour or day), $2 from, $3 topics (NULL: every topic). The BRIN index on
 // stored_at reads only the recent part of the table.
-const sqlStoredOverTime = `SELECT date_trunc($1, stored_at, 'UTC'), count(*), count(*) FILTER (WHERE status = 'parked')
+const sqlStoredOverTime = `SELECT date_trunc($1, stored_at, 'UTC'), count(*), count(*) FILTER (WHERE status = 'parked' AND NOT ` + leased + `)
 	FROM dead_letters WHERE stored_at >= $2 AND ($3::text[] IS NULL OR original_topic = ANY($3))
 	GROUP BY 1 ORDER BY 1`
 

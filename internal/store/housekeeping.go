@@ -150,7 +150,7 @@ type BacklogCount struct {
 }
 
 const sqlBacklog = `SELECT route, status, reason, count(*) FROM dead_letters
-	WHERE status IN ('parked', 'scheduled') GROUP BY 1, 2, 3`
+	WHERE status IN ('parked', 'scheduled') AND NOT ` + leased + ` GROUP BY 1, 2, 3`
 
 // Backlog counts the parked and scheduled records per route and reason right now.
 func (s *Store) Backlog(ctx context.Context) ([]BacklogCount, error) {

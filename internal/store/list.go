@@ -38,13 +38,18 @@ func (f *Filter) where(args []any) (string, []any) {
 		args = append(args, v)
 		conds = append(conds, fmt.Sprintf(cond, len(args)))
 	}
-	switch len(f.Statuses) {
-	case 0:
-	case 1:
+	// A record a replay holds is replaying whatever its row's status (parked or scheduled).
+	switch {
+	case len(f.Statuses) == 0:
+	case len(f.Statuses) > 1:
+		add("(CASE WHEN "+leased+" THEN 'replaying' ELSE status END) = ANY($%d)", statusStrings(f.Statuses))
+	case f.Statuses[0] == StatusReplaying:
+		conds = append(conds, "id IN (SELECT record_id FROM replay_leases)")
+	case f.Statuses[0] == StatusParked || f.Statuses[0] == StatusScheduled:
 		// Equality, not ANY, lets the (…, status, id) indexes return rows in id order.
-		add("status = $%d", string(f.Statuses[0]))
+		add("status = $%d AND NOT "+leased, string(f.Statuses[0]))
 	default:
-		add("status = ANY($%d)", statusStrings(f.Statuses))
+		add("status = $%d", string(f.Statuses[0]))
 	}
 	if f.DLQTopic != "" {
 		add("dlq_topic = $%d", f.DLQTopic)

@@ -6,6 +6,13 @@ package store
 // recordColumns is what scanRecord reads: a whole record.
 const recordColumns = recordLead + `key, value, header_keys, header_values,` + recordTrail
 
+// rowColumns is a whole record as its dead_letters row has it, without its replay lease:
+// what a job reads in bulk.
+const rowColumns = recordLead + `key, value, header_keys, header_values,
+	retry_count, error_class, error_message, reason, status, route, due_at,
+	lease_owner, lease_until, target_topic, produced_partition, produced_offset, replay_id, job_id,
+	stored_at, changed_at, changed_by, octet_length(key), octet_length(value)`
+
 // summaryColumns is a record without its key, value and headers, in recordColumns' shape:
 // what a listing reads, so that a page of 1 MiB records costs what a page of small ones does.
 const summaryColumns = recordLead + `NULL::bytea, NULL::bytea, NULL::bytea[], NULL::bytea[],` + recordTrail
@@ -13,11 +20,27 @@ const summaryColumns = recordLead + `NULL::bytea, NULL::bytea, NULL::bytea[], NU
 const recordLead = `id, dlq_topic, dlq_partition, dlq_offset,
 	original_topic, original_partition, original_offset, original_timestamp, record_timestamp, `
 
-// octet_length reads a bytea's size from its header, without fetching a TOASTed value.
+// octet_length reads a bytea's size from its header, without fetching a TOASTed value. A
+// record a replay holds reads as replaying, with its lease's holder, job and replay id
+// (migration 00015); each lookup is one probe of the small replay_leases table.
 const recordTrail = `
-	retry_count, error_class, error_message, reason, status, route, due_at,
-	lease_owner, lease_until, target_topic, produced_partition, produced_offset, replay_id, job_id,
+	retry_count, error_class, error_message, reason,
+	CASE WHEN ` + leased + ` THEN 'replaying' ELSE dead_letters.status END, route, due_at,
+	coalesce(` + ofLease + `owner` + leaseEnd + `, lease_owner), coalesce(` + ofLease + `until` + leaseEnd + `, lease_until),
+	target_topic, produced_partition, produced_offset,
+	coalesce(` + ofLease + `replay_id` + leaseEnd + `, replay_id), coalesce(` + ofLease + `job_id` + leaseEnd + `, job_id),
 	stored_at, changed_at, changed_by, octet_length(key), octet_length(value)`
+
+// leased is true for a dead_letters row (named so, not aliased) that a replay holds: a
+// record is replaying exactly when it has a lease.
+const leased = `EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id)`
+
+// ofLease is the start of a read of a column of the lease on a dead_letters row (named
+// so), NULL without one: ofLease + "owner" + leaseEnd.
+const (
+	ofLease  = `(SELECT l.`
+	leaseEnd = ` FROM replay_leases l WHERE l.record_id = dead_letters.id)`
+)
 
 // insertColumns are the columns StoreBatch writes, in insertRow's order.
 var insertColumns = []string{
@@ -54,11 +77,12 @@ const sqlRecordExists = `SELECT EXISTS (SELECT 1 FROM dead_letters WHERE id = $1
 
 // $1 token, $2 lease until, $3 now, $4 limit, $5 route (” for every route). FOR UPDATE
 // re-checks the condition on the latest row version, so a row another claimer just leased
-// is skipped, not taken twice.
+// is skipped, not taken twice; a replay's lease on a scheduled row is also in its
+// lease_until, so a row a replay just leased is skipped too.
 const sqlClaimDue = `WITH due AS (
 		SELECT id AS due_id FROM dead_letters
 		WHERE status = 'scheduled' AND due_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
-			AND ($5 = '' OR route = $5)
+			AND ($5 = '' OR route = $5) AND NOT ` + leased + `
 		ORDER BY due_at, id
 		LIMIT $4
 		FOR UPDATE SKIP LOCKED)
@@ -81,30 +105,15 @@ const sqlReleaseClaim = `UPDATE dead_letters SET due_at = $4, lease_owner = NULL
 // Transitions: $1 id, $2 now, $3 actor, then their own parameters.
 const transitionSet = `changed_at = $2, changed_by = $3`
 
-// Operators act on parked rows and on scheduled rows no redrive worker is producing.
-const operable = `(status = 'parked' OR status = 'scheduled' AND (lease_until IS NULL OR lease_until <= $2))`
+// Operators act on parked rows and on scheduled rows no redrive worker is producing, that
+// no replay holds.
+const operable = `(status = 'parked' OR status = 'scheduled' AND (lease_until IS NULL OR lease_until <= $2)) AND NOT ` + leased
 
 const sqlDiscard = `UPDATE dead_letters SET status = 'discarded', lease_owner = NULL, lease_until = NULL, ` + transitionSet + `
 	WHERE id = $1 AND ` + operable + ` RETURNING ` + recordColumns
 
 const sqlRetryNow = `UPDATE dead_letters SET due_at = $2, ` + transitionSet + `
-	WHERE id = $1 AND status = 'scheduled' RETURNING ` + recordColumns
-
-// $4 owner, $5 lease until, $6 job id, $7 replay id.
-const sqlBeginReplay = `UPDATE dead_letters SET status = 'replaying', lease_owner = $4, lease_until = $5,
-		job_id = $6, replay_id = $7, prior_status = CASE WHEN status = 'replaying' THEN prior_status ELSE status END, ` + transitionSet + `
-	WHERE id = $1 AND (` + operable + ` OR status = 'replaying' AND lease_until <= $2)
-	RETURNING ` + recordColumns
-
-// $4 owner, $5 topic, $6 partition, $7 offset.
-const sqlFinishReplay = `UPDATE dead_letters SET status = 'replayed', prior_status = NULL, lease_owner = NULL, lease_until = NULL,
-		target_topic = $5, produced_partition = $6, produced_offset = $7, ` + transitionSet + `
-	WHERE id = $1 AND status = 'replaying' AND lease_owner = $4 RETURNING ` + recordColumns
-
-// $4 owner.
-const sqlAbortReplay = `UPDATE dead_letters SET status = ` + priorStatus + `, prior_status = NULL,
-		lease_owner = NULL, lease_until = NULL, ` + transitionSet + `
-	WHERE id = $1 AND status = 'replaying' AND lease_owner = $4 RETURNING ` + recordColumns
+	WHERE id = $1 AND status = 'scheduled' AND NOT ` + leased + ` RETURNING ` + recordColumns
 
 // $1 below id, $2 limit, then the filter's parameters.
 const sqlListRecords = `SELECT ` + summaryColumns + ` FROM dead_letters
@@ -116,12 +125,13 @@ const sqlListRecordsAfter = `SELECT ` + recordColumns + ` FROM dead_letters
 
 const sqlCountRecords = `SELECT count(*) FROM dead_letters WHERE %s`
 
-const sqlStats = `SELECT dlq_topic, coalesce(original_topic, ''), reason, status, count(*)
+const sqlStats = `SELECT dlq_topic, coalesce(original_topic, ''), reason,
+		CASE WHEN ` + leased + ` THEN 'replaying' ELSE status END, count(*)
 	FROM dead_letters GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
 
 // The first parked id is the oldest parked row, up to clock skew between instances: one
 // index probe instead of a scan.
-const sqlOldestParked = `SELECT stored_at FROM dead_letters WHERE status = 'parked' ORDER BY id LIMIT 1`
+const sqlOldestParked = `SELECT stored_at FROM dead_letters WHERE status = 'parked' AND NOT ` + leased + ` ORDER BY id LIMIT 1`
 
 // $1 cutoff, $2 batch size.
 const sqlPurge = `DELETE FROM dead_letters WHERE id IN (

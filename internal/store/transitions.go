@@ -32,35 +32,80 @@ type ReplayLease struct {
 	ReplayID string
 }
 
-// BeginReplay leases a parked record, a scheduled one that no worker is redriving, or a
-// replaying one whose lease expired (its worker died), for replay. Only one worker can hold a record at a time, so a record
-// is never replayed twice concurrently.
+// BeginReplay leases a parked record, a scheduled one that no worker is redriving, or one
+// whose replay lease expired (its worker died), for replay. Only one worker can hold a
+// record at a time, so a record is never replayed twice concurrently.
 func (s *Store) BeginReplay(ctx context.Context, id int64, lease ReplayLease, actor Actor) (Record, error) {
 	if lease.Owner == "" || lease.Duration <= 0 {
 		return Record{}, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
 	}
-	return s.transition(ctx, id, actor, "begin_replay", lease.JobID, sqlBeginReplay,
-		lease.Owner, s.now().Add(lease.Duration), nullIfZeroID(lease.JobID), nullIfEmpty(lease.ReplayID))
+	return s.leaseTransition(ctx, id, actor, "begin_replay", lease.JobID, sqlBeginReplays,
+		lease.Owner, s.now().Add(lease.Duration), nullIfZeroID(lease.JobID), nil, nullIfEmpty(lease.ReplayID))
 }
 
 // FinishReplay records where a replaying record was produced.
 func (s *Store) FinishReplay(ctx context.Context, id int64, owner string, produced Coordinates, actor Actor) (Record, error) {
-	return s.transition(ctx, id, actor, "finish_replay", 0, sqlFinishReplay,
-		owner, produced.Topic, produced.Partition, produced.Offset)
+	return s.leaseTransition(ctx, id, actor, "finish_replay", 0, sqlFinishReplays,
+		owner, []string{produced.Topic}, []int32{produced.Partition}, []int64{produced.Offset})
 }
 
 // AbortReplay returns a replaying record to the status it had when it was leased (parked,
 // or scheduled with its due time), e.g. when its job was cancelled.
 func (s *Store) AbortReplay(ctx context.Context, id int64, owner string, actor Actor) (Record, error) {
-	return s.transition(ctx, id, actor, "abort_replay", 0, sqlAbortReplay, owner)
+	return s.leaseTransition(ctx, id, actor, "abort_replay", 0, sqlAbortReplays, owner, "")
 }
 
-// transition runs query with $1 id, $2 now, $3 actor name and then args.
+// leaseTransition is transition for the statements of a replay lease, which take ids ($1
+// ids, $2 now, $3 actor, then args), return the ids they changed and change the lease
+// table too: the record is read again after them, as a statement does not see its own
+// changes to another table.
+func (s *Store) leaseTransition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
+	var rec Record
+	var outcome error
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		changed, err := changedIDs(ctx, tx, query, append([]any{[]int64{id}, now, actor.Name}, args...)...)
+		if err != nil {
+			return err
+		}
+		rec, err = scanRecord(tx.QueryRow(ctx, sqlGetRecord, id))
+		affected := int64(len(changed))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			outcome = ErrNotFound
+		case err != nil:
+			return err
+		case affected == 0:
+			outcome = ErrConflict
+		}
+		if jobID == 0 {
+			jobID = rec.JobID
+		}
+		return writeAudit(ctx, tx, AuditEntry{
+			At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID, Action: action,
+			RecordIDs: []int64{id}, JobID: jobID, Affected: affected, Outcome: outcomeOf(outcome),
+		})
+	})
+	if err != nil {
+		return Record{}, err
+	}
+	if outcome != nil {
+		return Record{}, fmt.Errorf("%s record %d: %w", action, id, &refusal{outcome})
+	}
+	return rec, nil
+}
+
+// transition runs query with $1 id, $2 now, $3 actor name and then args. The row is locked
+// first, in a statement of its own, so that query sees a replay lease committed while it
+// waited.
 func (s *Store) transition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
 	var rec Record
 	var outcome error
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlLockRecords, []int64{id}); err != nil {
+			return err
+		}
 		var err error
 		rec, err = scanRecord(tx.QueryRow(ctx, query, append([]any{id, now, actor.Name}, args...)...))
 		affected := int64(1)
