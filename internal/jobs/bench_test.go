@@ -47,11 +47,25 @@ func BenchmarkBulkReplay(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	startRunner(b, st, "bench", 30*time.Second, jobstest.Route("orders"))
+	// The runner's pool is sized as dlq-worker's (database.max_conns' default), not as a
+	// test store's: a job settles several batches at once.
+	db := config.Database{URL: url}
+	db.WithDefaults()
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc.MaxConns = db.MaxConns
+	workerPool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(workerPool.Close)
+	startRunner(b, store.New(workerPool), "bench", 30*time.Second, jobstest.Route("orders"))
 	// reset parks the rows again and vacuums away the dead versions that leaves.
 	reset := func(b *testing.B) {
 		for _, q := range []string{`UPDATE dead_letters SET status = 'parked', job_id = NULL, replay_id = NULL,
-			prior_status = NULL, target_topic = NULL, produced_partition = NULL, produced_offset = NULL
+			target_topic = NULL, produced_partition = NULL, produced_offset = NULL
 			WHERE status <> 'parked'`, `VACUUM ANALYZE dead_letters`} {
 			if _, err := pool.Exec(ctx, q); err != nil {
 				b.Fatal(err)

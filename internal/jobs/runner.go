@@ -2,8 +2,11 @@
 // The Runner is a dlq-worker component: it runs several jobs at once, each in a slot of its
 // own, plus a slot only for jobs that name their records (instances share the work
 // through FOR UPDATE SKIP LOCKED). A job walks its records in id order in batches, leases
-// each batch's records (parked → replaying), produces them with acks=all and records the
-// produced partition and offset (replaying → replayed), then saves its progress and cursor.
+// each batch's records (a narrow lease row each; the record reads as replaying), produces
+// them with acks=all and records the produced partition and offset (the record's row
+// changes once, to replayed), then saves its progress and cursor. The stages overlap: the
+// next page is selected while one is leased and produced, up to maxUnsettled records are
+// in flight, and several batches settle at once, their progress saved in batch order.
 //
 // A crash at any point loses nothing: the job's lease and its records' leases expire, and
 // the next holder resumes after the saved cursor, picking up the replaying rows the dead
@@ -18,6 +21,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -274,6 +279,10 @@ const (
 	metadataTimeout = 10 * time.Second
 )
 
+// maxUnsettled bounds the records a job has leased and produced but not yet settled (marked
+// replayed or returned), as a raw produce loop bounds its unacknowledged messages.
+const maxUnsettled = 10_000
+
 // errLost: the job was cancelled or another instance holds it now.
 var errLost = errors.New("job cancelled or taken over")
 
@@ -305,7 +314,9 @@ func (r *Runner) run(ctx context.Context, owner string, job store.Job) {
 	// sent settles even when the job was cancelled.
 	sendCtx, stopSending := context.WithCancel(ctx)
 	defer stopSending()
-	batches := make(chan *batch, 1)
+	// Up to maxUnsettled records are leased and produced ahead of the settling stage, so
+	// that the broker's acks and the settling's row updates overlap the next pages'.
+	batches := make(chan *batch, max(1, maxUnsettled/x.batchSize()-settlers-1))
 	settled := make(chan error, 1)
 	go func() { settled <- x.settleAll(ctx, batches, stopSending) }()
 	stopped, err := x.sendAll(sendCtx, batches)
@@ -374,16 +385,19 @@ func (r *Runner) end(ctx context.Context, x *execution, status store.JobStatus, 
 }
 
 // execution is one holder's run of one job. progress and firstFailure belong to the
-// settling stage.
+// settling stage's applier (settleAll); its settlings read progress to heartbeat.
 type execution struct {
 	*Runner
 	owner        string // the slot's, in leases
 	job          store.Job
 	log          zerolog.Logger
+	progressMu   sync.Mutex
 	progress     store.JobProgress
 	firstFailure string
 	enc          delivery.Encoder // the sending stage's
-	retryEnc     delivery.Encoder // the settling stage's
+	// abandoned is set once the job is lost or failed: the batches still settling retry
+	// nothing more.
+	abandoned atomic.Bool
 }
 
 // batch is one step of a job between its two stages.
@@ -409,33 +423,59 @@ func (x *execution) actor() store.Actor {
 	return store.Actor{Name: x.job.CreatedBy, RequestID: x.job.RequestID}
 }
 
+// batchSize is how many records one batch of the job takes: at most one second's worth
+// when the job is rate-limited, which keeps the pace even.
+func (x *execution) batchSize() int {
+	if rps := x.job.RatePerSecond; rps > 0 {
+		return min(x.cfg.BatchSize, rps)
+	}
+	return x.cfg.BatchSize
+}
+
 // sendAll selects, leases and sends batches until the selection is exhausted (false, nil),
-// the runner stops (true, nil) or something fails. It closes out.
+// the runner stops (true, nil) or something fails. It closes out. A job without a rate
+// limit leases its next page while it produces one; a record leased and not produced goes
+// back where it was before sendAll returns.
 func (x *execution) sendAll(ctx context.Context, out chan<- *batch) (stopped bool, err error) {
 	defer close(out)
-	size := x.cfg.BatchSize
+	size := x.batchSize()
 	var limiter *rate.Limiter
 	if rps := x.job.RatePerSecond; rps > 0 {
-		// At most one second's worth per batch keeps the pace even.
-		size = min(size, rps)
 		limiter = rate.NewLimiter(rate.Limit(rps), size)
 	}
-	cursor := x.progress.Cursor
+	paging, stopPaging := context.WithCancel(ctx)
+	pages := make(chan *page, 1)
+	cursor := x.progress.Cursor // before any batch settles
+	go x.selectAll(paging, cursor, size, limiter == nil, pages)
+	defer func() {
+		stopPaging()
+		x.returnUnsent(ctx, pages)
+	}()
 	for !x.stopRequested() {
-		recs, err := x.cfg.Store.JobRecords(ctx, x.job, cursor, size)
-		if err != nil || len(recs) == 0 {
-			return false, err
+		var pg *page
+		select {
+		case pg = <-pages:
+		case <-ctx.Done():
+			return false, ctx.Err()
 		}
-		if limiter != nil {
-			if err := limiter.WaitN(ctx, len(recs)); err != nil {
+		<-pg.ready
+		if pg.err != nil || pg.last == 0 {
+			return false, pg.err
+		}
+		b := pg.leased
+		if b == nil {
+			if err := limiter.WaitN(ctx, len(pg.recs)); err != nil {
+				return false, err
+			}
+			if b, err = x.lease(ctx, pg.recs); err != nil {
 				return false, err
 			}
 		}
-		b, err := x.send(ctx, recs)
-		if err != nil {
-			return false, err
+		if len(b.sent) > 0 {
+			b.results = make([]produced, len(b.sent))
+			b.reports = make(chan kafka.Event, len(b.sent))
+			b.produce(x.producer, &x.enc, x.produce, allOf(len(b.sent)))
 		}
-		cursor = b.last
 		select {
 		case out <- b:
 		case <-ctx.Done():
@@ -445,36 +485,148 @@ func (x *execution) sendAll(ctx context.Context, out chan<- *batch) (stopped boo
 	return true, nil
 }
 
-// settleAll settles batches in order, saving progress after each. On failure (above all
-// the job lost: cancelled or taken over) it stops the sending stage and still settles
-// what was sent, so that every record it leased ends replayed or back in parked.
+// page is one page of a job's records, leased ahead (leased) or not (recs), or the error
+// that ended the selection; last is 0 once the selection is exhausted. Its fields are
+// set when ready is closed.
+type page struct {
+	ready  chan struct{}
+	last   int64
+	recs   []store.Record
+	leased *batch
+	err    error
+}
+
+// selectAll reads the job's records page by page after cursor, one page ahead of the
+// sending, and leases each (ahead) as it hands it over, until the selection is exhausted
+// (a page with last 0), fails or ctx ends. A page is handed over before its lease starts,
+// so that every lease it starts is in out.
+func (x *execution) selectAll(ctx context.Context, cursor int64, size int, ahead bool, out chan<- *page) {
+	defer close(out)
+	for {
+		recs, err := x.cfg.Store.JobRecords(ctx, x.job, cursor, size)
+		pg := &page{ready: make(chan struct{}), recs: recs, err: err}
+		if err == nil && len(recs) > 0 {
+			pg.last = recs[len(recs)-1].ID
+		}
+		select {
+		case out <- pg:
+		case <-ctx.Done():
+			return
+		}
+		if pg.last == 0 {
+			close(pg.ready)
+			return
+		}
+		if !ahead {
+			close(pg.ready)
+		} else {
+			go func() {
+				defer close(pg.ready)
+				pg.leased, pg.err = x.lease(ctx, recs)
+			}()
+		}
+		cursor = pg.last
+	}
+}
+
+// returnUnsent waits for the pages selectAll handed over and nobody sent, and puts back
+// where they were the records leased for them.
+func (x *execution) returnUnsent(ctx context.Context, pages <-chan *page) {
+	for pg := range pages {
+		<-pg.ready
+		if pg.leased == nil || len(pg.leased.sent) == 0 {
+			continue
+		}
+		ids := recordIDs(pg.leased.sent)
+		if _, err := x.cfg.Store.AbortReplays(context.WithoutCancel(ctx), x.job.ID, x.owner, ids, "", x.actor()); err != nil {
+			x.log.Warn().Err(err).Int("records", len(ids)).Msg("cannot put back records leased and not sent; their leases expire")
+		}
+	}
+}
+
+// settleAll settles up to settlers batches at once and applies their outcomes in batch
+// order, saving progress after each, so that the saved cursor never passes a record
+// that is not finished. On failure (above all the job lost: cancelled or taken over) it
+// stops the sending stage and still settles what was sent, so that every record it
+// leased ends replayed or back where it was.
 func (x *execution) settleAll(ctx context.Context, in <-chan *batch, stopSending context.CancelFunc) error {
+	type settling struct {
+		b   *batch
+		err chan error
+	}
+	// One settling waits in applied order below; settlers-1 more queue here, each
+	// already running.
+	order := make(chan settling, settlers-1)
+	go func() {
+		defer close(order)
+		for b := range in {
+			s := settling{b: b, err: make(chan error, 1)}
+			order <- s
+			go func() { s.err <- x.settle(ctx, b) }()
+		}
+	}()
 	var failed error
-	for b := range in {
+	var saved time.Time // progress last saved
+	for s := range order {
+		err := <-s.err
 		if failed != nil {
-			if ctx.Err() == nil {
-				if err := x.settle(ctx, b, false); err != nil && !errors.Is(err, errLost) {
-					x.log.Warn().Err(err).Msg("cannot settle a batch of a lost job; its leases expire")
-				}
+			if err != nil && !errors.Is(err, errLost) && ctx.Err() == nil {
+				x.log.Warn().Err(err).Msg("cannot settle a batch of a lost job; its leases expire")
 			}
 			continue
 		}
-		err := x.settle(ctx, b, true)
 		if err == nil {
-			err = x.heartbeat(ctx)
+			x.apply(s.b)
+			if time.Since(saved) >= x.beatEvery() {
+				saved = time.Now()
+				err = x.heartbeat(ctx)
+			}
 		}
 		if err != nil {
 			failed = err
+			x.abandoned.Store(true)
 			stopSending()
 		}
 	}
+	if failed == nil && !saved.IsZero() {
+		failed = x.heartbeat(ctx) // what settled since the last save
+	}
 	return failed
+}
+
+// settlers is how many batches a job settles at once: settling a batch is mostly one
+// transaction that rewrites its rows, and PostgreSQL runs each on one core.
+const settlers = 3
+
+// apply counts a settled batch in the job's progress and moves the cursor past it.
+func (x *execution) apply(b *batch) {
+	x.progressMu.Lock()
+	defer x.progressMu.Unlock()
+	if b.why != "" && x.firstFailure == "" {
+		x.firstFailure = fmt.Sprintf("record %d: %s", b.whyID, b.why)
+	}
+	x.progress.Done += int64(b.done)
+	x.progress.Failed += int64(b.failed)
+	x.progress.Skipped += int64(b.skipped)
+	x.progress.Cursor = b.last
+	x.count("done", b.done)
+	x.count("failed", b.failed)
+	x.count("skipped", b.skipped)
+}
+
+// beatEvery is how often a running job saves its progress and extends its lease: at least
+// every second, which is also how soon a cancel is noticed while deliveries wait.
+func (x *execution) beatEvery() time.Duration {
+	return min(x.cfg.Lease/3, time.Second)
 }
 
 // heartbeat saves progress and extends the job's lease; errLost when the job is no
 // longer ours.
 func (x *execution) heartbeat(ctx context.Context) error {
-	err := x.cfg.Store.UpdateJobProgress(ctx, x.job.ID, x.owner, x.progress, x.cfg.Lease)
+	x.progressMu.Lock()
+	p := x.progress
+	x.progressMu.Unlock()
+	err := x.cfg.Store.UpdateJobProgress(ctx, x.job.ID, x.owner, p, x.cfg.Lease)
 	if errors.Is(err, store.ErrConflict) {
 		return errLost
 	}
@@ -505,8 +657,9 @@ func (b *batch) note(id int64, why string) {
 	}
 }
 
-// send handles one batch up to the point where only delivery reports are missing.
-func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, error) {
+// lease starts a batch of recs: the records already finished are counted, a discard
+// job's are discarded, a replay job's are leased (sent, to be produced).
+func (x *execution) lease(ctx context.Context, recs []store.Record) (*batch, error) {
 	b := &batch{last: recs[len(recs)-1].ID}
 	finished := store.StatusReplayed
 	if x.job.Kind == store.JobDiscard {
@@ -550,9 +703,6 @@ func (x *execution) send(ctx context.Context, recs []store.Record) (*batch, erro
 	if n := len(todo) - len(b.sent); n > 0 {
 		b.skip(todo[0].ID, n)
 	}
-	b.results = make([]produced, len(b.sent))
-	b.reports = make(chan kafka.Event, len(b.sent))
-	b.produce(x.producer, &x.enc, x.produce, allOf(len(b.sent)))
 	return b, nil
 }
 
@@ -595,20 +745,23 @@ type producer func(p *kafka.Producer, enc *delivery.Encoder, rec *store.Record, 
 // a lookup timed out) until they are delivered, marks each record replayed where it was
 // produced or parked with the reason it cannot go, and moves the cursor past the batch.
 //
-// beat is false once the job is lost: nothing is saved for it then and nothing retried;
-// the records are only settled, those that failed transiently going back where they were.
-func (x *execution) settle(ctx context.Context, b *batch, beat bool) error {
+// Once the job is lost (abandoned, or a heartbeat says so) nothing is retried; the
+// records are only settled, those that failed transiently going back where they were.
+// The caller applies the batch's counts (apply).
+func (x *execution) settle(ctx context.Context, b *batch) error {
 	// A heartbeat at least every second is also how a cancel is noticed while deliveries
 	// wait.
-	ticker := time.NewTicker(min(x.cfg.Lease/3, time.Second))
+	ticker := time.NewTicker(x.beatEvery())
 	defer ticker.Stop()
+	beat := !x.abandoned.Load()
 	var lost error
+	var enc delivery.Encoder
 	for attempt := 0; ; attempt++ {
 		if err := x.await(ctx, b, ticker, nil, &beat, &lost); err != nil {
 			return err
 		}
 		retry := b.transient()
-		if len(retry) == 0 || !beat {
+		if len(retry) == 0 || !beat || x.abandoned.Load() {
 			break
 		}
 		if x.stopRequested() {
@@ -629,7 +782,7 @@ func (x *execution) settle(ctx context.Context, b *batch, beat bool) error {
 			lost = errStopped
 			break
 		}
-		b.produce(x.producer, &x.retryEnc, x.produce, retry)
+		b.produce(x.producer, &enc, x.produce, retry)
 	}
 	var done []store.Redriven
 	failed := map[store.Reason][]int64{}
@@ -665,20 +818,7 @@ func (x *execution) settle(ctx context.Context, b *batch, beat bool) error {
 			return err
 		}
 	}
-	if lost != nil {
-		return lost
-	}
-	if b.why != "" && x.firstFailure == "" {
-		x.firstFailure = fmt.Sprintf("record %d: %s", b.whyID, b.why)
-	}
-	x.progress.Done += int64(b.done)
-	x.progress.Failed += int64(b.failed)
-	x.progress.Skipped += int64(b.skipped)
-	x.progress.Cursor = b.last
-	x.count("done", b.done)
-	x.count("failed", b.failed)
-	x.count("skipped", b.skipped)
-	return nil
+	return lost
 }
 
 // await waits until b has no delivery in flight and, when until is set, until it fires,
