@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -63,4 +64,58 @@ func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 	require.Empty(t, tables, strings.Join(tables, ", "))
 	_, err = p.Up(ctx)
 	require.NoError(t, err)
+}
+
+// 00015 moves the records a runner of an earlier version left replaying to replay_leases,
+// keeping their job, holder and replay id, and puts their rows back in the status they
+// had: a parked one parked, a scheduled one scheduled with its due time and the lease in
+// its lease columns, so that no redrive claims it while the lease holds.
+func TestReplayingRowsMoveToReplayLeases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(testenv.Schema(t))
+	require.NoError(t, err)
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 14)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO dead_letters (dlq_topic, dlq_partition, dlq_offset, record_timestamp,
+			header_keys, header_values, retry_count, error_class, error_message, reason, status, route,
+			due_at, lease_owner, lease_until, replay_id, job_id, prior_status, stored_at, changed_at, changed_by)
+		VALUES ('d', 0, 1, now(), '{}', '{}', 0, 'e', 'm', 'exhausted', 'replaying', 'r',
+			NULL, 'w/0', now() + interval '1 minute', '7-1', 7, 'parked', now(), now(), 'w'),
+		('d', 0, 2, now(), '{}', '{}', 0, 'e', 'm', 'backoff', 'replaying', 'r',
+			'2026-03-01 12:00:00+00', 'w/0', '2026-03-01 12:05:00+00', '7-2', 7, 'scheduled', now(), now(), 'w'),
+		('d', 0, 3, now(), '{}', '{}', 0, 'e', 'm', 'exhausted', 'parked', 'r',
+			NULL, NULL, NULL, NULL, NULL, NULL, now(), now(), 'w')`)
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 15)
+	require.NoError(t, err)
+
+	type row struct {
+		status, owner, leaseOwner, replayID string
+		due                                 *time.Time
+	}
+	got := map[int64]row{}
+	rows, err := db.QueryContext(ctx, `SELECT d.dlq_offset, d.status, coalesce(l.owner, '-'), coalesce(d.lease_owner, '-'),
+			coalesce(l.replay_id, '-'), d.due_at
+		FROM dead_letters d LEFT JOIN replay_leases l ON l.record_id = d.id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var off int64
+		var r row
+		require.NoError(t, rows.Scan(&off, &r.status, &r.owner, &r.leaseOwner, &r.replayID, &r.due))
+		got[off] = r
+	}
+	require.NoError(t, rows.Err())
+	due := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	require.Equal(t, row{status: "parked", owner: "w/0", leaseOwner: "-", replayID: "7-1"}, got[1])
+	require.Equal(t, "scheduled", got[2].status)
+	require.Equal(t, "w/0", got[2].owner)
+	require.Equal(t, "w/0", got[2].leaseOwner, "the lease stays in the row of a scheduled record")
+	require.Equal(t, "7-2", got[2].replayID)
+	require.True(t, due.Equal(*got[2].due))
+	require.Equal(t, row{status: "parked", owner: "-", leaseOwner: "-", replayID: "-"}, got[3])
 }
