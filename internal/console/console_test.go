@@ -408,14 +408,7 @@ func TestConsole(t *testing.T) {
 	t.Run("CancelJob", func(t *testing.T) {
 		const n = 20
 		e.park("CancelErr", e.orders, n)
-		ctx := e.tab(t)
-		e.signIn(t, ctx, adminToken)
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked&error_class=CancelErr"), chromedp.WaitVisible("#bulk"),
-			chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
-			chromedp.Clear("#bulk-rate"), chromedp.SendKeys("#bulk-rate", "2"),
-			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#confirm-count"),
-			chromedp.SendKeys("#confirm-count", strconv.Itoa(n)), chromedp.Click("#confirm"), chromedp.WaitVisible("#job-status"))
-		waitJobPage(t, ctx, "running")
+		ctx := e.startBulkReplay(t, "CancelErr", n, 2)
 		do(t, ctx, chromedp.Click("#cancel"))
 		waitText(t, ctx, "#flash", "Job cancelled.")
 		waitJobPage(t, ctx, "cancelled")
@@ -430,14 +423,7 @@ func TestConsole(t *testing.T) {
 	t.Run("BulkSkipped", func(t *testing.T) {
 		const n, gone = 12, 3
 		ids := e.park("SkipErr", e.orders, n)
-		ctx := e.tab(t)
-		e.signIn(t, ctx, adminToken)
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked&error_class=SkipErr"), chromedp.WaitVisible("#bulk"),
-			chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
-			chromedp.Clear("#bulk-rate"), chromedp.SendKeys("#bulk-rate", "2"),
-			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#confirm-count"),
-			chromedp.SendKeys("#confirm-count", strconv.Itoa(n)), chromedp.Click("#confirm"), chromedp.WaitVisible("#job-status"))
-		waitJobPage(t, ctx, "running")
+		ctx := e.startBulkReplay(t, "SkipErr", n, 2)
 		// Records discarded while the job runs are no longer parked when it meets them.
 		discarded := 0
 		for i := len(ids) - 1; i >= 0 && discarded < gone; i-- {

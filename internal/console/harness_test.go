@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -171,6 +172,22 @@ func (e *env) shot(t *testing.T, ctx context.Context, name string) {
 	e.shotsMu.Lock()
 	defer e.shotsMu.Unlock()
 	require.NoError(t, os.WriteFile(filepath.Join(e.shotsDir, name+".png"), png, 0o644))
+}
+
+// startBulkReplay signs in as an admin on a new tab, replays the n parked records of
+// error class class through the records page's bulk form at rate records per second, and
+// returns the tab once the job's page shows it running.
+func (e *env) startBulkReplay(t *testing.T, class string, n, rate int) context.Context {
+	t.Helper()
+	ctx := e.tab(t)
+	e.signIn(t, ctx, adminToken)
+	do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked&error_class="+class), chromedp.WaitVisible("#bulk"),
+		chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
+		chromedp.Clear("#bulk-rate"), chromedp.SendKeys("#bulk-rate", strconv.Itoa(rate)),
+		chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#confirm-count"),
+		chromedp.SendKeys("#confirm-count", strconv.Itoa(n)), chromedp.Click("#confirm"), chromedp.WaitVisible("#job-status"))
+	waitJobPage(t, ctx, "running")
+	return ctx
 }
 
 // park stores records of original topic topic with error class class (the tests select
