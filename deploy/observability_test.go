@@ -17,7 +17,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/proctest"
 )
 
 const (
@@ -117,8 +117,7 @@ func TestObservabilityOnRealBinaries(t *testing.T) {
 	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
 	target := kafkatest.CreateTopic(t, bootstrap, 1, nil)
 	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/dlqops/dlq/cmd/dlq-worker", "github.com/dlqops/dlq/cmd/dlq-admin").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	require.NoError(t, proctest.Build(dir, "github.com/dlqops/dlq/cmd/dlq-worker", "github.com/dlqops/dlq/cmd/dlq-admin"))
 
 	workerAddr, adminAddr, promAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	writeYAML(t, dir, "worker.yaml", map[string]any{
@@ -134,9 +133,9 @@ func TestObservabilityOnRealBinaries(t *testing.T) {
 		"tokens":        []any{map[string]any{"name": "obs", "role": "operator", "sha256": sha256Hex(token)}},
 		"replay_topics": []string{target},
 	})
-	startProcess(t, dir, "dlq-worker", filepath.Join(dir, "dlq-worker"), "run", "--config", filepath.Join(dir, "worker.yaml"))
+	proctest.StartService(t, filepath.Join(dir, "dlq-worker.log"), nil, 30*time.Second, filepath.Join(dir, "dlq-worker"), "run", "--config", filepath.Join(dir, "worker.yaml"))
 	waitHTTP(t, "http://"+workerAddr+"/readyz")
-	startProcess(t, dir, "dlq-admin", filepath.Join(dir, "dlq-admin"), "serve", "--config", filepath.Join(dir, "admin.yaml"))
+	proctest.StartService(t, filepath.Join(dir, "dlq-admin.log"), nil, 30*time.Second, filepath.Join(dir, "dlq-admin"), "serve", "--config", filepath.Join(dir, "admin.yaml"))
 	waitHTTP(t, "http://"+adminAddr+"/readyz")
 
 	rules, err := filepath.Abs(alertsFile)
@@ -149,7 +148,7 @@ func TestObservabilityOnRealBinaries(t *testing.T) {
 			map[string]any{"job_name": "dlq-admin", "static_configs": []any{map[string]any{"targets": []string{adminAddr}}}},
 		},
 	})
-	startProcess(t, dir, "prometheus", prometheus, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+	proctest.StartService(t, filepath.Join(dir, "prometheus.log"), nil, 30*time.Second, prometheus, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr)
 	waitHTTP(t, "http://"+promAddr+"/-/ready")
 
@@ -185,23 +184,34 @@ func TestObservabilityOnRealBinaries(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s %v: %s", path, q, raw)
 		require.NoError(t, json.Unmarshal(raw, out))
 	}
-	require.Eventually(t, func() bool {
-		var alerts struct {
-			Data struct {
-				Alerts []struct {
-					Labels map[string]string
-					State  string
+	// alert reports whether Prometheus shows alert name in state, with labels among its own.
+	alert := func(name, state string, labels map[string]string) func() bool {
+		return func() bool {
+			var alerts struct {
+				Data struct {
+					Alerts []struct {
+						Labels map[string]string
+						State  string
+					}
 				}
 			}
-		}
-		prom("/api/v1/alerts", nil, &alerts)
-		for _, a := range alerts.Data.Alerts {
-			if a.Labels["alertname"] == "DLQRecordsParked" && a.Labels["route"] == "obs" && a.Labels["reason"] == "unroutable" && a.State == "firing" {
+			prom("/api/v1/alerts", nil, &alerts)
+		alerts:
+			for _, a := range alerts.Data.Alerts {
+				if a.Labels["alertname"] != name || a.State != state {
+					continue
+				}
+				for k, v := range labels {
+					if a.Labels[k] != v {
+						continue alerts
+					}
+				}
 				return true
 			}
+			return false
 		}
-		return false
-	}, 2*time.Minute, time.Second, "DLQRecordsParked fires for the parked record")
+	}
+	require.Eventually(t, alert("DLQRecordsParked", "firing", map[string]string{"route": "obs", "reason": "unroutable"}), 2*time.Minute, time.Second, "DLQRecordsParked fires for the parked record")
 
 	// A job whose runner died 20 minutes ago and still holds its lease: the worker's
 	// dlq_jobs_stalled_seconds reads it from PostgreSQL and DLQJobStuck becomes pending
@@ -213,23 +223,7 @@ func TestObservabilityOnRealBinaries(t *testing.T) {
 		now(), now() - interval '20 minutes', 'a-runner-that-died', now() + interval '1 hour')`)
 	require.NoError(t, err)
 	require.NoError(t, conn.Close(context.Background()))
-	require.Eventually(t, func() bool {
-		var alerts struct {
-			Data struct {
-				Alerts []struct {
-					Labels map[string]string
-					State  string
-				}
-			}
-		}
-		prom("/api/v1/alerts", nil, &alerts)
-		for _, a := range alerts.Data.Alerts {
-			if a.Labels["alertname"] == "DLQJobStuck" && a.Labels["job"] == "dlq-worker" && a.State == "pending" {
-				return true
-			}
-		}
-		return false
-	}, time.Minute, time.Second, "DLQJobStuck is pending for a job stalled for 20 minutes")
+	require.Eventually(t, alert("DLQJobStuck", "pending", map[string]string{"job": "dlq-worker"}), time.Minute, time.Second, "DLQJobStuck is pending for a job stalled for 20 minutes")
 
 	// Every name the dashboard and the alerts read is scraped from the binaries (once the
 	// replay job finished, its series too).
@@ -290,34 +284,6 @@ func writeYAML(t *testing.T, dir, name string, v any) {
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
-}
-
-// startProcess runs a binary with its output in dir/name.log, shown when the test fails,
-// and stops it (SIGTERM, then SIGKILL) when the test ends.
-func startProcess(t *testing.T, dir, name, bin string, args ...string) {
-	t.Helper()
-	logPath := filepath.Join(dir, name+".log")
-	logf, err := os.Create(logPath)
-	require.NoError(t, err)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		logf.Close()
-		if t.Failed() {
-			log, _ := os.ReadFile(logPath)
-			t.Logf("%s log (tail):\n%s", name, log[max(0, len(log)-3000):])
-		}
-	})
 }
 
 func waitHTTP(t *testing.T, u string) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/proctest"
 )
 
 // The newcomer's first look, as `make dev`, `make fail` and the next steps they print run
@@ -34,8 +33,7 @@ func TestFirstLookRedrivesParksAndReplays(t *testing.T) {
 	orders := kafkatest.CreateTopic(t, bootstrap, 3, nil)
 	dlq := kafkatest.CreateTopic(t, bootstrap, 3, nil)
 	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", dir+"/", "github.com/dlqops/dlq/cmd/dlq-worker", "github.com/dlqops/dlq/cmd/dlq-admin").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	require.NoError(t, proctest.Build(dir, "github.com/dlqops/dlq/cmd/dlq-worker", "github.com/dlqops/dlq/cmd/dlq-admin"))
 
 	example := func(name string, repl ...string) string {
 		raw, err := os.ReadFile(filepath.Join("..", "..", "config", name))
@@ -56,8 +54,8 @@ func TestFirstLookRedrivesParksAndReplays(t *testing.T) {
 	env := []string{"DATABASE_URL=" + dbURL, "KAFKA_BOOTSTRAP_SERVERS=" + bootstrap, "DLQ_WORKER_LOG_FORMAT=json",
 		"DLQ_WORKER_HTTP_LISTEN=" + workerAddr, "DLQ_ADMIN_HTTP_LISTEN=" + adminAddr, "DLQ_ADMIN_ALLOW_DEV_TOKENS=true",
 		"DLQ_ADMIN_LOG_FORMAT=json"}
-	start(t, env, filepath.Join(dir, "dlq-worker"), "run", "--config", workerCfg)
-	start(t, env, filepath.Join(dir, "dlq-admin"), "serve", "--config", adminCfg)
+	proctest.StartService(t, filepath.Join(dir, "dlq-worker.log"), env, 45*time.Second, filepath.Join(dir, "dlq-worker"), "run", "--config", workerCfg)
+	proctest.StartService(t, filepath.Join(dir, "dlq-admin.log"), env, 45*time.Second, filepath.Join(dir, "dlq-admin"), "serve", "--config", adminCfg)
 	waitReady(t, workerAddr)
 	waitReady(t, adminAddr)
 
@@ -132,29 +130,4 @@ func waitReady(t *testing.T, addr string) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, 2*time.Minute, 200*time.Millisecond, "%s never became ready", addr)
-}
-
-// start runs a binary until the test ends (SIGTERM, then SIGKILL), its output shown when
-// the test fails.
-func start(t *testing.T, env []string, bin string, args ...string) {
-	t.Helper()
-	var log bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(45 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("%s log (tail):\n%s", filepath.Base(bin), log.Bytes()[max(0, log.Len()-3000):])
-		}
-	})
 }

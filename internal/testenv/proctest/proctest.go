@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -60,6 +61,21 @@ func Start(t testing.TB, logPath string, env []string, bin string, args ...strin
 	p, err := Spawn(logPath, env, bin, args...)
 	require.NoError(t, err)
 	t.Cleanup(p.Kill)
+	return p
+}
+
+// StartService is Start for a service the test ends gracefully: SIGTERM when the test
+// ends, SIGKILL after grace; the tail of its log is shown when the test failed.
+func StartService(t testing.TB, logPath string, env []string, grace time.Duration, bin string, args ...string) *Proc {
+	t.Helper()
+	p := Start(t, logPath, env, bin, args...)
+	t.Cleanup(func() { // before Start's kill
+		_ = p.Term(grace)
+		if t.Failed() {
+			log, _ := os.ReadFile(logPath)
+			t.Logf("%s log (tail):\n%s", filepath.Base(bin), log[max(0, len(log)-3000):])
+		}
+	})
 	return p
 }
 

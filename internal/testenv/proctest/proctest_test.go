@@ -34,3 +34,22 @@ func TestProcLifecycle(t *testing.T) {
 	<-stopped.Done()
 	require.ErrorContains(t, stopped.Err(), "killed")
 }
+
+// A service started by StartService gets SIGTERM when its test ends, and the time to
+// honour it.
+func TestStartServiceTerminatesAtTheEnd(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "s.log")
+	var p *proctest.Proc
+	t.Run("service", func(t *testing.T) {
+		p = proctest.StartService(t, log, nil, time.Minute, "/bin/sh", "-c", `trap 'echo terminated; exit 0' TERM; echo up; while :; do sleep 0.05; done`)
+		require.Eventually(t, func() bool {
+			b, _ := os.ReadFile(log)
+			return string(b) == "up\n"
+		}, time.Minute, 20*time.Millisecond)
+	})
+	<-p.Done()
+	require.NoError(t, p.Err(), "it exited by its TERM trap, not killed")
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	require.Equal(t, "up\nterminated\n", string(b))
+}
