@@ -58,7 +58,10 @@ func ConsumerConfig(cfg config.Kafka, group string) kafka.ConfigMap {
 // inFlight records unacknowledged: the redrive worker, and the raw pipe it is benchmarked
 // against, so that both sides read ahead and buffer alike.
 func PipeQueues(consumer, producer kafka.ConfigMap, inFlight int) {
-	consumer["queued.max.messages.kbytes"] = 16384
+	// 4 MiB of read-ahead is thousands of records, enough to keep a loopback or LAN pipe
+	// busy; 16 MiB of it (and the fetch buffers it pins) was a third of the worker's peak
+	// RSS in BenchmarkWorker.
+	consumer["queued.max.messages.kbytes"] = 4096
 	// Acknowledgements never outnumber the records in flight; the 1,000,000 default is a
 	// 16 MB buffer of pointers the garbage collector scans on every cycle.
 	producer["go.events.channel.size"] = max(inFlight*2, 1000)
