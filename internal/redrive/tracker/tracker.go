@@ -50,12 +50,22 @@ func (p *Partition) Done(offset int64) bool {
 	for p.head < len(p.pending) && p.pending[p.head].done {
 		p.head++
 	}
-	// Reuse the array once the dead prefix dominates, so memory stays bounded by the
-	// number of offsets in flight.
 	if p.head == len(p.pending) {
 		p.pending, p.head = p.pending[:0], 0
-	} else if p.head > 1024 && p.head > len(p.pending)/2 {
-		n := copy(p.pending, p.pending[p.head:])
+		return true
+	}
+	// Done entries only help skip to the next open one. Once they outnumber the open ones
+	// (also behind a straggler that holds the watermark while the rest of the partition
+	// flows past it) only the open ones are kept, so memory stays bounded by the offsets
+	// in flight, not by how far the partition was read.
+	if dead := len(p.pending) - p.open; dead > 1024 && dead > p.open {
+		n := 0
+		for _, e := range p.pending[p.head:] {
+			if !e.done {
+				p.pending[n] = e
+				n++
+			}
+		}
 		p.pending, p.head = p.pending[:n], 0
 	}
 	return true

@@ -86,3 +86,25 @@ func TestRandomOrderAgainstModel(t *testing.T) {
 	}
 	require.Less(t, cap(p.pending), 2*len(added))
 }
+
+// A record that stays open (a produce retried after a backoff, a batch PostgreSQL has not
+// answered) holds the watermark while the rest of the partition is read and done past
+// it: the tracker's memory stays bounded by the records open, not by how many were read.
+func TestMemoryBoundedByOpenOffsetsBehindAStraggler(t *testing.T) {
+	p := New(0)
+	require.NoError(t, p.Add(0)) // the straggler
+	for o := int64(1); o <= 1_000_000; o++ {
+		if err := p.Add(o); err != nil {
+			t.Fatal(err)
+		}
+		if o > 100 && !p.Done(o-100) { // a hundred records in flight behind it
+			t.Fatalf("offset %d was not pending", o-100)
+		}
+	}
+	require.Equal(t, int64(0), p.Watermark())
+	require.Equal(t, 101, p.Open())
+	require.Less(t, cap(p.pending), 4096, "entries kept for 101 open offsets")
+	require.True(t, p.Done(0))
+	require.Equal(t, int64(1_000_000-99), p.Watermark())
+	require.False(t, p.Done(5), "done long ago")
+}
