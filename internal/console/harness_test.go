@@ -194,6 +194,9 @@ func (e *env) startBulkReplay(t *testing.T, class string, n, rate int) context.C
 // their own records by it) and returns their ids in insertion order.
 func (e *env) park(class, topic string, n int, mod ...func(i int, r *store.NewRecord)) []int64 {
 	e.t.Helper()
+	// Within the broker's retention (7 days): it deletes older records soon after they are
+	// replayed (a segment per batch of them), before consume reads them.
+	since := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
 	recs := make([]store.NewRecord, n)
 	for i := range recs {
 		e.parkedOffset++
@@ -203,7 +206,7 @@ func (e *env) park(class, topic string, n int, mod ...func(i int, r *store.NewRe
 			Key:        fmt.Appendf(nil, "%s-key-%d", class, i),
 			Value:      fmt.Appendf(nil, `{"class":%q,"n":%d}`, class, i),
 			Headers:    []store.Header{{Key: "retryCount", Value: []byte("5")}, {Key: "originalTopic", Value: []byte(topic)}},
-			Timestamp:  time.UnixMilli(1_700_000_000_000 + int64(i)).UTC(),
+			Timestamp:  since.Add(time.Duration(i) * time.Millisecond),
 			RetryCount: 5, ErrorClass: class, ErrorMessage: "downstream timed out",
 			Reason: store.ReasonExhausted, Status: store.StatusParked, Route: e.routeName,
 		}
