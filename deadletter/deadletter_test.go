@@ -108,7 +108,7 @@ func TestPublishCarriesTheEnvelopeAcrossHops(t *testing.T) {
 	source := kafkatest.CreateTopic(t, bootstrap, 1, nil)
 	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
 	pub := newPublisher(t, bootstrap, dlq)
-	ts := time.UnixMilli(1_750_000_000_000)
+	ts := time.Now().Add(-time.Hour).Truncate(time.Millisecond) // within the broker's 7-day retention, or it deletes the records
 	foreign := []kafka.Header{{Key: "trace", Value: []byte{0, 1, 0xff}}, {Key: "trace", Value: []byte("dup")}, {Key: "nil", Value: nil}}
 	first := &kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &source, Partition: 0, Offset: 41},

@@ -48,7 +48,7 @@ func TestProduceConsumeCommitRoundTrip(t *testing.T) {
 	topic := kafkatest.CreateTopic(t, bootstrap, 1, nil)
 	p := newProducer(t, bootstrap)
 
-	ts := time.UnixMilli(1_700_000_000_123)
+	ts := time.Now().Add(-time.Hour).Truncate(time.Millisecond) // within the broker's 7-day retention, or it deletes the records
 	sent := []*kafka.Message{
 		{Key: []byte("k1"), Value: []byte("v1"), Timestamp: ts, Headers: []kafka.Header{
 			{Key: "h", Value: []byte{0x00, 0xff, 0x10}}, {Key: "h", Value: []byte("dup")}, {Key: "empty", Value: []byte{}},
