@@ -9,6 +9,8 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/dlqops/dlq/internal/redrive/backoff"
 )
 
 // Handler processes one record. A nil error means done; any error sends the record to
@@ -45,8 +47,15 @@ type Consumer struct {
 	handle  Handler
 	cfg     ConsumerConfig
 	log     zerolog.Logger
-	backoff time.Duration
+	retry   backoff.Policy
+	failed  int // consecutive failed publishes, for the retry backoff
 	records *prometheus.CounterVec
+}
+
+// retryPolicy is the wait after failed publishes: base doubling up to 30 s (or base when
+// it is longer), the engine's one backoff.
+func retryPolicy(base time.Duration) backoff.Policy {
+	return backoff.Policy{Base: base, Factor: 2, Cap: max(30*time.Second, base)}
 }
 
 // NewConsumer subscribes to cfg.Topics; records the handler fails on go to pub.
@@ -89,7 +98,7 @@ func NewConsumer(cfg ConsumerConfig, pub *Publisher, h Handler) (*Consumer, erro
 			return nil, fmt.Errorf("deadletter: metrics: %w", err)
 		}
 	}
-	return &Consumer{c: c, pub: pub, handle: h, cfg: cfg, records: records, backoff: cfg.RetryBackoff,
+	return &Consumer{c: c, pub: pub, handle: h, cfg: cfg, records: records, retry: retryPolicy(cfg.RetryBackoff),
 		log: cfg.Log.With().Str("component", "deadletter").Logger()}, nil
 }
 
@@ -131,7 +140,7 @@ func (c *Consumer) process(ctx context.Context, m *kafka.Message) {
 			Int64("dlq_offset", int64(at.Offset)).AnErr("cause", herr).Msg("dead-lettered")
 	}
 	c.records.WithLabelValues(outcome).Inc()
-	c.backoff = c.cfg.RetryBackoff
+	c.failed = 0
 	if _, err := c.c.StoreMessage(m); err != nil {
 		// The partition was revoked meanwhile: its new owner starts from the last
 		// commit, at or before this record.
@@ -141,15 +150,16 @@ func (c *Consumer) process(ctx context.Context, m *kafka.Message) {
 }
 
 func (c *Consumer) rewind(ctx context.Context, m *kafka.Message, cause error) {
+	wait := c.retry.Delay(c.failed, 0.5)
+	c.failed++
 	c.log.Error().Err(cause).Str("topic", *m.TopicPartition.Topic).Int32("partition", m.TopicPartition.Partition).
-		Int64("offset", int64(m.TopicPartition.Offset)).Dur("backoff_ms", c.backoff).
+		Int64("offset", int64(m.TopicPartition.Offset)).Dur("backoff_ms", wait).
 		Msg("dead-letter publish failed; the record will be handled again")
 	if err := c.c.Seek(m.TopicPartition, 0); err != nil {
 		c.log.Warn().Err(err).Msg("seek back failed (partition revoked?); its next owner resumes from the last commit")
 	}
 	select {
 	case <-ctx.Done():
-	case <-time.After(c.backoff):
+	case <-time.After(wait):
 	}
-	c.backoff = min(2*c.backoff, 30*time.Second)
 }

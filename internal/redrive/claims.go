@@ -145,7 +145,7 @@ func (w *worker) settleClaim(ctx context.Context, c *claimState) error {
 		delete(c.park, reason)
 	}
 	if len(c.release) > 0 {
-		if _, err := w.e.store.ReleaseClaim(cctx, c.token, c.release, w.e.clock().Add(stallCap)); err != nil {
+		if _, err := w.e.store.ReleaseClaim(cctx, c.token, c.release, w.e.clock().Add(stallBackoff.Cap)); err != nil {
 			return err
 		}
 		c.release = nil

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/dlqops/dlq/internal/redrive/backoff"
 )
 
 // Healthy means working: a route whose topics match no partition is not ready, a run is a
@@ -129,10 +131,14 @@ func (w *worker) stall(kind string, err error, msg string) time.Duration {
 	return stallDelay(w.stallN)
 }
 
-// stallDelay is the backoff after n consecutive transient failures: stallBase doubling
-// per failure, capped at stallCap. Every stall waits by it.
+// stallBackoff spaces the retries of a transient failure (PostgreSQL or Kafka not
+// answering): 200 ms doubling to 30 s, without jitter (one loop retries one call).
+var stallBackoff = backoff.Policy{Base: 200 * time.Millisecond, Factor: 2, Cap: 30 * time.Second}
+
+// stallDelay is the wait after n consecutive transient failures. Every stall, produce
+// retry and store retry of the engine waits by it.
 func stallDelay(n int) time.Duration {
-	return min(stallBase<<min(n, 8), stallCap)
+	return stallBackoff.Delay(n, 0.5)
 }
 
 func (w *worker) unstall() {

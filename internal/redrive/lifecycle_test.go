@@ -13,14 +13,18 @@ import (
 	"github.com/dlqops/dlq/internal/redrive/routes"
 )
 
+// The stall backoff is a backoff.Policy, the one backoff of the engine and the jobs.
 func TestStallDelayDoublesUpToTheCap(t *testing.T) {
-	require.Equal(t, stallBase, stallDelay(0))
-	require.Equal(t, 2*stallBase, stallDelay(1))
+	require.NoError(t, stallBackoff.Validate())
+	require.Equal(t, 200*time.Millisecond, stallDelay(0))
+	require.Equal(t, 400*time.Millisecond, stallDelay(1))
 	for n := range 100 {
-		require.LessOrEqual(t, stallDelay(n), stallCap, "after %d failures", n)
+		require.LessOrEqual(t, stallDelay(n), 30*time.Second, "after %d failures", n)
 		require.LessOrEqual(t, stallDelay(n), stallDelay(n+1))
 	}
-	require.Equal(t, stallCap, stallDelay(8))
+	require.Equal(t, 25600*time.Millisecond, stallDelay(7))
+	require.Equal(t, 30*time.Second, stallDelay(8))
+	require.Equal(t, 30*time.Second, stallDelay(1<<30))
 }
 
 // A partition stalled after many failures is read again within the cap, like every other
@@ -32,7 +36,7 @@ func TestRequeueReadWaitsAtMostTheCap(t *testing.T) {
 
 	require.Len(t, w.run.stalledParts, 1)
 	at := w.run.stalledParts[0].at
-	require.False(t, at.After(time.Now().Add(stallCap)), "read again at %s, more than %s from now", at, stallCap)
+	require.False(t, at.After(time.Now().Add(30*time.Second)), "read again at %s, more than 30 s from now", at)
 }
 
 // Stop holds the engine's lock while it waits for the route loops; a loop that reports a

@@ -88,7 +88,7 @@ func (w *worker) storer(ctx context.Context) {
 			w.stalled.Store("postgres: " + err.Error())
 			w.e.metrics.errors.WithLabelValues(w.route.Name, "store").Inc()
 			// The first failure, then at the backoff's cap: each line names the real cause.
-			if time.Since(warned) >= stallCap {
+			if time.Since(warned) >= stallBackoff.Cap {
 				warned = time.Now()
 				w.log.Warn().Err(err).Bool("retriable", store.IsRetriable(err)).Int("records", len(recs)).Int("attempt", attempt+1).
 					Msg("cannot store scheduled/parked records; their partitions stall until PostgreSQL answers")

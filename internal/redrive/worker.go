@@ -29,8 +29,6 @@ const (
 	claimLease     = 10 * time.Minute // above message.timeout.ms: a claim outlives its produces
 	callTimeout    = 10 * time.Second // one PostgreSQL or Kafka metadata call
 	metadataTTL    = 30 * time.Second
-	stallBase      = 200 * time.Millisecond
-	stallCap       = 30 * time.Second
 	commitInterval = 250 * time.Millisecond // librdkafka's auto-commit of the stored offsets
 	ledgerEvery    = 10 * time.Millisecond  // between ledger writes of new watermarks: a crash sends again what the ledger did not hold yet
 	wakeTimeout    = time.Second            // see wakeFetcher
