@@ -40,12 +40,12 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 		claim, err := w.e.store.ClaimDue(cctx, w.route.Name, w.e.instanceID, claimBatch, claimLease)
 		cancel()
 		if err != nil {
-			r.next = time.Now().Add(w.stall("store", err, "cannot claim due scheduled records; retrying"))
+			r.next = time.Now().Add(w.health.stall("store", err, "cannot claim due scheduled records; retrying"))
 			return false
 		}
 		// PostgreSQL answers again: a run whose last work is here (no record to redrive)
 		// would otherwise stay not ready until the next acknowledgement.
-		w.unstall()
+		w.health.unstall()
 		if len(claim.Records) == 0 {
 			return true
 		}
@@ -53,7 +53,7 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 		r.claim = c
 	}
 	if err := w.beginRun(ctx, r); err != nil { // the claim's lease holds its records meanwhile
-		r.next = time.Now().Add(stallDelay(w.stallN))
+		r.next = time.Now().Add(w.health.backoffNow())
 		return false
 	}
 	for len(c.pending) > 0 && w.admit() {
@@ -65,7 +65,7 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 		return false
 	}
 	if err := w.settleClaim(ctx, c); err != nil {
-		r.next = time.Now().Add(w.stall("store", err, "cannot record redriven scheduled records; retrying"))
+		r.next = time.Now().Add(w.health.stall("store", err, "cannot record redriven scheduled records; retrying"))
 		return false
 	}
 	r.claim = nil
@@ -83,7 +83,7 @@ func (w *worker) produceClaimed(c *claimState, rec store.Record) {
 	target, ok, err := w.topics.Partition(topic, rec.Origin.Partition, rec.Key)
 	switch {
 	case err != nil:
-		w.stall("metadata", err, "cannot look up the original topic of a scheduled record")
+		w.health.stall("metadata", err, "cannot look up the original topic of a scheduled record")
 		c.release = append(c.release, rec.ID)
 		return
 	case !ok:
@@ -120,7 +120,7 @@ func (w *worker) onClaimFailure(c *claimState, rec store.Record, err error) {
 	case delivery.Permanent:
 		c.park[reason] = append(c.park[reason], rec.ID)
 	default:
-		w.stall("produce", err, "cannot produce a scheduled record; it is released for a later run")
+		w.health.stall("produce", err, "cannot produce a scheduled record; it is released for a later run")
 		c.release = append(c.release, rec.ID)
 	}
 }

@@ -254,11 +254,9 @@ func (e *Engine) liveWorkers() []*worker {
 func (e *Engine) Ready(ctx context.Context) error {
 	var bad []string
 	for _, w := range e.liveWorkers() {
-		if s := w.stalled.Load().(string); s != "" {
-			bad = append(bad, w.route.Name+": "+s)
-		} else if err := w.kafkaReady(ctx); err != nil {
+		if err := w.health.ready(ctx); err != nil {
 			bad = append(bad, w.route.Name+": "+err.Error())
-		} else if err := w.missingTopics(probeTimeout(ctx)); err != nil {
+		} else if err := w.topicsOK.missing(probeTimeout(ctx)); err != nil {
 			bad = append(bad, w.route.Name+": "+err.Error())
 		}
 	}

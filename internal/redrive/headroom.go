@@ -46,7 +46,7 @@ func (w *worker) probeHeadroom() {
 		}
 		low, high, err := f.watermarks(p.key.topic, p.key.partition, true)
 		if err != nil {
-			w.warnEvery("headroom", err, "cannot probe the oldest share-group dead letter; the headroom gauge is not updated")
+			w.health.warnEvery("headroom", err, "cannot probe the oldest share-group dead letter; the headroom gauge is not updated")
 			return
 		}
 		start := low
@@ -59,7 +59,7 @@ func (w *worker) probeHeadroom() {
 		m, err := f.read(p.key.topic, p.key.partition, start)
 		f.forget(p.key) // a DLQ partition is read once here, never resolved from
 		if err != nil {
-			w.warnEvery("headroom", err, "cannot probe the oldest share-group dead letter; the headroom gauge is not updated")
+			w.health.warnEvery("headroom", err, "cannot probe the oldest share-group dead letter; the headroom gauge is not updated")
 			return
 		}
 		if m == nil {
@@ -93,8 +93,7 @@ func (w *worker) probeHeadroom() {
 		w.headroomSeries[k] = true
 		// Only once the source has started deleting (its log start moved) is a small
 		// headroom a race with retention; the first record of a young topic has none.
-		if o.low > 0 && float64(o.headroom) < headroomWarnShare*float64(o.high-o.low) && now.Sub(w.lastWarn[headroomKind]) >= 10*time.Second {
-			w.lastWarn[headroomKind] = now
+		if o.low > 0 && float64(o.headroom) < headroomWarnShare*float64(o.high-o.low) && w.health.warnDue(headroomKind) {
 			w.log.Warn().Str("kind", headroomKind).Str("topic", k.topic).Int32("partition", k.partition).Int64("offset", o.offset).
 				Int64("source_log_start", o.low).Int64("source_log_end", o.high).Int64("headroom_records", o.headroom).
 				Str("dlq_topic", o.dlq.topic).Int32("dlq_partition", o.dlq.partition).Int64("dlq_offset", o.dlqOffset).

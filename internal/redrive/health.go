@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"sort"
-	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 
 	"github.com/dlqops/dlq/internal/redrive/backoff"
 )
@@ -24,55 +23,6 @@ import (
 // route holds to its high watermark (a topic missing, Kafka unreachable): it is recorded
 // as failed and the last-success time does not move.
 var ErrRunIncomplete = errors.New("run incomplete")
-
-// topicsCacheTTL bounds how often readiness probes ask the cluster for its topics.
-const topicsCacheTTL = 10 * time.Second
-
-// topicCheck caches the route's missing topics; Ready and the loop both ask for it.
-type topicCheck struct {
-	mu  sync.Mutex
-	at  time.Time
-	err error
-}
-
-// missingTopics reports the route's topics (names, or ^patterns) that match no partition
-// in the cluster, or the metadata error.
-func (w *worker) missingTopics(timeout time.Duration) error {
-	w.topicsOK.mu.Lock()
-	defer w.topicsOK.mu.Unlock()
-	if !w.topicsOK.at.IsZero() && time.Since(w.topicsOK.at) < topicsCacheTTL {
-		return w.topicsOK.err
-	}
-	md, err := w.producer.GetMetadata(nil, true, int(timeout/time.Millisecond))
-	if err != nil {
-		return fmt.Errorf("kafka: cannot list topics: %w", err) // not cached: asked again at once
-	}
-	var missing []string
-	for _, t := range w.route.Topics {
-		found := false
-		if strings.HasPrefix(t, "^") {
-			re := regexp.MustCompile(t) // validated
-			for name, tm := range md.Topics {
-				if re.MatchString(name) && len(tm.Partitions) > 0 {
-					found = true
-					break
-				}
-			}
-		} else {
-			tm, ok := md.Topics[t]
-			found = ok && len(tm.Partitions) > 0
-		}
-		if !found {
-			missing = append(missing, t)
-		}
-	}
-	w.topicsOK.at, w.topicsOK.err = time.Now(), nil
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		w.topicsOK.err = fmt.Errorf("topics match no partition: %s", strings.Join(missing, ", "))
-	}
-	return w.topicsOK.err
-}
 
 // oldestDueEvery is how often the oldest due record's age is read from PostgreSQL.
 const oldestDueEvery = 15 * time.Second
@@ -112,23 +62,84 @@ func probeTimeout(ctx context.Context) time.Duration {
 	return 2 * time.Second
 }
 
-// warnEvery logs at most once per interval per kind, so an outage gives clear, bounded logs.
-func (w *worker) warnEvery(kind string, err error, msg string) {
+// health is a route's account of whether it can progress, for readiness, and its
+// rate-limited warnings. The loop owns stallN and lastWarn; stalled and kafkaDown are
+// shared with Ready and the storers, as atomics.
+type health struct {
+	log      zerolog.Logger
+	route    string
+	errors   *prometheus.CounterVec // dlq_worker_errors_total{route,kind}
+	producer *kafka.Producer        // asked for metadata by Ready while kafkaDown
+
+	stalled atomic.Value // string: why the route cannot progress, "" when fine
+	// kafkaDown is set when librdkafka reports every broker down and cleared when a
+	// record comes or is acknowledged, or when Ready's probe gets an answer (an idle
+	// worker sees no record to tell it the cluster is back).
+	kafkaDown atomic.Bool
+	stallN    int // consecutive transient failures, for the stall backoff
+	lastWarn  map[string]time.Time
+}
+
+func newHealth(log zerolog.Logger, route string, errs *prometheus.CounterVec, producer *kafka.Producer) *health {
+	h := &health{log: log, route: route, errors: errs, producer: producer, lastWarn: map[string]time.Time{}}
+	h.stalled.Store("")
+	return h
+}
+
+// warnInterval is the least time between two warnings of one kind.
+const warnInterval = 10 * time.Second
+
+// warnDue reports whether a warning of kind may be logged now, and if so marks it logged.
+func (h *health) warnDue(kind string) bool {
 	now := time.Now()
-	if now.Sub(w.lastWarn[kind]) < 10*time.Second {
-		return
+	if now.Sub(h.lastWarn[kind]) < warnInterval {
+		return false
 	}
-	w.lastWarn[kind] = now
-	w.log.Warn().Err(err).Str("kind", kind).Msg(msg)
+	h.lastWarn[kind] = now
+	return true
+}
+
+// warnEvery logs at most once per interval per kind, so an outage gives clear, bounded logs.
+func (h *health) warnEvery(kind string, err error, msg string) {
+	if h.warnDue(kind) {
+		h.log.Warn().Err(err).Str("kind", kind).Msg(msg)
+	}
 }
 
 // stall records a transient failure and returns how long to back off.
-func (w *worker) stall(kind string, err error, msg string) time.Duration {
-	w.stallN++
-	w.stalled.Store(kind + ": " + err.Error())
-	w.e.metrics.errors.WithLabelValues(w.route.Name, kind).Inc()
-	w.warnEvery(kind, err, msg)
-	return stallDelay(w.stallN)
+func (h *health) stall(kind string, err error, msg string) time.Duration {
+	h.stallN++
+	h.stalled.Store(kind + ": " + err.Error())
+	h.errors.WithLabelValues(h.route, kind).Inc()
+	h.warnEvery(kind, err, msg)
+	return stallDelay(h.stallN)
+}
+
+// backoffNow is the stall backoff after the failures so far, without counting one more.
+func (h *health) backoffNow() time.Duration { return stallDelay(h.stallN) }
+
+// storeFailing is stall for the storer goroutines: it marks the route not ready and
+// counts the failure, and leaves the loop's fields alone (the storer backs off and logs
+// by itself).
+func (h *health) storeFailing(err error) {
+	h.stalled.Store("postgres: " + err.Error())
+	h.errors.WithLabelValues(h.route, "store").Inc()
+}
+
+// stored clears a storer's stall once a batch is stored, unless a stall of the loop's
+// own is still on.
+func (h *health) stored() {
+	if h.stallN == 0 {
+		h.stalled.Store("")
+	}
+}
+
+func (h *health) unstall() {
+	if h.stallN > 0 {
+		h.stallN = 0
+		h.stalled.Store("")
+		h.log.Info().Msg("recovered")
+	}
 }
 
 // stallBackoff spaces the retries of a transient failure (PostgreSQL or Kafka not
@@ -141,42 +152,33 @@ func stallDelay(n int) time.Duration {
 	return stallBackoff.Delay(n, 0.5)
 }
 
-func (w *worker) unstall() {
-	if w.stallN > 0 {
-		w.stallN = 0
-		w.stalled.Store("")
-		w.log.Info().Msg("recovered")
-	}
-}
-
 // noteKafkaError makes the route not ready while no broker answers: librdkafka retries
 // in-flight produces and fetches by itself, so no call of ours fails to say so.
-func (w *worker) noteKafkaError(err kafka.Error) {
+func (h *health) noteKafkaError(err kafka.Error) {
 	if err.Code() == kafka.ErrAllBrokersDown {
-		w.kafkaDown.Store(true)
+		h.kafkaDown.Store(true)
 	}
 }
 
 // kafkaUp clears kafkaDown; it runs on the loop, the only goroutine that sets it, so it
 // reads first and spares every record an atomic write.
-func (w *worker) kafkaUp() {
-	if w.kafkaDown.Load() {
-		w.kafkaDown.Store(false)
+func (h *health) kafkaUp() {
+	if h.kafkaDown.Load() {
+		h.kafkaDown.Store(false)
 	}
 }
 
-// kafkaReady is the readiness of the route's Kafka side; it runs outside the loop.
-func (w *worker) kafkaReady(ctx context.Context) error {
-	if !w.kafkaDown.Load() {
+// ready is the route's readiness apart from its topics; it runs outside the loop.
+func (h *health) ready(ctx context.Context) error {
+	if s := h.stalled.Load().(string); s != "" {
+		return errors.New(s)
+	}
+	if !h.kafkaDown.Load() {
 		return nil
 	}
-	timeout := 2 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = max(time.Millisecond, time.Until(dl))
-	}
-	if _, err := w.producer.GetMetadata(nil, false, int(timeout/time.Millisecond)); err != nil {
+	if _, err := h.producer.GetMetadata(nil, false, int(probeTimeout(ctx)/time.Millisecond)); err != nil {
 		return fmt.Errorf("kafka: all brokers down: %w", err)
 	}
-	w.kafkaDown.Store(false)
+	h.kafkaDown.Store(false)
 	return nil
 }

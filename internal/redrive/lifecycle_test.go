@@ -30,7 +30,7 @@ func TestStallDelayDoublesUpToTheCap(t *testing.T) {
 // A partition stalled after many failures is read again within the cap, like every other
 // stall (it used to wait stallBase<<8 = 51.2 s).
 func TestRequeueReadWaitsAtMostTheCap(t *testing.T) {
-	w := &worker{run: &runState{}, stallN: 8}
+	w := &worker{run: &runState{}, health: &health{stallN: 8}}
 
 	w.requeueRead(&partition{})
 

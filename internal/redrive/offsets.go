@@ -87,7 +87,7 @@ func (w *worker) drainPositions() {
 		w.posBusy = false
 		if b.err != nil {
 			w.e.metrics.errors.WithLabelValues(w.route.Name, "ledger").Inc()
-			w.warnEvery("ledger", b.err, "cannot write the ledger position; nothing is committed past it until PostgreSQL answers")
+			w.health.warnEvery("ledger", b.err, "cannot write the ledger position; nothing is committed past it until PostgreSQL answers")
 			return
 		}
 		for i, p := range b.parts {
@@ -112,7 +112,7 @@ func (w *worker) storeLedgered(ps []*partition) {
 		return
 	}
 	if _, err := w.consumer.StoreOffsets(tps); err != nil {
-		w.warnEvery("store_offsets", err, "cannot store offsets")
+		w.health.warnEvery("store_offsets", err, "cannot store offsets")
 		return
 	}
 	// The first range of a life is committed at once, not at the next auto-commit: a
@@ -120,7 +120,7 @@ func (w *worker) storeLedgered(ps []*partition) {
 	if !w.committedOnce {
 		w.committedOnce = true
 		if _, err := w.consumer.CommitOffsets(tps); err != nil {
-			w.warnEvery("commit", err, "first commit failed; the next auto-commit retries it")
+			w.health.warnEvery("commit", err, "first commit failed; the next auto-commit retries it")
 		}
 	}
 }
@@ -143,7 +143,7 @@ func (w *worker) ledgerNow(ps []*partition) {
 	defer cancel()
 	if err := w.e.store.AdvanceLedgerPositions(ctx, w.route.Group, pos); err != nil {
 		w.e.metrics.errors.WithLabelValues(w.route.Name, "ledger").Inc()
-		w.warnEvery("ledger", err, "cannot write the ledger position; the commit stops at the last position the ledger has")
+		w.health.warnEvery("ledger", err, "cannot write the ledger position; the commit stops at the last position the ledger has")
 		return
 	}
 	for i, p := range ahead {
@@ -172,7 +172,7 @@ func (w *worker) touchPositions(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if err := w.e.store.TouchLedgerPositions(cctx, w.route.Group, pos, positionTouchEvery); err != nil {
-		w.warnEvery("ledger", err, "cannot mark the ledger positions of the held partitions; retrying at the next run")
+		w.health.warnEvery("ledger", err, "cannot mark the ledger positions of the held partitions; retrying at the next run")
 		return
 	}
 	w.touchedAt = time.Now()
@@ -277,7 +277,7 @@ func (w *worker) saveAdopted() {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	if err := w.e.store.AdvanceLedgerPositions(ctx, w.route.Group, w.adopt); err != nil {
-		w.warnEvery("ledger", err, "cannot write the ledger positions of assigned partitions")
+		w.health.warnEvery("ledger", err, "cannot write the ledger positions of assigned partitions")
 	}
 	w.adopt = w.adopt[:0]
 }
@@ -298,7 +298,7 @@ func (w *worker) checkBeforeRun() {
 	}
 	committed, err := w.consumer.Committed(tps, int(callTimeout/time.Millisecond))
 	if err != nil {
-		w.warnEvery("committed", err, "cannot read committed offsets; the check against the ledger waits for the next run")
+		w.health.warnEvery("committed", err, "cannot read committed offsets; the check against the ledger waits for the next run")
 		return
 	}
 	var rewound []*partition
@@ -319,7 +319,7 @@ func (w *worker) checkBeforeRun() {
 	// librdkafka does not know the jump and would not commit an offset it committed
 	// before: commit the watermark explicitly, over the jump.
 	if err := w.commitNow(rewound); err != nil {
-		w.warnEvery("commit", err, "cannot commit the ledger's position over an offset jump; the next assignment rewinds again")
+		w.health.warnEvery("commit", err, "cannot commit the ledger's position over an offset jump; the next assignment rewinds again")
 	}
 }
 

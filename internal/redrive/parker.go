@@ -85,8 +85,7 @@ func (w *worker) storer(ctx context.Context) {
 				b.err = ctx.Err()
 				break
 			}
-			w.stalled.Store("postgres: " + err.Error())
-			w.e.metrics.errors.WithLabelValues(w.route.Name, "store").Inc()
+			w.health.storeFailing(err)
 			// The first failure, then at the backoff's cap: each line names the real cause.
 			if time.Since(warned) >= stallBackoff.Cap {
 				warned = time.Now()
@@ -123,9 +122,7 @@ func (w *worker) onStored(b *storeBatch) {
 	if b.err != nil {
 		return // shutdown: not stored, not done, not committed
 	}
-	if w.stallN == 0 {
-		w.stalled.Store("")
-	}
+	w.health.stored()
 	for _, it := range b.items {
 		w.inFlight--
 		if it.part.gone || !it.part.trk.Done(it.offset) {

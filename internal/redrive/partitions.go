@@ -69,11 +69,11 @@ func (w *worker) cooperative() bool { return w.consumer.GetRebalanceProtocol() =
 func (w *worker) assign(tps []kafka.TopicPartition) {
 	committed, err := w.consumer.Committed(tps, int(callTimeout/time.Millisecond))
 	if err != nil {
-		w.warnEvery("committed", err, "cannot read committed offsets; consumption starts where the group left off, unchecked against the ledger")
+		w.health.warnEvery("committed", err, "cannot read committed offsets; consumption starts where the group left off, unchecked against the ledger")
 	}
 	ledger, lerr := w.ledgerPositions()
 	if lerr != nil {
-		w.warnEvery("ledger", lerr, "cannot read the ledger positions; offset jumps at this assignment go unchecked")
+		w.health.warnEvery("ledger", lerr, "cannot read the ledger positions; offset jumps at this assignment go unchecked")
 	}
 	var ps, ahead []*partition
 	for i, tp := range tps {
@@ -107,7 +107,7 @@ func (w *worker) assign(tps []kafka.TopicPartition) {
 	if err != nil {
 		w.log.Error().Err(err).Msg("assign failed")
 	} else if err := w.commitNow(ahead); err != nil {
-		w.warnEvery("commit", err, "cannot commit the ledger's position at assignment; the next commit moves past it")
+		w.health.warnEvery("commit", err, "cannot commit the ledger's position at assignment; the next commit moves past it")
 	}
 	w.setPaused(ps, true)
 	w.assigned = true
@@ -141,7 +141,7 @@ func (w *worker) revoke(tps []kafka.TopicPartition) {
 	if !lost {
 		w.drainFor(ps, time.Now().Add(revokeGrace))
 		if err := w.commitNow(ps); err != nil {
-			w.warnEvery("commit", err, "commit on revoke failed")
+			w.health.warnEvery("commit", err, "commit on revoke failed")
 		}
 		if w.run != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
@@ -150,7 +150,7 @@ func (w *worker) revoke(tps []kafka.TopicPartition) {
 					continue // not read by this run: nothing of it is this run's to account for
 				}
 				if err := w.recordLedger(cctx, w.run, p); err != nil {
-					w.warnEvery("ledger", err, "cannot write the ledger of a revoked partition")
+					w.health.warnEvery("ledger", err, "cannot write the ledger of a revoked partition")
 				}
 			}
 			cancel()

@@ -31,7 +31,7 @@ type retry struct {
 
 // onMessage takes one DLQ record from the consumer.
 func (w *worker) onMessage(m *kafka.Message) {
-	w.kafkaUp()
+	w.health.kafkaUp()
 	p := w.parts[partKey{*m.TopicPartition.Topic, m.TopicPartition.Partition}]
 	if p == nil || !p.reading || int64(m.TopicPartition.Offset) >= p.hw || w.held != nil {
 		// Not ours to process now (a message fetched just before a pause): rewind so that
@@ -76,7 +76,7 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 		switch {
 		case err != nil:
 			// The cluster does not answer: stall this partition, read the record again later.
-			w.stall("metadata", err, "cannot look up the original topic; partition stalled")
+			w.health.stall("metadata", err, "cannot look up the original topic; partition stalled")
 			w.rewind(m)
 			p.reading = false
 			w.requeueRead(p)
@@ -105,7 +105,7 @@ func mustAdd(p *partition, m *kafka.Message) {
 // requeueRead makes a stalled partition part of the run again after the stall backoff.
 func (w *worker) requeueRead(p *partition) {
 	if w.run != nil {
-		w.run.stalledParts = append(w.run.stalledParts, stalledPart{p: p, at: time.Now().Add(stallDelay(w.stallN))})
+		w.run.stalledParts = append(w.run.stalledParts, stalledPart{p: p, at: time.Now().Add(w.health.backoffNow())})
 	}
 }
 
@@ -157,15 +157,15 @@ func (w *worker) onDelivery(ev kafka.Event) {
 			w.fatal = ev
 			return
 		}
-		w.noteKafkaError(ev)
-		w.warnEvery("kafka_producer", ev, "producer error (librdkafka retries by itself)")
+		w.health.noteKafkaError(ev)
+		w.health.warnEvery("kafka_producer", ev, "producer error (librdkafka retries by itself)")
 	}
 }
 
 func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
 	err := ack.TopicPartition.Error
 	if err == nil {
-		w.kafkaUp()
+		w.health.kafkaUp()
 		w.inFlight--
 		if o.part.gone {
 			return
@@ -173,7 +173,7 @@ func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
 		o.part.trk.Done(int64(o.src.TopicPartition.Offset))
 		o.part.counts.redriven++
 		w.redrivenCount.Inc()
-		w.unstall()
+		w.health.unstall()
 		return
 	}
 	w.onProduceFailure(o, err)
@@ -191,7 +191,7 @@ func (w *worker) onProduceFailure(o *inflight, err error) {
 		// Built again from the record as read: a failed acknowledgement carries no key,
 		// value or headers (go.delivery.report.fields is none).
 		o.part.counts.errors++
-		w.retries = append(w.retries, retry{at: time.Now().Add(w.stall("produce", err, "produce failed; retrying after a backoff")), o: o})
+		w.retries = append(w.retries, retry{at: time.Now().Add(w.health.stall("produce", err, "produce failed; retrying after a backoff")), o: o})
 	}
 }
 

@@ -38,7 +38,7 @@ func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Deco
 		Str("dlq_topic", p.key.topic).Int32("dlq_partition", p.key.partition).Int64("dlq_offset", int64(m.TopicPartition.Offset)).Logger()
 	switch {
 	case err != nil:
-		w.stall("source_fetch", err, "cannot fetch the source record of a share group's dead letter; partition stalled")
+		w.health.stall("source_fetch", err, "cannot fetch the source record of a share group's dead letter; partition stalled")
 		w.rewind(m)
 		p.reading = false
 		w.requeueRead(p)

@@ -96,7 +96,7 @@ func (w *worker) beginReading(ctx context.Context, r *runState) error {
 	for _, p := range w.parts {
 		low, high, err := w.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
 		if err != nil {
-			w.stall("watermarks", err, "cannot read a partition's high watermark; it waits for the next run")
+			w.health.stall("watermarks", err, "cannot read a partition's high watermark; it waits for the next run")
 			r.unread = append(r.unread, fmt.Sprintf("%s/%d: high watermark: %v", p.key.topic, p.key.partition, err))
 			continue
 		}
@@ -140,10 +140,10 @@ func (w *worker) beginRun(ctx context.Context, r *runState) error {
 	run, err := w.e.store.BeginRun(cctx, w.route.Name, w.e.instanceID)
 	cancel()
 	if err != nil {
-		w.stall("store", err, "cannot begin a run; PostgreSQL does not answer")
+		w.health.stall("store", err, "cannot begin a run; PostgreSQL does not answer")
 		return fmt.Errorf("begin run: %w", err)
 	}
-	w.unstall()
+	w.health.unstall()
 	r.id = run.ID
 	return nil
 }
@@ -248,11 +248,11 @@ func (w *worker) finishRun(ctx context.Context) {
 	}
 	if err := w.commitNow(live); err != nil {
 		// librdkafka commits the stored offsets again on its next auto-commit.
-		w.warnEvery("commit", err, "commit at the end of the run failed; it is retried in the background")
+		w.health.warnEvery("commit", err, "commit at the end of the run failed; it is retried in the background")
 	}
 	if !r.topicsDone { // once: the ledger and FinishRun below may be retried
 		r.topicsDone = true
-		if err := w.missingTopics(callTimeout); err != nil {
+		if err := w.topicsOK.missing(callTimeout); err != nil {
 			r.unread = append(r.unread, err.Error())
 		}
 	}
@@ -260,7 +260,7 @@ func (w *worker) finishRun(ctx context.Context) {
 	defer cancel()
 	for _, p := range live {
 		if err := w.recordLedger(cctx, r, p); err != nil {
-			r.next = time.Now().Add(w.stall("store", err, "cannot write the run ledger; retrying"))
+			r.next = time.Now().Add(w.health.stall("store", err, "cannot write the run ledger; retrying"))
 			return
 		}
 	}
@@ -278,10 +278,10 @@ func (w *worker) finishRun(ctx context.Context) {
 		err = nil
 	}
 	if err != nil {
-		r.next = time.Now().Add(w.stall("store", err, "cannot finish the run; retrying"))
+		r.next = time.Now().Add(w.health.stall("store", err, "cannot finish the run; retrying"))
 		return
 	}
-	w.unstall()
+	w.health.unstall()
 	elapsed := time.Since(r.started)
 	outcome := string(status)
 	if r.rebalancing {

@@ -76,13 +76,10 @@ type worker struct {
 	runMu   sync.Mutex // held while a run is requested or running
 	running atomic.Bool
 	paused  atomic.Bool
-	// Shared with Ready (health.go).
-	stalled atomic.Value // string: why the route cannot progress, "" when fine
-	// kafkaDown is set when librdkafka reports every broker down and cleared when a
-	// record comes or is acknowledged, or when Ready's probe gets an answer (an idle
-	// worker sees no record to tell it the cluster is back).
-	kafkaDown atomic.Bool
-	topicsOK  topicCheck // whether the route's topics exist, for readiness and run outcomes
+	// Shared with Ready: the route's stalls and warnings (health.go), and whether its
+	// topics exist, for readiness and run outcomes (topiccheck.go).
+	health   *health
+	topicsOK *topicCheck
 
 	// partitions.go: assigned is set by an assignment (even an empty one) and cleared by
 	// a revocation that leaves the worker waiting for the next one (a rebalance).
@@ -123,11 +120,9 @@ type worker struct {
 	committedOnce bool // this life committed its first range (see storeLedgered)
 	adopt         []store.Coordinates
 	touchedAt     time.Time // last touchPositions; zero after an assignment
-	// health.go, warnings.go
-	stallN   int // consecutive transient failures, for the stall backoff
-	lastWarn map[string]time.Time
-	hdrWarn  headerWarnLog
-	fatal    error // set by any part; the loop stops on it
+	// warnings.go
+	hdrWarn headerWarnLog
+	fatal   error // set by any part; the loop stops on it
 }
 
 func newWorker(e *Engine, rc routes.Config) (*worker, error) {
@@ -140,12 +135,10 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		storeIn:        make(chan *storeBatch),
 		storeOut:       make(chan *storeBatch, storers),
 		parts:          map[partKey]*partition{},
-		lastWarn:       map[string]time.Time{},
 		headroomSeries: map[partKey]bool{},
 		posIn:          make(chan *positionBatch, 1),
 		posOut:         make(chan *positionBatch, 1),
 	}
-	w.stalled.Store("")
 	w.inFlightGauge = e.metrics.inFlight.WithLabelValues(r.Name)
 	w.redrivenCount = e.metrics.redriven.WithLabelValues(r.Name)
 	if r.RateLimit > 0 {
@@ -174,6 +167,8 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
 	}
 	w.topics = delivery.NewTopics(w.producer, metadataTTL, callTimeout)
+	w.health = newHealth(w.log, r.Name, e.metrics.errors, w.producer)
+	w.topicsOK = &topicCheck{producer: w.producer, topics: r.Topics}
 	w.send = newSender(w.producer, r.rules.Encode)
 	return w, nil
 }
@@ -279,11 +274,11 @@ func (w *worker) handle(ev kafka.Event) {
 			w.fatal = ev
 			return
 		}
-		w.noteKafkaError(ev)
-		w.warnEvery("kafka_consumer", ev, "consumer error (librdkafka retries by itself)")
+		w.health.noteKafkaError(ev)
+		w.health.warnEvery("kafka_consumer", ev, "consumer error (librdkafka retries by itself)")
 	case kafka.OffsetsCommitted:
 		if ev.Error != nil {
-			w.warnEvery("commit", ev.Error, "offset commit failed; it is retried with the next commit")
+			w.health.warnEvery("commit", ev.Error, "offset commit failed; it is retried with the next commit")
 		}
 	}
 }
