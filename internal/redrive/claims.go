@@ -56,7 +56,7 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 		r.next = time.Now().Add(w.health.backoffNow())
 		return false
 	}
-	for len(c.pending) > 0 && w.admit() {
+	for len(c.pending) > 0 && w.throttle.admit(w.inFlight) {
 		rec := c.pending[0]
 		c.pending = c.pending[1:]
 		w.produceClaimed(c, rec)

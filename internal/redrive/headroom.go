@@ -25,7 +25,7 @@ const headroomKind = "source_headroom"
 // letter. It runs on the loop, whose fetcher it uses.
 func (w *worker) probeHeadroom() {
 	now := time.Now()
-	if w.headroomOff || now.Before(w.headroomAt) || len(w.parts) == 0 {
+	if w.headroomOff || now.Before(w.headroomAt) || len(w.parts.byKey) == 0 {
 		return
 	}
 	w.headroomAt = now.Add(w.e.headroomEvery)
@@ -40,7 +40,7 @@ func (w *worker) probeHeadroom() {
 	}
 	found := map[partKey]oldest{}
 	seen := false // a record was there to look at
-	for _, p := range w.parts {
+	for _, p := range w.parts.byKey {
 		if p.gone {
 			continue
 		}

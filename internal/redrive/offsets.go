@@ -2,6 +2,7 @@ package redrive
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -62,7 +63,7 @@ func (w *worker) storeOffsets() {
 	w.lastCommit = time.Now()
 	var ready []*partition
 	b := &positionBatch{}
-	for _, p := range w.parts {
+	for _, p := range w.parts.byKey {
 		if p.trk == nil || p.trk.Watermark() <= p.stored {
 			continue
 		}
@@ -163,7 +164,7 @@ func (w *worker) touchPositions(ctx context.Context) {
 		return
 	}
 	var pos []store.Coordinates
-	for _, p := range w.parts {
+	for _, p := range w.parts.byKey {
 		pos = append(pos, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition})
 	}
 	if len(pos) == 0 {
@@ -287,7 +288,7 @@ func (w *worker) saveAdopted() {
 func (w *worker) checkBeforeRun() {
 	var ps []*partition
 	var tps []kafka.TopicPartition
-	for _, p := range w.parts {
+	for _, p := range w.parts.byKey {
 		if p.trk != nil && p.ledgered >= 0 && p.trk.Open() == 0 {
 			ps = append(ps, p)
 			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition})
@@ -342,4 +343,34 @@ func (w *worker) checkLogStart(p *partition, low int64) {
 	w.recordGap(p, p.trk.Watermark(), low, store.GapBelowLogStart, true,
 		"records deleted (retention) before they were read: LOST; reading from the log start")
 	w.restart(p, low)
+}
+func (w *worker) offsetReset(p *partition, cause string) {
+	w.e.metrics.offsetResets.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition), cause).Inc()
+}
+
+// commitNow writes the watermarks of ps to the ledger, then stores and synchronously
+// commits them (up to the ledger's position when PostgreSQL does not answer).
+func (w *worker) commitNow(ps []*partition) error {
+	w.ledgerNow(ps)
+	var tps []kafka.TopicPartition
+	for _, p := range ps {
+		if p.trk != nil && min(p.trk.Watermark(), p.ledgered) > 0 {
+			p.stored = min(p.trk.Watermark(), p.ledgered)
+			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(p.stored)})
+		}
+	}
+	if len(tps) == 0 {
+		return nil
+	}
+	// Stored too: librdkafka commits its stored offsets on revoke and close, and a stale
+	// stored offset would move the committed one back.
+	if _, err := w.consumer.StoreOffsets(tps); err != nil {
+		return err
+	}
+	_, err := w.consumer.CommitOffsets(tps)
+	var ke kafka.Error
+	if errors.As(err, &ke) && ke.Code() == kafka.ErrNoOffset {
+		return nil
+	}
+	return err
 }

@@ -111,7 +111,7 @@ func (w *worker) drainStored() {
 		case b := <-w.storeOut:
 			w.onStored(b)
 		default:
-			w.unthrottle()
+			w.throttle.release(w.inFlight)
 			return
 		}
 	}

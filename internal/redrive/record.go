@@ -32,13 +32,13 @@ type retry struct {
 // onMessage takes one DLQ record from the consumer.
 func (w *worker) onMessage(m *kafka.Message) {
 	w.health.kafkaUp()
-	p := w.parts[partKey{*m.TopicPartition.Topic, m.TopicPartition.Partition}]
-	if p == nil || !p.reading || int64(m.TopicPartition.Offset) >= p.hw || w.held != nil {
+	p := w.parts.of(m.TopicPartition)
+	if p == nil || !p.reading || int64(m.TopicPartition.Offset) >= p.hw || w.throttle.held != nil {
 		// Not ours to process now (a message fetched just before a pause): rewind so that
 		// the next run reads it again.
-		w.rewind(m)
+		w.parts.rewind(m)
 		if p != nil && p.reading && int64(m.TopicPartition.Offset) >= p.hw {
-			w.stopReading(p)
+			w.parts.stopReading(p)
 		}
 		return
 	}
@@ -47,14 +47,24 @@ func (w *worker) onMessage(m *kafka.Message) {
 		p.from = p.trk.Watermark()
 	}
 	if int64(m.TopicPartition.Offset)+1 >= p.hw {
-		w.stopReading(p)
+		w.parts.stopReading(p)
 	}
-	if !w.admit() {
-		w.held = m
-		w.throttle()
+	if !w.throttle.admit(w.inFlight) {
+		w.throttle.hold(m)
 		return
 	}
 	w.process(p, m)
+}
+
+// processHeld processes the record the throttle held, once it may start.
+func (w *worker) processHeld() {
+	m := w.throttle.takeHeld(w.inFlight)
+	if m == nil {
+		return
+	}
+	if p := w.parts.of(m.TopicPartition); p != nil && !p.gone {
+		w.process(p, m)
+	} // else revoked meanwhile: the new owner reads it
 }
 
 // process classifies and dispatches one admitted record.
@@ -77,7 +87,7 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 		case err != nil:
 			// The cluster does not answer: stall this partition, read the record again later.
 			w.health.stall("metadata", err, "cannot look up the original topic; partition stalled")
-			w.rewind(m)
+			w.parts.rewind(m)
 			p.reading = false
 			w.requeueRead(p)
 			return

@@ -39,7 +39,7 @@ func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Deco
 	switch {
 	case err != nil:
 		w.health.stall("source_fetch", err, "cannot fetch the source record of a share group's dead letter; partition stalled")
-		w.rewind(m)
+		w.parts.rewind(m)
 		p.reading = false
 		w.requeueRead(p)
 		return nil, dec

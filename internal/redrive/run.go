@@ -70,7 +70,7 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 	}
 	r := &runState{started: time.Now(), reply: reply}
 	w.run = r
-	if !w.assigned {
+	if !w.parts.assigned {
 		// The group is rebalancing (or has not assigned this worker yet): the run reads
 		// what the group settles on, or fails as rebalancing (progressRun).
 		r.phase, r.assignBy = phaseAssign, r.started.Add(rebalanceWait)
@@ -93,7 +93,7 @@ func (w *worker) beginReading(ctx context.Context, r *runState) error {
 		start, high int64
 	}
 	var read []todo
-	for _, p := range w.parts {
+	for _, p := range w.parts.byKey {
 		low, high, err := w.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
 		if err != nil {
 			w.health.stall("watermarks", err, "cannot read a partition's high watermark; it waits for the next run")
@@ -124,8 +124,8 @@ func (w *worker) beginReading(ctx context.Context, r *runState) error {
 		ev = w.log.Info()
 	}
 	ev.Int64("run_id", r.id).Int("partitions", len(r.parts)).Msg("run started")
-	if !w.throttleP {
-		w.setPaused(r.parts, false)
+	if !w.throttle.paused {
+		w.parts.setPaused(r.parts, false)
 	}
 	return nil
 }
@@ -162,8 +162,8 @@ func (w *worker) progressRun(ctx context.Context) {
 			kept = append(kept, s)
 		default:
 			s.p.reading = true
-			if !w.throttleP {
-				w.setPaused([]*partition{s.p}, false)
+			if !w.throttle.paused {
+				w.parts.setPaused([]*partition{s.p}, false)
 			}
 		}
 	}
@@ -172,7 +172,7 @@ func (w *worker) progressRun(ctx context.Context) {
 		switch {
 		case r.interrupted:
 			r.phase = phaseDrain
-		case w.assigned:
+		case w.parts.assigned:
 			r.phase, r.assignBy = phaseDLQ, time.Time{}
 			if err := w.beginReading(ctx, r); err != nil {
 				w.run = nil
@@ -186,7 +186,7 @@ func (w *worker) progressRun(ctx context.Context) {
 		}
 	}
 	if r.phase == phaseDLQ {
-		if w.held != nil || len(r.stalledParts) > 0 || w.anyReading() {
+		if w.throttle.held != nil || len(r.stalledParts) > 0 || w.parts.anyReading() {
 			return
 		}
 		r.phase = phaseDue
@@ -202,7 +202,7 @@ func (w *worker) progressRun(ctx context.Context) {
 		}
 	}
 	if r.phase == phaseDrain && w.inFlight == 0 && len(w.batch) == 0 && w.storing == 0 && len(w.retries) == 0 {
-		if !w.assigned && !r.interrupted && !r.rebalancing {
+		if !w.parts.assigned && !r.interrupted && !r.rebalancing {
 			// Its partitions were revoked mid-run: wait for the group's new assignment.
 			if r.assignBy.IsZero() {
 				r.assignBy = now.Add(rebalanceWait)
@@ -231,8 +231,8 @@ func (w *worker) interruptRun(why string) {
 	r := w.run
 	r.interrupted = true
 	r.stalledParts = nil
-	for _, p := range w.readingParts() {
-		w.stopReading(p)
+	for _, p := range w.parts.reading() {
+		w.parts.stopReading(p)
 	}
 	w.log.Info().Int64("run_id", r.id).Str("why", why).Msg("run interrupted")
 }

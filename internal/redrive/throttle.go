@@ -1,70 +1,102 @@
 // The throttle: how many records may start (the route's max_in_flight and rate_limit),
 // and what the loop does while none may: first stop polling, then pause the reading
-// partitions. Its fields (held, throttled, throttleAt, throttleP) are the loop's.
+// partitions.
 
 package redrive
 
 import (
 	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"golang.org/x/time/rate"
 )
 
+// throttle is owned by the loop goroutine. The in-flight count it bounds is the loop's
+// (worker.inFlight), passed in.
+type throttle struct {
+	maxInFlight int
+	limiter     *rate.Limiter // nil when unlimited
+	parts       *partitions   // a long throttle pauses the reading ones
+
+	held   *kafka.Message // the record that found no room; it is processed first
+	on     bool           // not taking records until in-flight work drains
+	at     time.Time      // when the throttle began
+	paused bool           // the throttle outlasted throttleHold and paused the reading partitions
+}
+
+func newThrottle(maxInFlight int, rateLimit float64, parts *partitions) *throttle {
+	t := &throttle{maxInFlight: maxInFlight, parts: parts}
+	if rateLimit > 0 {
+		t.limiter = rate.NewLimiter(rate.Limit(rateLimit), max(1, int(rateLimit)))
+	}
+	return t
+}
+
 // admit reports whether one more record may start now (in-flight bound, rate limit).
-func (w *worker) admit() bool {
-	if w.inFlight >= w.route.MaxInFlight {
+func (t *throttle) admit(inFlight int) bool {
+	if inFlight >= t.maxInFlight {
 		return false
 	}
-	return w.limiter == nil || w.limiter.Allow()
+	return t.limiter == nil || t.limiter.Allow()
 }
 
-func (w *worker) processHeld() {
-	if w.held == nil || !w.admit() {
-		return
+// hold keeps m, which admit refused, and stops taking records until in-flight work
+// drains. At first the loop just stops polling: librdkafka's bounded read-ahead queue
+// fills and holds the fetcher back, and it is still there when the loop takes records
+// again. A Pause drops that queue, which has to be fetched again after Resume.
+func (t *throttle) hold(m *kafka.Message) {
+	t.held = m
+	if !t.on {
+		t.on, t.at = true, time.Now()
 	}
-	m := w.held
-	w.held = nil
-	p := w.parts[partKey{*m.TopicPartition.Topic, m.TopicPartition.Partition}]
-	if p == nil || p.gone {
-		return // revoked meanwhile: the new owner reads it
-	}
-	w.process(p, m)
 }
 
-// throttle stops taking records until in-flight work drains. At first the loop just stops
-// polling: librdkafka's bounded read-ahead queue fills and holds the fetcher back, and it
-// is still there when the loop takes records again. A Pause drops that queue, which has
-// to be fetched again after Resume.
-func (w *worker) throttle() {
-	if w.throttled {
-		return
+// takeHeld returns the held record once it may start, and forgets it.
+func (t *throttle) takeHeld(inFlight int) *kafka.Message {
+	if t.held == nil || !t.admit(inFlight) {
+		return nil
 	}
-	w.throttled, w.throttleAt = true, time.Now()
+	m := t.held
+	t.held = nil
+	return m
+}
+
+// forget drops the held record when its partition is revoked: the new owner reads it.
+func (t *throttle) forget(revoked []*partition) {
+	for _, p := range revoked {
+		if t.held != nil && *t.held.TopicPartition.Topic == p.key.topic && t.held.TopicPartition.Partition == p.key.partition {
+			t.held = nil
+		}
+	}
 }
 
 // holdPolling reports whether the loop skips polling the consumer this turn. A throttle
 // that outlasts throttleHold (PostgreSQL or the broker down) pauses the reading partitions
 // and polls again, so rebalances are served and max.poll.interval.ms is never exceeded;
 // librdkafka resumes each partition right after the last record it handed us.
-func (w *worker) holdPolling() bool {
-	if !w.throttled || w.throttleP {
+func (t *throttle) holdPolling() bool {
+	if !t.on || t.paused {
 		return false
 	}
-	if time.Since(w.throttleAt) < throttleHold {
+	if time.Since(t.at) < throttleHold {
 		return true
 	}
-	w.throttleP = true
-	w.setPaused(w.readingParts(), true)
+	t.paused = true
+	t.parts.setPaused(t.parts.reading(), true)
 	return false
 }
 
-func (w *worker) unthrottle() {
-	if !w.throttled || w.held != nil {
+// release lifts the throttle once in-flight work drained (half of it after a pause, so
+// that a slow store does not pause and resume per record).
+func (t *throttle) release(inFlight int) {
+	if !t.on || t.held != nil {
 		return
 	}
-	if w.throttleP {
-		if w.inFlight > w.route.MaxInFlight/2 {
-			return // half drained first, so a slow store does not pause and resume per record
+	if t.paused {
+		if inFlight > t.maxInFlight/2 {
+			return
 		}
-		w.setPaused(w.readingParts(), false)
+		t.parts.setPaused(t.parts.reading(), false)
 	}
-	w.throttled, w.throttleP = false, false
+	t.on, t.paused = false, false
 }

@@ -42,7 +42,7 @@ func TestResumedPartitionIsFetchedWithoutWaitingForTheIdleWakeup(t *testing.T) {
 
 	require.NoError(t, w.consumer.Assign([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: kafka.OffsetBeginning}}))
 	p := &partition{key: partKey{dlq, 0}}
-	w.setPaused([]*partition{p}, true)
+	w.parts.setPaused([]*partition{p}, true)
 	const pollMs = int(pollInterval / 1e6)
 	var polls []int
 	for trial := range 5 {
@@ -59,7 +59,7 @@ func TestResumedPartitionIsFetchedWithoutWaitingForTheIdleWakeup(t *testing.T) {
 		_, high, err := w.consumer.QueryWatermarkOffsets(dlq, 0, int(callTimeout/1e6))
 		require.NoError(t, err)
 		require.Equal(t, int64(trial+1), high)
-		w.setPaused([]*partition{p}, false)
+		w.parts.setPaused([]*partition{p}, false)
 		n := 0
 		for {
 			m, isMsg := w.consumer.Poll(pollMs).(*kafka.Message)
@@ -71,7 +71,7 @@ func TestResumedPartitionIsFetchedWithoutWaitingForTheIdleWakeup(t *testing.T) {
 			require.Less(t, n, 500, "trial %d: no record after %d polls", trial, n)
 		}
 		polls = append(polls, n)
-		w.setPaused([]*partition{p}, true)
+		w.parts.setPaused([]*partition{p}, true)
 	}
 	slices.Sort(polls)
 	t.Logf("empty polls before the resumed record, sorted: %v", polls)

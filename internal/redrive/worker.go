@@ -11,7 +11,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-	"golang.org/x/time/rate"
 
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/kafkaclient"
@@ -66,7 +65,6 @@ type worker struct {
 	// Set up by newWorker, then only used.
 	consumer *kafka.Consumer // the loop's
 	producer *kafka.Producer // the loop's and the sender's; Ready asks it for metadata
-	limiter  *rate.Limiter   // the loop's; nil when unlimited
 	// The route's series of the per-record metrics, looked up once.
 	inFlightGauge prometheus.Gauge
 	redrivenCount prometheus.Counter
@@ -81,10 +79,8 @@ type worker struct {
 	health   *health
 	topicsOK *topicCheck
 
-	// partitions.go: assigned is set by an assignment (even an empty one) and cleared by
-	// a revocation that leaves the worker waiting for the next one (a rebalance).
-	parts    map[partKey]*partition
-	assigned bool
+	parts    *partitions // partitions.go; assigned and revoked in rebalance.go
+	throttle *throttle   // throttle.go
 	// run.go, claims.go
 	run      *runState
 	claimEnc delivery.Encoder // builds scheduled records on the loop; the sender has its own
@@ -101,11 +97,6 @@ type worker struct {
 	headroomAt     time.Time
 	headroomSeries map[partKey]bool
 	headroomOff    bool
-	// throttle.go
-	held       *kafka.Message
-	throttled  bool      // not taking records until in-flight work drains
-	throttleAt time.Time // when the throttle began
-	throttleP  bool      // the throttle outlasted throttleHold and paused the reading partitions
 	// parker.go: the storers' input and output, shared with them by channel only.
 	storeIn  chan *storeBatch
 	storeOut chan *storeBatch
@@ -134,16 +125,12 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		runReq:         make(chan chan error),
 		storeIn:        make(chan *storeBatch),
 		storeOut:       make(chan *storeBatch, storers),
-		parts:          map[partKey]*partition{},
 		headroomSeries: map[partKey]bool{},
 		posIn:          make(chan *positionBatch, 1),
 		posOut:         make(chan *positionBatch, 1),
 	}
 	w.inFlightGauge = e.metrics.inFlight.WithLabelValues(r.Name)
 	w.redrivenCount = e.metrics.redriven.WithLabelValues(r.Name)
-	if r.RateLimit > 0 {
-		w.limiter = rate.NewLimiter(rate.Limit(r.RateLimit), max(1, int(r.RateLimit)))
-	}
 	cc := kafkaclient.ConsumerConfig(e.kafka, r.Group)
 	// Offsets are stored only up to the tracker's watermark (enable.auto.offset.store is
 	// off); librdkafka commits what is stored every commitInterval, on revoke and on close.
@@ -169,6 +156,8 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	w.topics = delivery.NewTopics(w.producer, metadataTTL, callTimeout)
 	w.health = newHealth(w.log, r.Name, e.metrics.errors, w.producer)
 	w.topicsOK = &topicCheck{producer: w.producer, topics: r.Topics}
+	w.parts = newPartitions(w.consumer, w.log)
+	w.throttle = newThrottle(r.MaxInFlight, r.RateLimit, w.parts)
 	w.send = newSender(w.producer, r.rules.Encode)
 	return w, nil
 }
@@ -222,7 +211,7 @@ func (w *worker) step(ctx context.Context) {
 	w.probeHeadroom()
 	w.storeOffsets()
 	w.inFlightGauge.Set(float64(w.inFlight))
-	if w.holdPolling() {
+	if w.throttle.holdPolling() {
 		w.waitWork()
 		return
 	}
@@ -235,7 +224,7 @@ func (w *worker) step(ctx context.Context) {
 	ev := w.consumer.Poll(int(timeout / time.Millisecond))
 	for n := 1; ev != nil; n++ {
 		w.handle(ev)
-		if n == pollBurst || w.throttled || w.fatal != nil {
+		if n == pollBurst || w.throttle.on || w.fatal != nil {
 			return
 		}
 		ev = w.consumer.Poll(0)
@@ -266,8 +255,8 @@ func (w *worker) handle(ev kafka.Event) {
 	case *kafka.Message:
 		w.onMessage(ev)
 	case kafka.PartitionEOF:
-		if p := w.parts[partKey{*ev.Topic, ev.Partition}]; p != nil && p.reading && int64(ev.Offset) >= p.hw {
-			w.stopReading(p)
+		if p := w.parts.of(kafka.TopicPartition(ev)); p != nil && p.reading && int64(ev.Offset) >= p.hw {
+			w.parts.stopReading(p)
 		}
 	case kafka.Error:
 		if ev.IsFatal() {
@@ -299,7 +288,7 @@ func (w *worker) shutdown(ctx context.Context) error {
 		w.run = nil
 	}
 	var parts []*partition
-	for _, p := range w.parts {
+	for _, p := range w.parts.byKey {
 		parts = append(parts, p)
 	}
 	err := w.commitNow(parts)
