@@ -1,7 +1,7 @@
-// The parker: records on their way to PostgreSQL (scheduled or parked). The loop batches
-// them (enqueueStore, flushBatch) and takes the stored batches back (onStored); the
-// storer goroutines own nothing but the batch they write, received and returned by
-// channel. The loop starts and stops the storers (worker.loop).
+// The parker: records on their way to PostgreSQL (scheduled or parked), a Start/Stop
+// service of the loop. The loop batches them (enqueue, flush) and takes the stored batches
+// back (out, done); the storer goroutines own nothing but the batch they write, received
+// and returned by channel.
 
 package redrive
 
@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/lifecycle"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -27,32 +30,74 @@ type storeBatch struct {
 	err   error // set when the storer gave up (shutdown)
 }
 
-func (w *worker) enqueueStore(p *partition, m *kafka.Message, env headers.Envelope, d decision) {
+// parker is the loop's: batch and storing are owned by the loop goroutine, the channels
+// are shared with the storers, which run on life between Start and Stop.
+type parker struct {
+	store     *store.Store
+	route     string
+	log       zerolog.Logger
+	health    *health                // the storers mark the route not ready while PostgreSQL fails
+	parked    *prometheus.CounterVec // dlq_worker_parked_total{route,reason}
+	scheduled *prometheus.CounterVec // dlq_worker_scheduled_total{route}
+
+	in   chan *storeBatch
+	out  chan *storeBatch // stored batches, for the loop
+	life lifecycle.Base
+
+	batch   []parkItem // waiting for a free storer
+	storing int        // batches handed to the storers and not back
+}
+
+func newParker(st *store.Store, route string, log zerolog.Logger, h *health, m *metrics) *parker {
+	return &parker{store: st, route: route, log: log, health: h, parked: m.parked, scheduled: m.scheduled,
+		in: make(chan *storeBatch), out: make(chan *storeBatch, storers)}
+}
+
+// Start starts the storers; their work ends with ctx too.
+func (pk *parker) Start(ctx context.Context) error {
+	if _, err := pk.life.Start(ctx); err != nil {
+		return err
+	}
+	for range storers {
+		pk.life.Go(pk.storer)
+	}
+	return nil
+}
+
+// Stop stops the storers: they return as soon as they are cancelled, and a batch they
+// hold is not stored, so its records stay uncommitted.
+func (pk *parker) Stop(ctx context.Context) error { return pk.life.Stop(ctx) }
+
+// idle reports whether no record waits for or in a storer.
+func (pk *parker) idle() bool { return len(pk.batch) == 0 && pk.storing == 0 }
+
+// enqueue adds the record m read at p, scheduled or parked as d says, to the next batch.
+func (pk *parker) enqueue(p *partition, m *kafka.Message, env headers.Envelope, d decision) {
 	rec := store.NewRecord{
 		DLQ:    store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)},
 		Origin: store.Origin{Topic: env.OriginalTopic, Partition: env.OriginalPartition, Offset: env.OriginalOffset, Timestamp: env.OriginalTimestamp},
 		Key:    m.Key, Value: m.Value, Headers: headers.To[store.Header](m.Headers), Timestamp: m.Timestamp,
 		RetryCount: env.RetryCount, ErrorClass: env.ErrorClass, ErrorMessage: env.ErrorMessage,
-		Reason: d.reason, Route: w.route.Name, Status: store.StatusParked,
+		Reason: d.reason, Route: pk.route, Status: store.StatusParked,
 	}
 	if d.act == actSchedule {
 		rec.Status, rec.DueAt = store.StatusScheduled, d.due
 	} else if d.detail != "" && rec.ErrorMessage == "" {
 		rec.ErrorMessage = d.detail
 	}
-	w.batch = append(w.batch, parkItem{part: p, offset: rec.DLQ.Offset, rec: rec})
+	pk.batch = append(pk.batch, parkItem{part: p, offset: rec.DLQ.Offset, rec: rec})
 }
 
-// flushBatch hands the records waiting for PostgreSQL to the free storers, at most
+// flush hands the records waiting for PostgreSQL to the free storers, at most
 // storeBatchMax per batch. Batches may finish out of order: the trackers commit only
 // over a contiguous done prefix.
-func (w *worker) flushBatch() {
-	for len(w.batch) > 0 {
-		n := min(len(w.batch), storeBatchMax)
+func (pk *parker) flush() {
+	for len(pk.batch) > 0 {
+		n := min(len(pk.batch), storeBatchMax)
 		select {
-		case w.storeIn <- &storeBatch{items: w.batch[:n:n]}:
-			w.storing++
-			w.batch = w.batch[n:]
+		case pk.in <- &storeBatch{items: pk.batch[:n:n]}:
+			pk.storing++
+			pk.batch = pk.batch[n:]
 		default:
 			return
 		}
@@ -61,13 +106,13 @@ func (w *worker) flushBatch() {
 
 // storer writes batches to PostgreSQL, retrying transient failures with a backoff until
 // they succeed or the worker stops. Nothing is committed past a record before its row is.
-func (w *worker) storer(ctx context.Context) {
+func (pk *parker) storer(ctx context.Context) {
 	for {
 		var b *storeBatch
 		select {
 		case <-ctx.Done():
 			return
-		case b = <-w.storeIn:
+		case b = <-pk.in:
 		}
 		recs := make([]store.NewRecord, len(b.items))
 		for i := range b.items {
@@ -76,7 +121,7 @@ func (w *worker) storer(ctx context.Context) {
 		var warned time.Time
 		for attempt := 0; ; attempt++ {
 			cctx, cancel := context.WithTimeout(ctx, callTimeout)
-			_, err := w.e.store.StoreBatch(cctx, recs, nil)
+			_, err := pk.store.StoreBatch(cctx, recs, nil)
 			cancel()
 			if err == nil {
 				break
@@ -85,11 +130,11 @@ func (w *worker) storer(ctx context.Context) {
 				b.err = ctx.Err()
 				break
 			}
-			w.health.storeFailing(err)
+			pk.health.storeFailing(err)
 			// The first failure, then at the backoff's cap: each line names the real cause.
 			if time.Since(warned) >= stallBackoff.Cap {
 				warned = time.Now()
-				w.log.Warn().Err(err).Bool("retriable", store.IsRetriable(err)).Int("records", len(recs)).Int("attempt", attempt+1).
+				pk.log.Warn().Err(err).Bool("retriable", store.IsRetriable(err)).Int("records", len(recs)).Int("attempt", attempt+1).
 					Msg("cannot store scheduled/parked records; their partitions stall until PostgreSQL answers")
 			}
 			select {
@@ -98,42 +143,32 @@ func (w *worker) storer(ctx context.Context) {
 			}
 		}
 		select {
-		case w.storeOut <- b:
+		case pk.out <- b:
 		case <-ctx.Done():
 			return // the loop has stopped reading storeOut: b stays uncommitted
 		}
 	}
 }
 
-func (w *worker) drainStored() {
-	for {
-		select {
-		case b := <-w.storeOut:
-			w.onStored(b)
-		default:
-			w.throttle.release(w.inFlight)
-			return
-		}
-	}
-}
-
-func (w *worker) onStored(b *storeBatch) {
-	w.storing--
+// done takes a stored batch back and returns how many records it finished (none after
+// a failed one: shutdown, not stored, not done, not committed).
+func (pk *parker) done(b *storeBatch) int {
+	pk.storing--
 	if b.err != nil {
-		return // shutdown: not stored, not done, not committed
+		return 0
 	}
-	w.health.stored()
+	pk.health.stored()
 	for _, it := range b.items {
-		w.inFlight--
 		if it.part.gone || !it.part.trk.Done(it.offset) {
 			continue
 		}
 		if it.rec.Status == store.StatusScheduled {
 			it.part.counts.scheduled++
-			w.e.metrics.scheduled.WithLabelValues(w.route.Name).Inc()
+			pk.scheduled.WithLabelValues(pk.route).Inc()
 		} else {
 			it.part.counts.parked++
-			w.e.metrics.parked.WithLabelValues(w.route.Name, string(it.rec.Reason)).Inc()
+			pk.parked.WithLabelValues(pk.route, string(it.rec.Reason)).Inc()
 		}
 	}
+	return len(b.items)
 }

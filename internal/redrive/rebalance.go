@@ -141,7 +141,7 @@ func (w *worker) drainFor(ps []*partition, deadline time.Time) {
 		return false
 	}
 	for open() && time.Now().Before(deadline) && w.fatal == nil {
-		w.flushBatch()
+		w.park.flush()
 		w.retryProduces()
 		select {
 		case ev := <-w.producer.Events():
@@ -150,7 +150,7 @@ func (w *worker) drainFor(ps []*partition, deadline time.Time) {
 			w.onProduceFailure(f.o, f.err)
 		case w.sendIn() <- w.sendQ:
 			w.sendQ = nil
-		case b := <-w.storeOut:
+		case b := <-w.park.out:
 			w.onStored(b)
 		case <-time.After(pollInterval):
 		}

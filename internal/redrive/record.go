@@ -103,7 +103,7 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 	}
 	mustAdd(p, m)
 	w.inFlight++
-	w.enqueueStore(p, m, dec.Envelope, d)
+	w.park.enqueue(p, m, dec.Envelope, d)
 }
 
 func mustAdd(p *partition, m *kafka.Message) {
@@ -196,7 +196,7 @@ func (w *worker) onProduceFailure(o *inflight, err error) {
 	case delivery.Fatal:
 		w.fatal = err
 	case delivery.Permanent:
-		w.enqueueStore(o.part, o.src, headers.DecodeOf(o.src.Headers).Envelope, decision{act: actPark, reason: reason, detail: err.Error()})
+		w.park.enqueue(o.part, o.src, headers.DecodeOf(o.src.Headers).Envelope, decision{act: actPark, reason: reason, detail: err.Error()})
 	default:
 		// Built again from the record as read: a failed acknowledgement carries no key,
 		// value or headers (go.delivery.report.fields is none).
@@ -222,3 +222,18 @@ func (w *worker) retryProduces() {
 	}
 	w.retries = kept
 }
+
+// drainStored takes the batches the parker stored.
+func (w *worker) drainStored() {
+	for {
+		select {
+		case b := <-w.park.out:
+			w.onStored(b)
+		default:
+			w.throttle.release(w.inFlight)
+			return
+		}
+	}
+}
+
+func (w *worker) onStored(b *storeBatch) { w.inFlight -= w.park.done(b) }

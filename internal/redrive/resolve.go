@@ -76,7 +76,7 @@ func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Deco
 func (w *worker) parkAsRead(p *partition, m *kafka.Message, e headers.Envelope, reason store.Reason, detail string) {
 	mustAdd(p, m)
 	w.inFlight++
-	w.enqueueStore(p, m, e, decision{act: actPark, reason: reason, detail: detail})
+	w.park.enqueue(p, m, e, decision{act: actPark, reason: reason, detail: detail})
 }
 
 // fetchSource reads the record at topic/partition/offset. gone says why it no longer

@@ -201,7 +201,7 @@ func (w *worker) progressRun(ctx context.Context) {
 			r.phase = phaseDrain
 		}
 	}
-	if r.phase == phaseDrain && w.inFlight == 0 && len(w.batch) == 0 && w.storing == 0 && len(w.retries) == 0 {
+	if r.phase == phaseDrain && w.inFlight == 0 && w.park.idle() && len(w.retries) == 0 {
 		if !w.parts.assigned && !r.interrupted && !r.rebalancing {
 			// Its partitions were revoked mid-run: wait for the group's new assignment.
 			if r.assignBy.IsZero() {

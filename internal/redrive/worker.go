@@ -97,11 +97,7 @@ type worker struct {
 	headroomAt     time.Time
 	headroomSeries map[partKey]bool
 	headroomOff    bool
-	// parker.go: the storers' input and output, shared with them by channel only.
-	storeIn  chan *storeBatch
-	storeOut chan *storeBatch
-	batch    []parkItem
-	storing  int // batches handed to the storers and not back
+	park           *parker // parker.go: records on their way to PostgreSQL
 	// offsets.go: the position writer's input and output (one batch at a time: posBusy),
 	// and the positions an assignment learned, written at its end.
 	posIn         chan *positionBatch
@@ -123,8 +119,6 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		e:              e,
 		log:            e.log.With().Str("route", r.Name).Logger(),
 		runReq:         make(chan chan error),
-		storeIn:        make(chan *storeBatch),
-		storeOut:       make(chan *storeBatch, storers),
 		headroomSeries: map[partKey]bool{},
 		posIn:          make(chan *positionBatch, 1),
 		posOut:         make(chan *positionBatch, 1),
@@ -157,6 +151,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	w.health = newHealth(w.log, r.Name, e.metrics.errors, w.producer)
 	w.topicsOK = &topicCheck{producer: w.producer, topics: r.Topics}
 	w.parts = newPartitions(w.consumer, w.log)
+	w.park = newParker(e.store, r.Name, w.log, w.health, e.metrics)
 	w.throttle = newThrottle(r.MaxInFlight, r.RateLimit, w.parts)
 	w.send = newSender(w.producer, r.rules.Encode)
 	return w, nil
@@ -165,21 +160,24 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 // loop is the worker goroutine: it polls until stop delivers Stop's context, then drains
 // within that context's deadline and closes.
 func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done chan<- error) {
-	// The loop's helpers: the storers (parker.go) and the position writer (offsets.go).
-	// They stop after the shutdown, which still hands them work.
+	// The loop's services: the parker's storers and the position writer (offsets.go).
+	// They stop after the shutdown, which still hands them work; their work ends with ctx
+	// too. New ones are never started twice.
+	_ = w.park.Start(ctx)
 	var helpers lifecycle.Base
-	_, _ = helpers.Start(ctx) // a new Base is never started twice; its work ends with ctx too
-	for range storers {
-		helpers.Go(w.storer)
-	}
+	_, _ = helpers.Start(ctx)
 	helpers.Go(w.positionWriter)
+	stopServices := func() { // they return as soon as they are cancelled
+		_ = w.park.Stop(context.Background())
+		_ = helpers.Stop(context.Background())
+	}
 	w.send.start()
 	var err error
 	for w.fatal == nil {
 		select {
 		case sctx := <-stop:
 			err = w.shutdown(sctx)
-			_ = helpers.Stop(context.Background()) // they return as soon as they are cancelled
+			stopServices()
 			done <- err
 			return
 		case reply := <-w.runReq:
@@ -191,7 +189,7 @@ func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done cha
 	w.log.Error().Err(w.fatal).Msg("fatal error: stopping without committing unacknowledged records")
 	w.e.fatal(fmt.Errorf("route %s: %w", w.route.Name, w.fatal))
 	err = errors.Join(w.fatal, w.shutdown(ctx))
-	_ = helpers.Stop(context.Background())
+	stopServices()
 	<-stop
 	done <- err
 }
@@ -202,7 +200,7 @@ func (w *worker) step(ctx context.Context) {
 	w.drainDeliveries()
 	w.drainStored()
 	w.drainPositions()
-	w.flushBatch()
+	w.park.flush()
 	w.retryProduces()
 	w.processHeld()
 	if w.run != nil {
@@ -216,7 +214,7 @@ func (w *worker) step(ctx context.Context) {
 		return
 	}
 	timeout := pollInterval
-	if len(w.producer.Events()) > 0 || len(w.storeOut) > 0 || len(w.send.failed) > 0 {
+	if len(w.producer.Events()) > 0 || len(w.park.out) > 0 || len(w.send.failed) > 0 {
 		timeout = 0
 	}
 	// Records that are ready are taken in a burst: the rest of a turn costs as much as a
@@ -239,7 +237,7 @@ func (w *worker) waitWork() {
 	select {
 	case ev := <-w.producer.Events():
 		w.onDelivery(ev)
-	case b := <-w.storeOut:
+	case b := <-w.park.out:
 		w.onStored(b)
 	case f := <-w.send.failed:
 		w.onProduceFailure(f.o, f.err)
@@ -277,7 +275,7 @@ func (w *worker) shutdown(ctx context.Context) error {
 	if w.run != nil && !w.run.interrupted {
 		w.interruptRun("shutdown")
 	}
-	for w.fatal == nil && ctx.Err() == nil && (w.run != nil || w.inFlight > 0 || len(w.batch) > 0 || w.storing > 0) {
+	for w.fatal == nil && ctx.Err() == nil && (w.run != nil || w.inFlight > 0 || !w.park.idle()) {
 		w.step(ctx)
 		if w.run != nil && w.run.phase == phaseDue {
 			w.run.phase = phaseDrain
