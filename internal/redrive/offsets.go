@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/rs/zerolog"
 
+	"github.com/dlqops/dlq/internal/lifecycle"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/redrive/tracker"
 	"github.com/dlqops/dlq/internal/store"
@@ -21,6 +23,47 @@ import (
 // counted in dlq_worker_offset_resets_total and recorded in ledger_gaps, which the audit
 // reads.
 
+// ledger keeps the route's committed offsets behind the ledger's positions and checks
+// them against it. It is owned by the loop goroutine, but for its position writer
+// goroutine, which shares posIn and posOut with it and runs between Start and Stop.
+type ledger struct {
+	consumer *kafka.Consumer // stores and commits; reads committed offsets and watermarks
+	store    *store.Store
+	group    string
+	route    string
+	onJump   string // the route's on_offset_jump
+	log      zerolog.Logger
+	health   *health
+	metrics  *metrics // errors, offsetResets
+	life     lifecycle.Base
+
+	// The position writer's input and output: one batch at a time (posBusy).
+	posIn         chan *positionBatch
+	posOut        chan *positionBatch
+	posBusy       bool
+	lastCommit    time.Time
+	committedOnce bool                // this life committed its first range (see storeLedgered)
+	adopt         []store.Coordinates // positions an assignment learned, written at its end
+	touchedAt     time.Time           // last touchPositions; zero after an assignment
+}
+
+func newLedger(c *kafka.Consumer, st *store.Store, r route, log zerolog.Logger, h *health, m *metrics) *ledger {
+	return &ledger{consumer: c, store: st, group: r.Group, route: r.Name, onJump: r.OnOffsetJump, log: log, health: h, metrics: m,
+		posIn: make(chan *positionBatch, 1), posOut: make(chan *positionBatch, 1)}
+}
+
+// Start starts the position writer; its work ends with ctx too.
+func (l *ledger) Start(ctx context.Context) error {
+	if _, err := l.life.Start(ctx); err != nil {
+		return err
+	}
+	l.life.Go(l.positionWriter)
+	return nil
+}
+
+// Stop stops the position writer; a position it has not written yet is not committed.
+func (l *ledger) Stop(ctx context.Context) error { return l.life.Stop(ctx) }
+
 // positionBatch is a write-ahead of the offsets about to be committed, handed from the
 // loop to the position writer goroutine and back.
 type positionBatch struct {
@@ -29,21 +72,20 @@ type positionBatch struct {
 	err   error
 }
 
-// positionWriter writes position batches to the ledger, one at a time; it is started and
-// stopped with the storers.
-func (w *worker) positionWriter(ctx context.Context) {
+// positionWriter writes position batches to the ledger, one at a time.
+func (l *ledger) positionWriter(ctx context.Context) {
 	for {
 		var b *positionBatch
 		select {
 		case <-ctx.Done():
 			return
-		case b = <-w.posIn:
+		case b = <-l.posIn:
 		}
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		b.err = w.e.store.AdvanceLedgerPositions(cctx, w.route.Group, b.pos)
+		b.err = l.store.AdvanceLedgerPositions(cctx, l.group, b.pos)
 		cancel()
 		select {
-		case w.posOut <- b:
+		case l.posOut <- b:
 		case <-ctx.Done():
 			return
 		}
@@ -52,18 +94,18 @@ func (w *worker) positionWriter(ctx context.Context) {
 
 // storeOffsets hands librdkafka (which commits them) the new watermarks the ledger already
 // holds, and writes the others to the ledger first.
-func (w *worker) storeOffsets() {
+func (l *ledger) storeOffsets(parts *partitions) {
 	// Until the first commit of a life, every turn: a crash loop should commit its first
 	// acknowledged range as soon as it exists. Then once per ledgerEvery: the next life
 	// resumes at the ledger (checkAssigned), so only what the ledger does not hold yet is
 	// sent again after a crash.
-	if w.posBusy || w.committedOnce && time.Since(w.lastCommit) < ledgerEvery {
+	if l.posBusy || l.committedOnce && time.Since(l.lastCommit) < ledgerEvery {
 		return
 	}
-	w.lastCommit = time.Now()
+	l.lastCommit = time.Now()
 	var ready []*partition
 	b := &positionBatch{}
-	for _, p := range w.parts.byKey {
+	for _, p := range parts.byKey {
 		if p.trk == nil || p.trk.Watermark() <= p.stored {
 			continue
 		}
@@ -74,34 +116,34 @@ func (w *worker) storeOffsets() {
 			b.pos = append(b.pos, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: wm})
 		}
 	}
-	w.storeLedgered(ready)
+	l.storeLedgered(ready)
 	if len(b.parts) > 0 {
-		w.posBusy = true
-		w.posIn <- b // buffered, and the writer is idle
+		l.posBusy = true
+		l.posIn <- b // buffered, and the writer is idle
 	}
 }
 
 // drainPositions takes the position writer's answer, if any.
-func (w *worker) drainPositions() {
+func (l *ledger) drainPositions() {
 	select {
-	case b := <-w.posOut:
-		w.posBusy = false
+	case b := <-l.posOut:
+		l.posBusy = false
 		if b.err != nil {
-			w.e.metrics.errors.WithLabelValues(w.route.Name, "ledger").Inc()
-			w.health.warnEvery("ledger", b.err, "cannot write the ledger position; nothing is committed past it until PostgreSQL answers")
+			l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
+			l.health.warnEvery("ledger", b.err, "cannot write the ledger position; nothing is committed past it until PostgreSQL answers")
 			return
 		}
 		for i, p := range b.parts {
 			p.ledgered = max(p.ledgered, b.pos[i].Offset)
 		}
-		w.storeLedgered(b.parts)
+		l.storeLedgered(b.parts)
 	default:
 	}
 }
 
 // storeLedgered stores, for librdkafka to commit, the watermark of each live partition up
 // to its ledger position.
-func (w *worker) storeLedgered(ps []*partition) {
+func (l *ledger) storeLedgered(ps []*partition) {
 	var tps []kafka.TopicPartition
 	for _, p := range ps {
 		if off := min(p.trk.Watermark(), p.ledgered); !p.gone && off > p.stored {
@@ -112,23 +154,23 @@ func (w *worker) storeLedgered(ps []*partition) {
 	if len(tps) == 0 {
 		return
 	}
-	if _, err := w.consumer.StoreOffsets(tps); err != nil {
-		w.health.warnEvery("store_offsets", err, "cannot store offsets")
+	if _, err := l.consumer.StoreOffsets(tps); err != nil {
+		l.health.warnEvery("store_offsets", err, "cannot store offsets")
 		return
 	}
 	// The first range of a life is committed at once, not at the next auto-commit: a
 	// worker in a crash loop would otherwise redrive the same first records every life.
-	if !w.committedOnce {
-		w.committedOnce = true
-		if _, err := w.consumer.CommitOffsets(tps); err != nil {
-			w.health.warnEvery("commit", err, "first commit failed; the next auto-commit retries it")
+	if !l.committedOnce {
+		l.committedOnce = true
+		if _, err := l.consumer.CommitOffsets(tps); err != nil {
+			l.health.warnEvery("commit", err, "first commit failed; the next auto-commit retries it")
 		}
 	}
 }
 
 // ledgerNow writes the watermarks of ps to the ledger synchronously, for a commit now; on
 // failure the commit stops at the positions the ledger has.
-func (w *worker) ledgerNow(ps []*partition) {
+func (l *ledger) ledgerNow(ps []*partition) {
 	var ahead []*partition
 	var pos []store.Coordinates
 	for _, p := range ps {
@@ -142,9 +184,9 @@ func (w *worker) ledgerNow(ps []*partition) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	if err := w.e.store.AdvanceLedgerPositions(ctx, w.route.Group, pos); err != nil {
-		w.e.metrics.errors.WithLabelValues(w.route.Name, "ledger").Inc()
-		w.health.warnEvery("ledger", err, "cannot write the ledger position; the commit stops at the last position the ledger has")
+	if err := l.store.AdvanceLedgerPositions(ctx, l.group, pos); err != nil {
+		l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
+		l.health.warnEvery("ledger", err, "cannot write the ledger position; the commit stops at the last position the ledger has")
 		return
 	}
 	for i, p := range ahead {
@@ -159,12 +201,12 @@ const positionTouchEvery = 24 * time.Hour
 
 // touchPositions marks the ledger positions of the held partitions, after an assignment
 // and then once per positionTouchEvery; a failure is retried at the next run.
-func (w *worker) touchPositions(ctx context.Context) {
-	if !w.touchedAt.IsZero() && time.Since(w.touchedAt) < positionTouchEvery {
+func (l *ledger) touchPositions(ctx context.Context, parts *partitions) {
+	if !l.touchedAt.IsZero() && time.Since(l.touchedAt) < positionTouchEvery {
 		return
 	}
 	var pos []store.Coordinates
-	for _, p := range w.parts.byKey {
+	for _, p := range parts.byKey {
 		pos = append(pos, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition})
 	}
 	if len(pos) == 0 {
@@ -172,18 +214,55 @@ func (w *worker) touchPositions(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if err := w.e.store.TouchLedgerPositions(cctx, w.route.Group, pos, positionTouchEvery); err != nil {
-		w.health.warnEvery("ledger", err, "cannot mark the ledger positions of the held partitions; retrying at the next run")
+	if err := l.store.TouchLedgerPositions(cctx, l.group, pos, positionTouchEvery); err != nil {
+		l.health.warnEvery("ledger", err, "cannot mark the ledger positions of the held partitions; retrying at the next run")
 		return
 	}
-	w.touchedAt = time.Now()
+	l.touchedAt = time.Now()
+}
+
+// assigned checks the partitions of an assignment against the ledger and returns them
+// with where each starts, which it also sets in tps, and those of them that resume at
+// the ledger's position ahead of their committed offset (to commit once assigned).
+func (l *ledger) assigned(tps []kafka.TopicPartition) (ps, ahead []*partition) {
+	committed, err := l.consumer.Committed(tps, int(callTimeout/time.Millisecond))
+	if err != nil {
+		l.health.warnEvery("committed", err, "cannot read committed offsets; consumption starts where the group left off, unchecked against the ledger")
+	}
+	positions, lerr := l.ledgerPositions()
+	if lerr != nil {
+		l.health.warnEvery("ledger", lerr, "cannot read the ledger positions; offset jumps at this assignment go unchecked")
+	}
+	for i, tp := range tps {
+		p := &partition{key: partKey{*tp.Topic, tp.Partition}, stored: -1, ledgered: -1}
+		if err == nil && lerr == nil {
+			if start, ok := l.checkAssigned(p, int64(committed[i].Offset), positions); ok {
+				p.trk, p.stored = tracker.New(start), start
+				tps[i].Offset = kafka.Offset(start)
+				if start > int64(committed[i].Offset) && start == p.ledgered {
+					ahead = append(ahead, p) // resumed at the ledger: committed below
+				}
+				if _, known := positions[p.key]; !known {
+					l.adopt = append(l.adopt, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: start})
+					p.ledgered = start
+				}
+			}
+		} else if err == nil && committed[i].Offset >= 0 {
+			off := int64(committed[i].Offset)
+			p.trk, p.stored = tracker.New(off), off
+		}
+		ps = append(ps, p)
+	}
+	l.saveAdopted()
+	l.touchedAt = time.Time{}
+	return ps, ahead
 }
 
 // ledgerPositions reads the ledger's position of every partition of the route's group.
-func (w *worker) ledgerPositions() (map[partKey]int64, error) {
+func (l *ledger) ledgerPositions() (map[partKey]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	cs, err := w.e.store.LedgerPositions(ctx, w.route.Group)
+	cs, err := l.store.LedgerPositions(ctx, l.group)
 	if err != nil {
 		return nil, err
 	}
@@ -197,9 +276,9 @@ func (w *worker) ledgerPositions() (map[partKey]int64, error) {
 // checkAssigned compares an assigned partition's committed offset (negative: none) with
 // the ledger and returns where to start reading, or false to let the consumer start where
 // the group left off (earliest when nothing is known). It sets p.ledgered.
-func (w *worker) checkAssigned(p *partition, committed int64, ledger map[partKey]int64) (int64, bool) {
-	l := p.log(w.log)
-	pos, known := ledger[p.key]
+func (l *ledger) checkAssigned(p *partition, committed int64, positions map[partKey]int64) (int64, bool) {
+	pl := p.log(l.log)
+	pos, known := positions[p.key]
 	if known {
 		p.ledgered = pos
 	}
@@ -207,27 +286,27 @@ func (w *worker) checkAssigned(p *partition, committed int64, ledger map[partKey
 	start := committed
 	switch {
 	case committed < 0 && known:
-		w.offsetReset(p, "not_found")
-		l.Warn().Int64("ledger_offset", pos).
+		l.offsetReset(p, "not_found")
+		pl.Warn().Int64("ledger_offset", pos).
 			Msg("no committed offset (offsets lost as in seed 003?); resuming where the ledger says the group committed")
 		start = pos
 	case committed < 0:
-		w.offsetReset(p, "not_found")
-		l.Warn().Msg("no committed offset and none in the ledger (a new group?); reading from the earliest offset, records already redriven may be redriven again")
+		l.offsetReset(p, "not_found")
+		pl.Warn().Msg("no committed offset and none in the ledger (a new group?); reading from the earliest offset, records already redriven may be redriven again")
 		return 0, false
 	case known && committed > pos:
-		start = w.forwardJump(p, pos, committed)
+		start = l.forwardJump(p, pos, committed)
 	case known && committed < pos:
 		// The ledger holds only watermarks (every record below redriven, parked or
 		// scheduled) and positions it adopted: reading the range again would only
 		// duplicate it.
-		w.recordGap(p, committed, pos, store.GapBackward, false,
+		l.recordGap(p, committed, pos, store.GapBackward, false,
 			"committed offset is behind the ledger (a crash after the ledger write, before the commit, or offsets moved back): every record below the ledger is done; resuming at the ledger")
 		start = pos
 	}
-	low, _, err := w.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
+	low, _, err := l.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
 	if err == nil && start < low {
-		w.recordGap(p, start, low, store.GapBelowLogStart, true,
+		l.recordGap(p, start, low, store.GapBelowLogStart, true,
 			"records deleted (retention) before they were read: LOST; reading from the log start")
 		start = low
 	}
@@ -236,59 +315,59 @@ func (w *worker) checkAssigned(p *partition, committed int64, ledger map[partKey
 
 // forwardJump handles a committed offset ahead of the ledger's position pos and returns
 // where to read from: pos (rewind, the default) or committed (alarm).
-func (w *worker) forwardJump(p *partition, pos, committed int64) int64 {
-	if w.route.OnOffsetJump == routes.OnJumpAlarm {
-		w.recordGap(p, pos, committed, store.GapJump, true,
+func (l *ledger) forwardJump(p *partition, pos, committed int64) int64 {
+	if l.onJump == routes.OnJumpAlarm {
+		l.recordGap(p, pos, committed, store.GapJump, true,
 			"committed offset jumped ahead of the ledger: records skipped unread, LOST (on_offset_jump: alarm)")
 		p.ledgered = committed
-		w.adopt = append(w.adopt, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: committed})
+		l.adopt = append(l.adopt, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: committed})
 		return committed
 	}
-	w.recordGap(p, pos, committed, store.GapJump, false,
+	l.recordGap(p, pos, committed, store.GapJump, false,
 		"committed offset jumped ahead of the ledger: records skipped unread; rewinding to the ledger to read them")
 	return pos
 }
 
 // recordGap logs a range read out of order (ERROR when records were skipped), counts it
 // and records it in the ledger.
-func (w *worker) recordGap(p *partition, from, to int64, cause store.GapCause, lost bool, msg string) {
-	w.offsetReset(p, string(cause))
-	l := p.log(w.log)
-	ev := l.Warn()
+func (l *ledger) recordGap(p *partition, from, to int64, cause store.GapCause, lost bool, msg string) {
+	l.offsetReset(p, string(cause))
+	pl := p.log(l.log)
+	ev := pl.Warn()
 	if lost || cause == store.GapJump {
-		ev = l.Error()
+		ev = pl.Error()
 	}
 	ev.Int64("from_offset", from).Int64("to_offset", to).Int64("records", to-from).Str("cause", string(cause)).Bool("lost", lost).Msg(msg)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	err := w.e.store.RecordGap(ctx, store.Gap{Group: w.route.Group, Route: w.route.Name, Topic: p.key.topic, Partition: p.key.partition,
+	err := l.store.RecordGap(ctx, store.Gap{Group: l.group, Route: l.route, Topic: p.key.topic, Partition: p.key.partition,
 		From: from, To: to, Cause: cause, Lost: lost})
 	if err != nil {
-		l.Error().Err(err).Int64("from_offset", from).Int64("to_offset", to).Str("cause", string(cause)).Bool("lost", lost).
+		pl.Error().Err(err).Int64("from_offset", from).Int64("to_offset", to).Str("cause", string(cause)).Bool("lost", lost).
 			Msg("cannot record the range in the ledger: this log line is its only trace")
 	}
 }
 
 // saveAdopted writes the positions the ledger learned at an assignment (partitions it did
 // not know, or moved by an alarm).
-func (w *worker) saveAdopted() {
-	if len(w.adopt) == 0 {
+func (l *ledger) saveAdopted() {
+	if len(l.adopt) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	if err := w.e.store.AdvanceLedgerPositions(ctx, w.route.Group, w.adopt); err != nil {
-		w.health.warnEvery("ledger", err, "cannot write the ledger positions of assigned partitions")
+	if err := l.store.AdvanceLedgerPositions(ctx, l.group, l.adopt); err != nil {
+		l.health.warnEvery("ledger", err, "cannot write the ledger positions of assigned partitions")
 	}
-	w.adopt = w.adopt[:0]
+	l.adopt = l.adopt[:0]
 }
 
 // checkBeforeRun compares the committed offsets of the partitions the ledger knows with
 // it, and the start of every partition with the log start, before a run reads them.
-func (w *worker) checkBeforeRun() {
+func (l *ledger) checkBeforeRun(parts *partitions) {
 	var ps []*partition
 	var tps []kafka.TopicPartition
-	for _, p := range w.parts.byKey {
+	for _, p := range parts.byKey {
 		if p.trk != nil && p.ledgered >= 0 && p.trk.Open() == 0 {
 			ps = append(ps, p)
 			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition})
@@ -297,9 +376,9 @@ func (w *worker) checkBeforeRun() {
 	if len(tps) == 0 {
 		return
 	}
-	committed, err := w.consumer.Committed(tps, int(callTimeout/time.Millisecond))
+	committed, err := l.consumer.Committed(tps, int(callTimeout/time.Millisecond))
 	if err != nil {
-		w.health.warnEvery("committed", err, "cannot read committed offsets; the check against the ledger waits for the next run")
+		l.health.warnEvery("committed", err, "cannot read committed offsets; the check against the ledger waits for the next run")
 		return
 	}
 	var rewound []*partition
@@ -310,25 +389,25 @@ func (w *worker) checkBeforeRun() {
 			continue // behind the ledger: a commit still on its way
 		}
 		p.checked = c
-		if start := w.forwardJump(p, from, c); start == c {
-			w.restart(p, start)
+		if start := l.forwardJump(p, from, c); start == c {
+			l.restart(p, start)
 		} else {
 			rewound = append(rewound, p) // the consumer reads on from the watermark
 		}
 	}
-	w.saveAdopted()
+	l.saveAdopted()
 	// librdkafka does not know the jump and would not commit an offset it committed
 	// before: commit the watermark explicitly, over the jump.
-	if err := w.commitNow(rewound); err != nil {
-		w.health.warnEvery("commit", err, "cannot commit the ledger's position over an offset jump; the next assignment rewinds again")
+	if err := l.commitNow(rewound); err != nil {
+		l.health.warnEvery("commit", err, "cannot commit the ledger's position over an offset jump; the next assignment rewinds again")
 	}
 }
 
 // restart makes an idle partition read from off; when the consumer cannot seek, the
 // partition reads on from where it is (the next check sees the same again).
-func (w *worker) restart(p *partition, off int64) {
-	if err := w.consumer.Seek(kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(off)}, 0); err != nil {
-		p.log(w.log).Error().Err(err).Int64("offset", off).Msg("seek failed")
+func (l *ledger) restart(p *partition, off int64) {
+	if err := l.consumer.Seek(kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(off)}, 0); err != nil {
+		p.log(l.log).Error().Err(err).Int64("offset", off).Msg("seek failed")
 		return
 	}
 	p.trk, p.stored = tracker.New(off), -1
@@ -336,22 +415,22 @@ func (w *worker) restart(p *partition, off int64) {
 
 // checkLogStart records the records deleted below the log start before this run reads
 // them (retention while the partition waited between runs) and starts at the log start.
-func (w *worker) checkLogStart(p *partition, low int64) {
+func (l *ledger) checkLogStart(p *partition, low int64) {
 	if p.trk == nil || p.trk.Open() > 0 || p.trk.Watermark() >= low {
 		return
 	}
-	w.recordGap(p, p.trk.Watermark(), low, store.GapBelowLogStart, true,
+	l.recordGap(p, p.trk.Watermark(), low, store.GapBelowLogStart, true,
 		"records deleted (retention) before they were read: LOST; reading from the log start")
-	w.restart(p, low)
+	l.restart(p, low)
 }
-func (w *worker) offsetReset(p *partition, cause string) {
-	w.e.metrics.offsetResets.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition), cause).Inc()
+func (l *ledger) offsetReset(p *partition, cause string) {
+	l.metrics.offsetResets.WithLabelValues(l.route, p.key.topic, partitionLabel(p.key.partition), cause).Inc()
 }
 
 // commitNow writes the watermarks of ps to the ledger, then stores and synchronously
 // commits them (up to the ledger's position when PostgreSQL does not answer).
-func (w *worker) commitNow(ps []*partition) error {
-	w.ledgerNow(ps)
+func (l *ledger) commitNow(ps []*partition) error {
+	l.ledgerNow(ps)
 	var tps []kafka.TopicPartition
 	for _, p := range ps {
 		if p.trk != nil && min(p.trk.Watermark(), p.ledgered) > 0 {
@@ -364,10 +443,10 @@ func (w *worker) commitNow(ps []*partition) error {
 	}
 	// Stored too: librdkafka commits its stored offsets on revoke and close, and a stale
 	// stored offset would move the committed one back.
-	if _, err := w.consumer.StoreOffsets(tps); err != nil {
+	if _, err := l.consumer.StoreOffsets(tps); err != nil {
 		return err
 	}
-	_, err := w.consumer.CommitOffsets(tps)
+	_, err := l.consumer.CommitOffsets(tps)
 	var ke kafka.Error
 	if errors.As(err, &ke) && ke.Code() == kafka.ErrNoOffset {
 		return nil

@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	"github.com/dlqops/dlq/internal/redrive/tracker"
-	"github.com/dlqops/dlq/internal/store"
 )
 
 // rebalance runs inside Poll: assignments are paused until a run, revocations finish or
@@ -29,39 +26,9 @@ func (w *worker) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 }
 
 func (w *worker) assign(tps []kafka.TopicPartition) {
-	committed, err := w.consumer.Committed(tps, int(callTimeout/time.Millisecond))
-	if err != nil {
-		w.health.warnEvery("committed", err, "cannot read committed offsets; consumption starts where the group left off, unchecked against the ledger")
-	}
-	ledger, lerr := w.ledgerPositions()
-	if lerr != nil {
-		w.health.warnEvery("ledger", lerr, "cannot read the ledger positions; offset jumps at this assignment go unchecked")
-	}
-	var ps, ahead []*partition
-	for i, tp := range tps {
-		p := &partition{key: partKey{*tp.Topic, tp.Partition}, stored: -1, ledgered: -1}
-		if err == nil && lerr == nil {
-			if start, ok := w.checkAssigned(p, int64(committed[i].Offset), ledger); ok {
-				p.trk, p.stored = tracker.New(start), start
-				tps[i].Offset = kafka.Offset(start)
-				if start > int64(committed[i].Offset) && start == p.ledgered {
-					ahead = append(ahead, p) // resumed at the ledger: committed below
-				}
-				if _, known := ledger[p.key]; !known {
-					w.adopt = append(w.adopt, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: start})
-					p.ledgered = start
-				}
-			}
-		} else if err == nil && committed[i].Offset >= 0 {
-			off := int64(committed[i].Offset)
-			p.trk, p.stored = tracker.New(off), off
-		}
-		ps = append(ps, p)
-	}
-	w.saveAdopted()
-	w.touchedAt = time.Time{}
+	ps, ahead := w.ledger.assigned(tps)
 	if err := w.parts.assign(tps, ps); err == nil {
-		if err := w.commitNow(ahead); err != nil {
+		if err := w.ledger.commitNow(ahead); err != nil {
 			w.health.warnEvery("commit", err, "cannot commit the ledger's position at assignment; the next commit moves past it")
 		}
 	}
@@ -90,7 +57,7 @@ func (w *worker) revoke(tps []kafka.TopicPartition) {
 	}
 	if !lost {
 		w.drainFor(ps, time.Now().Add(revokeGrace))
-		if err := w.commitNow(ps); err != nil {
+		if err := w.ledger.commitNow(ps); err != nil {
 			w.health.warnEvery("commit", err, "commit on revoke failed")
 		}
 		if w.run != nil {

@@ -86,8 +86,8 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 // beginReading checks the held partitions against the ledger and the log and starts
 // reading those below their high watermark.
 func (w *worker) beginReading(ctx context.Context, r *runState) error {
-	w.touchPositions(ctx)
-	w.checkBeforeRun()
+	w.ledger.touchPositions(ctx, w.parts)
+	w.ledger.checkBeforeRun(w.parts)
 	type todo struct {
 		p           *partition
 		start, high int64
@@ -100,7 +100,7 @@ func (w *worker) beginReading(ctx context.Context, r *runState) error {
 			r.unread = append(r.unread, fmt.Sprintf("%s/%d: high watermark: %v", p.key.topic, p.key.partition, err))
 			continue
 		}
-		w.checkLogStart(p, low)
+		w.ledger.checkLogStart(p, low)
 		start := low
 		if p.trk != nil {
 			start = p.trk.Watermark()
@@ -246,7 +246,7 @@ func (w *worker) finishRun(ctx context.Context) {
 			live = append(live, p)
 		}
 	}
-	if err := w.commitNow(live); err != nil {
+	if err := w.ledger.commitNow(live); err != nil {
 		// librdkafka commits the stored offsets again on its next auto-commit.
 		w.health.warnEvery("commit", err, "commit at the end of the run failed; it is retried in the background")
 	}

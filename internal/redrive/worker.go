@@ -14,9 +14,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/kafkaclient"
-	"github.com/dlqops/dlq/internal/lifecycle"
 	"github.com/dlqops/dlq/internal/redrive/routes"
-	"github.com/dlqops/dlq/internal/store"
 )
 
 // Tuning that is not worth a configuration key.
@@ -98,15 +96,7 @@ type worker struct {
 	headroomSeries map[partKey]bool
 	headroomOff    bool
 	park           *parker // parker.go: records on their way to PostgreSQL
-	// offsets.go: the position writer's input and output (one batch at a time: posBusy),
-	// and the positions an assignment learned, written at its end.
-	posIn         chan *positionBatch
-	posOut        chan *positionBatch
-	posBusy       bool
-	lastCommit    time.Time
-	committedOnce bool // this life committed its first range (see storeLedgered)
-	adopt         []store.Coordinates
-	touchedAt     time.Time // last touchPositions; zero after an assignment
+	ledger         *ledger // offsets.go: the ledger's positions, and commits behind them
 	// warnings.go
 	hdrWarn headerWarnLog
 	fatal   error // set by any part; the loop stops on it
@@ -120,8 +110,6 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		log:            e.log.With().Str("route", r.Name).Logger(),
 		runReq:         make(chan chan error),
 		headroomSeries: map[partKey]bool{},
-		posIn:          make(chan *positionBatch, 1),
-		posOut:         make(chan *positionBatch, 1),
 	}
 	w.inFlightGauge = e.metrics.inFlight.WithLabelValues(r.Name)
 	w.redrivenCount = e.metrics.redriven.WithLabelValues(r.Name)
@@ -152,6 +140,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	w.topicsOK = &topicCheck{producer: w.producer, topics: r.Topics}
 	w.parts = newPartitions(w.consumer, w.log)
 	w.park = newParker(e.store, r.Name, w.log, w.health, e.metrics)
+	w.ledger = newLedger(w.consumer, e.store, r, w.log, w.health, e.metrics)
 	w.throttle = newThrottle(r.MaxInFlight, r.RateLimit, w.parts)
 	w.send = newSender(w.producer, r.rules.Encode)
 	return w, nil
@@ -160,16 +149,14 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 // loop is the worker goroutine: it polls until stop delivers Stop's context, then drains
 // within that context's deadline and closes.
 func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done chan<- error) {
-	// The loop's services: the parker's storers and the position writer (offsets.go).
-	// They stop after the shutdown, which still hands them work; their work ends with ctx
-	// too. New ones are never started twice.
+	// The loop's services: the parker's storers and the ledger's position writer. They
+	// stop after the shutdown, which still hands them work; their work ends with ctx too.
+	// New ones are never started twice.
 	_ = w.park.Start(ctx)
-	var helpers lifecycle.Base
-	_, _ = helpers.Start(ctx)
-	helpers.Go(w.positionWriter)
+	_ = w.ledger.Start(ctx)
 	stopServices := func() { // they return as soon as they are cancelled
 		_ = w.park.Stop(context.Background())
-		_ = helpers.Stop(context.Background())
+		_ = w.ledger.Stop(context.Background())
 	}
 	w.send.start()
 	var err error
@@ -199,7 +186,7 @@ func (w *worker) step(ctx context.Context) {
 	defer w.flushSends()
 	w.drainDeliveries()
 	w.drainStored()
-	w.drainPositions()
+	w.ledger.drainPositions()
 	w.park.flush()
 	w.retryProduces()
 	w.processHeld()
@@ -207,7 +194,7 @@ func (w *worker) step(ctx context.Context) {
 		w.progressRun(ctx)
 	}
 	w.probeHeadroom()
-	w.storeOffsets()
+	w.ledger.storeOffsets(w.parts)
 	w.inFlightGauge.Set(float64(w.inFlight))
 	if w.throttle.holdPolling() {
 		w.waitWork()
@@ -289,7 +276,7 @@ func (w *worker) shutdown(ctx context.Context) error {
 	for _, p := range w.parts.byKey {
 		parts = append(parts, p)
 	}
-	err := w.commitNow(parts)
+	err := w.ledger.commitNow(parts)
 	if err != nil {
 		w.log.Warn().Err(err).Msg("final commit failed: the records after the last commit will be read again")
 	}
