@@ -73,7 +73,7 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 	from := headers.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)}
 	dec := headers.DecodeOf(m.Headers)
 	if len(dec.Warnings) > 0 {
-		w.noteHeaderWarnings(from, dec.Warnings)
+		w.hdrWarn.note(from, dec.Warnings)
 	}
 	if isPointer(dec) {
 		if m, dec = w.resolvePointer(p, m, dec); m == nil {

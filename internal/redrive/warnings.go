@@ -3,6 +3,9 @@ package redrive
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
 	"github.com/dlqops/dlq/internal/headers"
 )
 
@@ -11,28 +14,32 @@ import (
 // per record. Every warning is counted in dlq_worker_header_warnings_total.
 const headerWarnInterval = 10 * time.Second
 
-// headerWarnLog rate-limits the header warning log lines of a route; owned by the loop.
-type headerWarnLog struct {
+// headerWarnings counts the header warnings of a route and rate-limits their log lines;
+// owned by the loop goroutine.
+type headerWarnings struct {
+	log        zerolog.Logger
+	route      string
+	count      *prometheus.CounterVec // dlq_worker_header_warnings_total{route,kind}
 	last       time.Time
 	suppressed int // records with warnings not logged since last
 }
 
-// noteHeaderWarnings counts the decoder's warnings about the record at from by kind (a
+// note counts the decoder's warnings about the record at from by kind (a
 // closed set) and logs them, rate-limited, with the record's coordinates. The warnings
 // quote header values: they are a field of the log line, never its message or a label.
-func (w *worker) noteHeaderWarnings(from headers.Coordinates, ws []headers.Warning) {
+func (hw *headerWarnings) note(from headers.Coordinates, ws []headers.Warning) {
 	details := make([]string, len(ws))
-	for i, hw := range ws {
-		w.e.metrics.headerWarnings.WithLabelValues(w.route.Name, string(hw.Kind)).Inc()
-		details[i] = hw.Detail
+	for i, x := range ws {
+		hw.count.WithLabelValues(hw.route, string(x.Kind)).Inc()
+		details[i] = x.Detail
 	}
 	now := time.Now()
-	if now.Sub(w.hdrWarn.last) < headerWarnInterval {
-		w.hdrWarn.suppressed++
+	if now.Sub(hw.last) < headerWarnInterval {
+		hw.suppressed++
 		return
 	}
-	w.log.Warn().Str("topic", from.Topic).Int32("partition", from.Partition).Int64("offset", from.Offset).
-		Strs("warnings", details).Int("records_not_logged", w.hdrWarn.suppressed).
+	hw.log.Warn().Str("topic", from.Topic).Int32("partition", from.Partition).Int64("offset", from.Offset).
+		Strs("warnings", details).Int("records_not_logged", hw.suppressed).
 		Msg("header fields left unknown (a malformed value or a duplicated key)")
-	w.hdrWarn = headerWarnLog{last: now}
+	hw.last, hw.suppressed = now, 0
 }

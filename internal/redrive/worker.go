@@ -95,11 +95,10 @@ type worker struct {
 	headroomAt     time.Time
 	headroomSeries map[partKey]bool
 	headroomOff    bool
-	park           *parker // parker.go: records on their way to PostgreSQL
-	ledger         *ledger // offsets.go: the ledger's positions, and commits behind them
-	// warnings.go
-	hdrWarn headerWarnLog
-	fatal   error // set by any part; the loop stops on it
+	park           *parker         // parker.go: records on their way to PostgreSQL
+	ledger         *ledger         // offsets.go: the ledger's positions, and commits behind them
+	hdrWarn        *headerWarnings // warnings.go
+	fatal          error           // set by any part; the loop stops on it
 }
 
 func newWorker(e *Engine, rc routes.Config) (*worker, error) {
@@ -141,6 +140,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	w.parts = newPartitions(w.consumer, w.log)
 	w.park = newParker(e.store, r.Name, w.log, w.health, e.metrics)
 	w.ledger = newLedger(w.consumer, e.store, r, w.log, w.health, e.metrics)
+	w.hdrWarn = &headerWarnings{log: w.log, route: r.Name, count: e.metrics.headerWarnings}
 	w.throttle = newThrottle(r.MaxInFlight, r.RateLimit, w.parts)
 	w.send = newSender(w.producer, r.rules.Encode)
 	return w, nil
