@@ -3,6 +3,9 @@ package redrive
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
 	"github.com/dlqops/dlq/internal/headers"
 )
 
@@ -14,7 +17,22 @@ const headroomWarnShare = 0.1
 // headroomKind is the warnEvery kind of the low-headroom warning.
 const headroomKind = "source_headroom"
 
-// probeHeadroom measures, every e.headroomEvery, how close the DLQ backlog of share-group
+// headroom probes the share-group pointers' headroom; owned by the loop goroutine, whose
+// source fetcher it uses.
+type headroom struct {
+	every   time.Duration
+	route   string
+	gauge   *prometheus.GaugeVec // dlq_worker_source_headroom_records{route,topic,partition}
+	log     zerolog.Logger
+	health  *health
+	sources *sources
+
+	at     time.Time        // the next probe
+	series map[partKey]bool // the source partitions it set a gauge for
+	off    bool             // no probe until a pointer is resolved (see probe)
+}
+
+// probe measures, every hr.every, how close the DLQ backlog of share-group
 // pointers is to its sources' retention: for each assigned DLQ partition it reads the
 // first record not yet done (the oldest unresolved one) and, when it is a pointer, sets
 // dlq_worker_source_headroom_records{topic,partition} of its source partition to the
@@ -23,13 +41,13 @@ const headroomKind = "source_headroom"
 // no unresolved pointer has no series. A probe that finds records but no pointer stops
 // the probes until the route resolves one: most routes never see a share group's dead
 // letter. It runs on the loop, whose fetcher it uses.
-func (w *worker) probeHeadroom() {
+func (hr *headroom) probe(parts *partitions) {
 	now := time.Now()
-	if w.headroomOff || now.Before(w.headroomAt) || len(w.parts.byKey) == 0 {
+	if hr.off || now.Before(hr.at) || len(parts.byKey) == 0 {
 		return
 	}
-	w.headroomAt = now.Add(w.e.headroomEvery)
-	f, err := w.sourceFetcher()
+	hr.at = now.Add(hr.every)
+	f, err := hr.sources.fetcher()
 	if err != nil {
 		return
 	}
@@ -40,13 +58,13 @@ func (w *worker) probeHeadroom() {
 	}
 	found := map[partKey]oldest{}
 	seen := false // a record was there to look at
-	for _, p := range w.parts.byKey {
+	for _, p := range parts.byKey {
 		if p.gone {
 			continue
 		}
 		low, high, err := f.watermarks(p.key.topic, p.key.partition, true)
 		if err != nil {
-			w.health.warnEvery("headroom", err, "cannot probe the oldest share-group dead letter; the headroom gauge is not updated")
+			hr.health.warnEvery("headroom", err, "cannot probe the oldest share-group dead letter; the headroom gauge is not updated")
 			return
 		}
 		start := low
@@ -59,7 +77,7 @@ func (w *worker) probeHeadroom() {
 		m, err := f.read(p.key.topic, p.key.partition, start)
 		f.forget(p.key) // a DLQ partition is read once here, never resolved from
 		if err != nil {
-			w.health.warnEvery("headroom", err, "cannot probe the oldest share-group dead letter; the headroom gauge is not updated")
+			hr.health.warnEvery("headroom", err, "cannot probe the oldest share-group dead letter; the headroom gauge is not updated")
 			return
 		}
 		if m == nil {
@@ -81,20 +99,20 @@ func (w *worker) probeHeadroom() {
 			found[src] = h
 		}
 	}
-	w.headroomOff = seen && len(found) == 0
-	for k := range w.headroomSeries {
+	hr.off = seen && len(found) == 0
+	for k := range hr.series {
 		if _, ok := found[k]; !ok {
-			w.e.metrics.sourceHeadroom.DeleteLabelValues(w.route.Name, k.topic, partitionLabel(k.partition))
-			delete(w.headroomSeries, k)
+			hr.gauge.DeleteLabelValues(hr.route, k.topic, partitionLabel(k.partition))
+			delete(hr.series, k)
 		}
 	}
 	for k, o := range found {
-		w.e.metrics.sourceHeadroom.WithLabelValues(w.route.Name, k.topic, partitionLabel(k.partition)).Set(float64(o.headroom))
-		w.headroomSeries[k] = true
+		hr.gauge.WithLabelValues(hr.route, k.topic, partitionLabel(k.partition)).Set(float64(o.headroom))
+		hr.series[k] = true
 		// Only once the source has started deleting (its log start moved) is a small
 		// headroom a race with retention; the first record of a young topic has none.
-		if o.low > 0 && float64(o.headroom) < headroomWarnShare*float64(o.high-o.low) && w.health.warnDue(headroomKind) {
-			w.log.Warn().Str("kind", headroomKind).Str("topic", k.topic).Int32("partition", k.partition).Int64("offset", o.offset).
+		if o.low > 0 && float64(o.headroom) < headroomWarnShare*float64(o.high-o.low) && hr.health.warnDue(headroomKind) {
+			hr.log.Warn().Str("kind", headroomKind).Str("topic", k.topic).Int32("partition", k.partition).Int64("offset", o.offset).
 				Int64("source_log_start", o.low).Int64("source_log_end", o.high).Int64("headroom_records", o.headroom).
 				Str("dlq_topic", o.dlq.topic).Int32("dlq_partition", o.dlq.partition).Int64("dlq_offset", o.dlqOffset).
 				Msg("the oldest unresolved share-group dead letter is close to its source's log start: it may expire before it is redriven")

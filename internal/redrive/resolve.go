@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/store"
@@ -31,9 +34,9 @@ func isPointer(d headers.Decoded) bool {
 // carrying the pointer's routing. It returns nil when it handled m itself: parked (the
 // source is unavailable) or stalled (the cluster does not answer; m is read again).
 func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Decoded) (*kafka.Message, headers.Decoded) {
-	w.headroomOff = false // a share-group DLQ after all: its backlog is probed
+	w.headroom.off = false // a share-group DLQ after all: its backlog is probed
 	e := dec.Envelope
-	src, gone, low, _, err := w.fetchSource(e.OriginalTopic, e.OriginalPartition, e.OriginalOffset)
+	src, gone, low, _, err := w.sources.fetch(e.OriginalTopic, e.OriginalPartition, e.OriginalOffset)
 	log := w.log.With().Str("topic", e.OriginalTopic).Int32("partition", e.OriginalPartition).Int64("offset", e.OriginalOffset).
 		Str("dlq_topic", p.key.topic).Int32("dlq_partition", p.key.partition).Int64("dlq_offset", int64(m.TopicPartition.Offset)).Logger()
 	switch {
@@ -79,11 +82,23 @@ func (w *worker) parkAsRead(p *partition, m *kafka.Message, e headers.Envelope, 
 	w.park.enqueue(p, m, e, decision{act: actPark, reason: reason, detail: detail})
 }
 
-// fetchSource reads the record at topic/partition/offset. gone says why it no longer
+// sources reads the records that share groups' dead letters point at, through a fetcher
+// created on first use: most routes never read one. Owned by the loop goroutine.
+type sources struct {
+	kafka    config.Kafka
+	group    string // the route's; the fetcher's client is group.source-fetch
+	clientID string
+	route    string
+	topics   *delivery.Topics // the loop's topic cache: partition counts
+	seeks    *prometheus.CounterVec
+	f        *fetcher // nil until needed
+}
+
+// fetch reads the record at topic/partition/offset. gone says why it no longer
 // exists ("" when it does); low and high are the partition's watermarks; err is a
 // failure worth retrying.
-func (w *worker) fetchSource(topic string, partition int32, offset int64) (m *kafka.Message, gone string, low, high int64, err error) {
-	partitions, err := w.topics.Partitions(topic)
+func (s *sources) fetch(topic string, partition int32, offset int64) (m *kafka.Message, gone string, low, high int64, err error) {
+	partitions, err := s.topics.Partitions(topic)
 	switch {
 	case err != nil:
 		return nil, "", 0, 0, err
@@ -94,7 +109,7 @@ func (w *worker) fetchSource(topic string, partition int32, offset int64) (m *ka
 	case partition >= partitions:
 		return nil, fmt.Sprintf("topic %s has no partition %d", topic, partition), 0, 0, nil
 	}
-	f, err := w.sourceFetcher()
+	f, err := s.fetcher()
 	if err != nil {
 		return nil, "", 0, 0, err
 	}
@@ -135,15 +150,14 @@ func (w *worker) fetchSource(topic string, partition int32, offset int64) (m *ka
 	return nil, fmt.Sprintf("no record at offset %d (compacted away, or a transaction marker)", offset), low, high, nil
 }
 
-// sourceFetcher returns the worker's fetcher, created on first use: most routes never
-// read a share group's dead letter.
-func (w *worker) sourceFetcher() (*fetcher, error) {
-	if w.fetch != nil {
-		return w.fetch, nil
+// fetcher returns the fetcher, created on first use.
+func (s *sources) fetcher() (*fetcher, error) {
+	if s.f != nil {
+		return s.f, nil
 	}
 	// Assigned, never subscribed, never committing: the group id is a formality of the
 	// client and no group is joined.
-	cc := kafkaclient.ConsumerConfig(w.e.kafka, w.route.Group+".source-fetch")
+	cc := kafkaclient.ConsumerConfig(s.kafka, s.group+".source-fetch")
 	cc["enable.auto.commit"] = false
 	cc["enable.partition.eof"] = true
 	cc["auto.offset.reset"] = "error" // a deleted offset is an error, never a jump elsewhere
@@ -153,11 +167,11 @@ func (w *worker) sourceFetcher() (*fetcher, error) {
 	// A fetch that reaches the end of a partition waits no longer than this for more: a
 	// pointer seeking elsewhere waits for the fetch in flight.
 	cc["fetch.wait.max.ms"] = 50
-	cc["client.id"] = w.e.instanceID + "-source-fetch"
+	cc["client.id"] = s.clientID + "-source-fetch"
 	c, err := kafka.NewConsumer(&cc)
 	if err != nil {
-		return nil, fmt.Errorf("route %s: source fetcher: %w", w.route.Name, err)
+		return nil, fmt.Errorf("route %s: source fetcher: %w", s.route, err)
 	}
-	w.fetch = newFetcher(c, w.e.metrics.sourceSeeks.WithLabelValues(w.route.Name).Inc)
-	return w.fetch, nil
+	s.f = newFetcher(c, s.seeks.WithLabelValues(s.route).Inc)
+	return s.f, nil
 }

@@ -86,29 +86,23 @@ type worker struct {
 	inFlight int // records read and not yet acknowledged or stored
 	topics   *delivery.Topics
 	send     *sender
-	sendQ    []sendJob // redriven records not handed to the sender yet
-	retries  []retry   // produces waiting for a backoff
-	fetch    *fetcher  // reads the source records of share groups' dead letters; nil until needed
-	// headroom.go: headroomAt is the next probe of the oldest share-group pointer;
-	// headroomSeries the source partitions it set a gauge for; headroomOff: no probe until
-	// a pointer is resolved (see probeHeadroom).
-	headroomAt     time.Time
-	headroomSeries map[partKey]bool
-	headroomOff    bool
-	park           *parker         // parker.go: records on their way to PostgreSQL
-	ledger         *ledger         // offsets.go: the ledger's positions, and commits behind them
-	hdrWarn        *headerWarnings // warnings.go
-	fatal          error           // set by any part; the loop stops on it
+	sendQ    []sendJob       // redriven records not handed to the sender yet
+	retries  []retry         // produces waiting for a backoff
+	sources  *sources        // resolve.go: the source records of share groups' dead letters
+	headroom *headroom       // headroom.go: how close those are to their retention
+	park     *parker         // parker.go: records on their way to PostgreSQL
+	ledger   *ledger         // offsets.go: the ledger's positions, and commits behind them
+	hdrWarn  *headerWarnings // warnings.go
+	fatal    error           // set by any part; the loop stops on it
 }
 
 func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	r := compileRoute(rc)
 	w := &worker{
-		route:          r,
-		e:              e,
-		log:            e.log.With().Str("route", r.Name).Logger(),
-		runReq:         make(chan chan error),
-		headroomSeries: map[partKey]bool{},
+		route:  r,
+		e:      e,
+		log:    e.log.With().Str("route", r.Name).Logger(),
+		runReq: make(chan chan error),
 	}
 	w.inFlightGauge = e.metrics.inFlight.WithLabelValues(r.Name)
 	w.redrivenCount = e.metrics.redriven.WithLabelValues(r.Name)
@@ -134,14 +128,18 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		w.consumer.Close()
 		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
 	}
-	w.topics = delivery.NewTopics(w.producer, metadataTTL, callTimeout)
+	// The parts, each given what it uses (health first: the others report to it).
 	w.health = newHealth(w.log, r.Name, e.metrics.errors, w.producer)
 	w.topicsOK = &topicCheck{producer: w.producer, topics: r.Topics}
+	w.topics = delivery.NewTopics(w.producer, metadataTTL, callTimeout)
 	w.parts = newPartitions(w.consumer, w.log)
+	w.throttle = newThrottle(r.MaxInFlight, r.RateLimit, w.parts)
 	w.park = newParker(e.store, r.Name, w.log, w.health, e.metrics)
 	w.ledger = newLedger(w.consumer, e.store, r, w.log, w.health, e.metrics)
 	w.hdrWarn = &headerWarnings{log: w.log, route: r.Name, count: e.metrics.headerWarnings}
-	w.throttle = newThrottle(r.MaxInFlight, r.RateLimit, w.parts)
+	w.sources = &sources{kafka: e.kafka, group: r.Group, clientID: e.instanceID, route: r.Name, topics: w.topics, seeks: e.metrics.sourceSeeks}
+	w.headroom = &headroom{every: e.headroomEvery, route: r.Name, gauge: e.metrics.sourceHeadroom, log: w.log, health: w.health,
+		sources: w.sources, series: map[partKey]bool{}}
 	w.send = newSender(w.producer, r.rules.Encode)
 	return w, nil
 }
@@ -193,7 +191,7 @@ func (w *worker) step(ctx context.Context) {
 	if w.run != nil {
 		w.progressRun(ctx)
 	}
-	w.probeHeadroom()
+	w.headroom.probe(w.parts)
 	w.ledger.storeOffsets(w.parts)
 	w.inFlightGauge.Set(float64(w.inFlight))
 	if w.throttle.holdPolling() {
@@ -281,7 +279,7 @@ func (w *worker) shutdown(ctx context.Context) error {
 		w.log.Warn().Err(err).Msg("final commit failed: the records after the last commit will be read again")
 	}
 	cerr := w.consumer.Close() // may revoke, and a revocation drains through the sender
-	w.fetch.close()
+	w.sources.f.close()
 	w.send.close()
 	flushMs := 5000
 	if dl, ok := ctx.Deadline(); ok {
