@@ -80,8 +80,8 @@ type worker struct {
 	parts    *partitions // partitions.go; assigned and revoked in rebalance.go
 	throttle *throttle   // throttle.go
 	// run.go, claims.go
-	run      *runState
-	claimEnc delivery.Encoder // builds scheduled records on the loop; the sender has its own
+	run    *runState
+	claims *claims // claims.go: due scheduled rows, leased, redriven and settled
 	// record.go, sender.go
 	inFlight int // records read and not yet acknowledged or stored
 	topics   *delivery.Topics
@@ -140,6 +140,8 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	w.sources = &sources{kafka: e.kafka, group: r.Group, clientID: e.instanceID, route: r.Name, topics: w.topics, seeks: e.metrics.sourceSeeks}
 	w.headroom = &headroom{every: e.headroomEvery, route: r.Name, gauge: e.metrics.sourceHeadroom, log: w.log, health: w.health,
 		sources: w.sources, series: map[partKey]bool{}}
+	w.claims = &claims{store: e.store, route: r, instanceID: e.instanceID, clock: e.clock, producer: w.producer, topics: w.topics,
+		health: w.health, parked: e.metrics.parked, redriven: w.redrivenCount}
 	w.send = newSender(w.producer, r.rules.Encode)
 	return w, nil
 }
