@@ -89,7 +89,7 @@ func (w *worker) lostMidRun(ps []*partition) {
 			continue
 		}
 		r.unread = append(r.unread, fmt.Sprintf("%s/%d: revoked: assignment lost (group session expired)", p.key.topic, p.key.partition))
-		w.e.metrics.lostMidRun.WithLabelValues(w.route.Name).Inc()
+		w.metrics.lostMidRun.WithLabelValues(w.route.Name).Inc()
 		w.log.Error().Int64("run_id", r.id).Str("topic", p.key.topic).Int32("partition", p.key.partition).
 			Msg("partition lost mid-run: the group session expired; the run fails and its records wait for the next run")
 	}

@@ -69,7 +69,7 @@ func (w *worker) processHeld() {
 
 // process classifies and dispatches one admitted record.
 func (w *worker) process(p *partition, m *kafka.Message) {
-	now := w.e.clock()
+	now := w.clock()
 	from := headers.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)}
 	dec := headers.DecodeOf(m.Headers)
 	if len(dec.Warnings) > 0 {
@@ -218,7 +218,7 @@ func (w *worker) retryProduces() {
 			w.inFlight--
 			continue
 		}
-		w.sendQ = append(w.sendQ, sendJob{o: r.o, env: headers.DecodeOf(r.o.src.Headers).Envelope, now: w.e.clock()})
+		w.sendQ = append(w.sendQ, sendJob{o: r.o, env: headers.DecodeOf(r.o.src.Headers).Envelope, now: w.clock()})
 	}
 	w.retries = kept
 }

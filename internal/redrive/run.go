@@ -105,7 +105,7 @@ func (w *worker) beginReading(ctx context.Context, r *runState) error {
 		if p.trk != nil {
 			start = p.trk.Watermark()
 		}
-		w.e.metrics.lag.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition)).Set(float64(max(0, high-max(start, low))))
+		w.metrics.lag.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition)).Set(float64(max(0, high-max(start, low))))
 		if start < high {
 			read = append(read, todo{p: p, start: start, high: high})
 		}
@@ -137,7 +137,7 @@ func (w *worker) beginRun(ctx context.Context, r *runState) error {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	run, err := w.e.store.BeginRun(cctx, w.route.Name, w.e.instanceID)
+	run, err := w.store.BeginRun(cctx, w.route.Name, w.instanceID)
 	cancel()
 	if err != nil {
 		w.health.stall("store", err, "cannot begin a run; PostgreSQL does not answer")
@@ -273,8 +273,8 @@ func (w *worker) finishRun(ctx context.Context) {
 	}
 	var err error
 	if r.id == 0 {
-		err = w.e.store.FinishIdleRun(cctx, w.route.Name, w.e.instanceID, time.Since(r.started), status, msg)
-	} else if err = w.e.store.FinishRun(cctx, r.id, status, msg); errors.Is(err, store.ErrConflict) {
+		err = w.store.FinishIdleRun(cctx, w.route.Name, w.instanceID, time.Since(r.started), status, msg)
+	} else if err = w.store.FinishRun(cctx, r.id, status, msg); errors.Is(err, store.ErrConflict) {
 		err = nil
 	}
 	if err != nil {
@@ -287,9 +287,9 @@ func (w *worker) finishRun(ctx context.Context) {
 	if r.rebalancing {
 		outcome = "rebalancing"
 	}
-	w.e.metrics.runDuration.WithLabelValues(w.route.Name, outcome).Observe(elapsed.Seconds())
+	w.metrics.runDuration.WithLabelValues(w.route.Name, outcome).Observe(elapsed.Seconds())
 	if status == store.RunSucceeded {
-		w.e.metrics.lastSuccess.WithLabelValues(w.route.Name).Set(float64(w.e.clock().Unix()))
+		w.metrics.lastSuccess.WithLabelValues(w.route.Name).Set(float64(w.clock().Unix()))
 	}
 	var total counts
 	for _, p := range live {
@@ -300,7 +300,7 @@ func (w *worker) finishRun(ctx context.Context) {
 		if p.trk != nil {
 			done = p.trk.Watermark()
 		}
-		w.e.metrics.lag.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition)).Set(float64(max(0, p.hw-done)))
+		w.metrics.lag.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition)).Set(float64(max(0, p.hw-done)))
 	}
 	ev := w.log.Info()
 	if r.id == 0 && status == store.RunSucceeded {
@@ -332,7 +332,7 @@ func (w *worker) recordLedger(ctx context.Context, r *runState, p *partition) er
 	e := store.LedgerEntry{RunID: r.id, Topic: p.key.topic, Partition: p.key.partition, From: p.from, To: max(to, p.from),
 		Redriven: c.redriven, Scheduled: c.scheduled, Parked: c.parked, Errors: c.errors}
 	e.Skipped = max(0, e.To-e.From-c.redriven-c.scheduled-c.parked)
-	if err := w.e.store.RecordLedger(ctx, e); err != nil && !errors.Is(err, store.ErrConflict) {
+	if err := w.store.RecordLedger(ctx, e); err != nil && !errors.Is(err, store.ErrConflict) {
 		return err
 	}
 	p.counts.ledgerDone = true

@@ -15,6 +15,7 @@ import (
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/store"
 )
 
 // Tuning that is not worth a configuration key.
@@ -57,8 +58,14 @@ const (
 // Fields are owned by the loop goroutine unless their comment says otherwise.
 type worker struct {
 	route route
-	e     *Engine
 	log   zerolog.Logger
+
+	// The engine's, passed in by newWorker.
+	clock      func() time.Time
+	store      *store.Store
+	metrics    *metrics
+	instanceID string
+	onFatal    func(error) // reports the error that stops the loop; safe from any goroutine
 
 	// Set up by newWorker, then only used.
 	consumer *kafka.Consumer // the loop's
@@ -99,10 +106,14 @@ type worker struct {
 func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	r := compileRoute(rc)
 	w := &worker{
-		route:  r,
-		e:      e,
-		log:    e.log.With().Str("route", r.Name).Logger(),
-		runReq: make(chan chan error),
+		route:      r,
+		log:        e.log.With().Str("route", r.Name).Logger(),
+		clock:      e.clock,
+		store:      e.store,
+		metrics:    e.metrics,
+		instanceID: e.instanceID,
+		onFatal:    e.fatal,
+		runReq:     make(chan chan error),
 	}
 	w.inFlightGauge = e.metrics.inFlight.WithLabelValues(r.Name)
 	w.redrivenCount = e.metrics.redriven.WithLabelValues(r.Name)
@@ -174,7 +185,7 @@ func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done cha
 		w.step(ctx)
 	}
 	w.log.Error().Err(w.fatal).Msg("fatal error: stopping without committing unacknowledged records")
-	w.e.fatal(fmt.Errorf("route %s: %w", w.route.Name, w.fatal))
+	w.onFatal(fmt.Errorf("route %s: %w", w.route.Name, w.fatal))
 	err = errors.Join(w.fatal, w.shutdown(ctx))
 	stopServices()
 	<-stop
