@@ -37,25 +37,33 @@ const (
 	storeBatchMax = 2000
 )
 
-// worker runs one route: a consumer always subscribed to the route's DLQ topics (paused
-// between runs), a producer fed by a sender goroutine, and storer goroutines for
-// PostgreSQL writes. Everything else runs on the loop goroutine, which owns all partition
-// state. The loop is a dispatcher over the route's parts, each in a file of its own; a
-// record read from the DLQ goes, top to bottom:
+// worker runs one route. It is a thin dispatcher: its loop goroutine polls the consumer
+// and hands each event to the part that owns its concern. Each part is a type in a file
+// of its own, built by newWorker with what it uses and no pointer back to the worker, and
+// says which goroutine owns which of its fields. A record read from the DLQ goes, top to
+// bottom:
 //
 //	worker.go      loop → step → handle: one turn, polling the consumer
-//	record.go      onMessage → process: classify (classify.go), then redrive or store
-//	throttle.go    admit: the in-flight bound and rate limit; throttle while they hold
-//	sender.go      the sender goroutine produces redriven records
-//	record.go      onDelivery → onRedriveAck / onProduceFailure (retry after a backoff)
-//	parker.go      enqueueStore → storer goroutines → onStored (parked, scheduled)
-//	offsets.go     storeOffsets: the ledger position first, then librdkafka commits
+//	record.go      onMessage: its partition (partitions.go) must be reading it, and the
+//	               throttle (throttle.go: in-flight bound, rate limit) let it start
+//	record.go      process: header warnings (warnings.go), a share group's pointer
+//	               resolved from its source (resolve.go, sourcefetch.go), classify
+//	               (classify.go), then redrive it or store it
+//	sender.go      redrive: the sender goroutine produces it to its original topic
+//	record.go      onDelivery → onRedriveAck, or onProduceFailure: park it, or produce
+//	               it again after the stall backoff (health.go)
+//	parker.go      store: the parker's storer goroutines write it to PostgreSQL → onStored
+//	offsets.go     the ledger: its new position written ahead by the position writer
+//	               goroutine, then handed to librdkafka to commit
 //
-// and around it partitions.go (assignment, revocation, pause, commit), run.go (a run's
-// phases), claims.go (due scheduled rows), health.go (stalls, readiness) and resolve.go
-// (share groups' pointers, with sourcefetch.go and headroom.go).
+// Around that walk: rebalance.go (assignments checked against the ledger, revocations),
+// run.go (a run's phases: the DLQ up to its high watermarks, then the due scheduled rows
+// through claims.go, then the run's ledger rows), health.go and topiccheck.go
+// (readiness), headroom.go (share-group pointers close to their source's retention).
 //
-// Fields are owned by the loop goroutine unless their comment says otherwise.
+// The loop goroutine owns every field below unless its comment says otherwise. The
+// sender, the parker's storers and the ledger's position writer share only channels with
+// it (and the health atomics).
 type worker struct {
 	route route
 	log   zerolog.Logger
@@ -74,33 +82,32 @@ type worker struct {
 	inFlightGauge prometheus.Gauge
 	redrivenCount prometheus.Counter
 
-	// Shared with RunNow, the schedule and the controls goroutine (engine.go, run.go).
+	// Shared with RunNow, the schedule and the controls goroutine (run.go, controls.go).
 	runReq  chan chan error
 	runMu   sync.Mutex // held while a run is requested or running
 	running atomic.Bool
 	paused  atomic.Bool
-	// Shared with Ready: the route's stalls and warnings (health.go), and whether its
-	// topics exist, for readiness and run outcomes (topiccheck.go).
-	health   *health
-	topicsOK *topicCheck
 
-	parts    *partitions // partitions.go; assigned and revoked in rebalance.go
-	throttle *throttle   // throttle.go
-	// run.go, claims.go
-	run    *runState
-	claims *claims // claims.go: due scheduled rows, leased, redriven and settled
-	// record.go, sender.go
-	inFlight int // records read and not yet acknowledged or stored
-	topics   *delivery.Topics
-	send     *sender
-	sendQ    []sendJob       // redriven records not handed to the sender yet
-	retries  []retry         // produces waiting for a backoff
-	sources  *sources        // resolve.go: the source records of share groups' dead letters
-	headroom *headroom       // headroom.go: how close those are to their retention
-	park     *parker         // parker.go: records on their way to PostgreSQL
-	ledger   *ledger         // offsets.go: the ledger's positions, and commits behind them
-	hdrWarn  *headerWarnings // warnings.go
-	fatal    error           // set by any part; the loop stops on it
+	// The parts.
+	health   *health          // health.go: shared with Ready and the storers
+	topicsOK *topicCheck      // topiccheck.go: shared with Ready
+	parts    *partitions      // partitions.go: assigned and revoked in rebalance.go
+	throttle *throttle        // throttle.go
+	hdrWarn  *headerWarnings  // warnings.go
+	sources  *sources         // resolve.go: the source records of share groups' dead letters
+	headroom *headroom        // headroom.go
+	topics   *delivery.Topics // the original topics' partitions, cached
+	send     *sender          // sender.go: its goroutine produces redriven records
+	park     *parker          // parker.go: a Start/Stop service, its storers write rows
+	ledger   *ledger          // offsets.go: a Start/Stop service, its writer goes before commits
+	claims   *claims          // claims.go: due scheduled rows, leased, redriven and settled
+
+	// The walk's own state (record.go, run.go).
+	run      *runState
+	inFlight int       // records read (or claimed) and not yet acknowledged or stored
+	sendQ    []sendJob // redriven records not handed to the sender yet
+	retries  []retry   // produces waiting for the stall backoff
+	fatal    error     // set by any part's answer; the loop stops on it
 }
 
 func newWorker(e *Engine, rc routes.Config) (*worker, error) {
