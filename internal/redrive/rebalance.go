@@ -115,8 +115,8 @@ func (w *worker) drainFor(ps []*partition, deadline time.Time) {
 			w.onDelivery(ev)
 		case f := <-w.send.failed:
 			w.onProduceFailure(f.o, f.err)
-		case w.sendIn() <- w.sendQ:
-			w.sendQ = nil
+		case w.send.input() <- w.send.queued:
+			w.send.handed()
 		case b := <-w.park.out:
 			w.onStored(b)
 		case <-time.After(pollInterval):

@@ -97,7 +97,7 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 			mustAdd(p, m)
 			w.inFlight++
 			o := &inflight{part: p, src: m, topic: dec.Envelope.OriginalTopic, target: target}
-			w.sendQ = append(w.sendQ, sendJob{o: o, env: dec.Envelope, now: now})
+			w.send.queue(sendJob{o: o, env: dec.Envelope, now: now})
 			return
 		}
 	}
@@ -117,25 +117,6 @@ func (w *worker) requeueRead(p *partition) {
 	if w.run != nil {
 		w.run.stalledParts = append(w.run.stalledParts, stalledPart{p: p, at: time.Now().Add(w.health.backoffNow())})
 	}
-}
-
-// flushSends hands the queued redriven records to the sender unless it is still busy
-// with earlier ones; they wait for the next turn then.
-func (w *worker) flushSends() {
-	select {
-	case w.sendIn() <- w.sendQ:
-		w.sendQ = nil
-	default:
-	}
-}
-
-// sendIn is the sender's input when records wait for it, else nil (a select case that is
-// never ready), for the loop's waits.
-func (w *worker) sendIn() chan<- []sendJob {
-	if len(w.sendQ) == 0 {
-		return nil
-	}
-	return w.send.in
 }
 
 // drainDeliveries takes the produce acknowledgements waiting on the producer's channel
@@ -218,7 +199,7 @@ func (w *worker) retryProduces() {
 			w.inFlight--
 			continue
 		}
-		w.sendQ = append(w.sendQ, sendJob{o: r.o, env: headers.DecodeOf(r.o.src.Headers).Envelope, now: w.clock()})
+		w.send.queue(sendJob{o: r.o, env: headers.DecodeOf(r.o.src.Headers).Envelope, now: w.clock()})
 	}
 	w.retries = kept
 }

@@ -37,6 +37,8 @@ type sender struct {
 	wg       sync.WaitGroup
 
 	enc delivery.Encoder
+
+	queued []sendJob // the loop's: redriven records not handed to the goroutine yet
 }
 
 // senderBatches is how many batches of jobs may wait for the sender.
@@ -48,6 +50,30 @@ func newSender(p *kafka.Producer, opts headers.EncodeOptions) *sender {
 }
 
 func (s *sender) start() { s.wg.Go(s.run) }
+
+// queue adds j to the records the loop hands over at the end of its turn (flush).
+func (s *sender) queue(j sendJob) { s.queued = append(s.queued, j) }
+
+// flush hands the queued records to the goroutine unless it is still busy with earlier
+// ones; they wait for the next turn then. It runs on the loop.
+func (s *sender) flush() {
+	select {
+	case s.input() <- s.queued:
+		s.handed()
+	default:
+	}
+}
+
+// input is the goroutine's input when records are queued, else nil (a select case that
+// is never ready), for the loop's waits; handed says the queue was sent on it.
+func (s *sender) input() chan<- []sendJob {
+	if len(s.queued) == 0 {
+		return nil
+	}
+	return s.in
+}
+
+func (s *sender) handed() { s.queued = nil }
 
 // close stops the sender; jobs it has not produced yet are abandoned (their records stay
 // uncommitted in the DLQ). The loop calls it before it closes the producer.

@@ -104,10 +104,9 @@ type worker struct {
 
 	// The walk's own state (record.go, run.go).
 	run      *runState
-	inFlight int       // records read (or claimed) and not yet acknowledged or stored
-	sendQ    []sendJob // redriven records not handed to the sender yet
-	retries  []retry   // produces waiting for the stall backoff
-	fatal    error     // set by any part's answer; the loop stops on it
+	inFlight int     // records read (or claimed) and not yet acknowledged or stored
+	retries  []retry // produces waiting for the stall backoff
+	fatal    error   // set by any part's answer; the loop stops on it
 }
 
 func newWorker(e *Engine, rc routes.Config) (*worker, error) {
@@ -201,7 +200,7 @@ func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done cha
 
 // step is one turn of the loop.
 func (w *worker) step(ctx context.Context) {
-	defer w.flushSends()
+	defer w.send.flush()
 	w.drainDeliveries()
 	w.drainStored()
 	w.ledger.drainPositions()
@@ -246,8 +245,8 @@ func (w *worker) waitWork() {
 		w.onStored(b)
 	case f := <-w.send.failed:
 		w.onProduceFailure(f.o, f.err)
-	case w.sendIn() <- w.sendQ:
-		w.sendQ = nil
+	case w.send.input() <- w.send.queued:
+		w.send.handed()
 	case <-t.C:
 	}
 }
