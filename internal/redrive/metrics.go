@@ -17,7 +17,7 @@ type metrics struct {
 	oldestDue    *prometheus.GaugeVec
 	// sourceHeadroom is how many records the oldest unresolved share-group pointer to a
 	// source partition is above that partition's log start: near 0, pointers expire
-	// before a redrive (see probeHeadroom).
+	// before a redrive (see headroom.probe).
 	sourceHeadroom *prometheus.GaugeVec
 	// sourceSeeks counts the source fetcher's (re)starts at a new offset: about one per
 	// source partition while pointers follow their source's order.
