@@ -1,13 +1,14 @@
 package redrive
 
 import (
-	"sync"
+	"context"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/lifecycle"
 )
 
 // sendJob is a redriven record for the sender: env is its envelope as read, now the
@@ -33,8 +34,7 @@ type sender struct {
 	opts     headers.EncodeOptions
 	in       chan []sendJob
 	failed   chan sendFailure
-	stop     chan struct{} // closed when the loop no longer reads failed
-	wg       sync.WaitGroup
+	life     lifecycle.Base // the goroutine, from Start to Stop
 
 	enc delivery.Encoder
 
@@ -46,10 +46,22 @@ const senderBatches = 4
 
 func newSender(p *kafka.Producer, opts headers.EncodeOptions) *sender {
 	return &sender{producer: p, opts: opts, in: make(chan []sendJob, senderBatches),
-		failed: make(chan sendFailure, 64), stop: make(chan struct{})}
+		failed: make(chan sendFailure, 64)}
 }
 
-func (s *sender) start() { s.wg.Go(s.run) }
+// Start starts the goroutine; its work ends with ctx too.
+func (s *sender) Start(ctx context.Context) error {
+	if _, err := s.life.Start(ctx); err != nil {
+		return err
+	}
+	s.life.Go(s.run)
+	return nil
+}
+
+// Stop stops the goroutine; jobs it has not produced yet are abandoned (their records
+// stay uncommitted in the DLQ). The loop stops it before it closes the producer, once it
+// no longer reads failed.
+func (s *sender) Stop(ctx context.Context) error { return s.life.Stop(ctx) }
 
 // queue adds j to the records the loop hands over at the end of its turn (flush).
 func (s *sender) queue(j sendJob) { s.queued = append(s.queued, j) }
@@ -75,26 +87,22 @@ func (s *sender) input() chan<- []sendJob {
 
 func (s *sender) handed() { s.queued = nil }
 
-// close stops the sender; jobs it has not produced yet are abandoned (their records stay
-// uncommitted in the DLQ). The loop calls it before it closes the producer.
-func (s *sender) close() {
-	close(s.stop)
-	close(s.in)
-	s.wg.Wait()
-}
-
-func (s *sender) run() {
-	for jobs := range s.in {
+func (s *sender) run(ctx context.Context) {
+	for {
+		var jobs []sendJob
+		select {
+		case <-ctx.Done():
+			return
+		case jobs = <-s.in:
+		}
 		for _, j := range jobs {
-			select {
-			case <-s.stop:
+			if ctx.Err() != nil {
 				return
-			default:
 			}
 			if err := s.send(j); err != nil {
 				select {
 				case s.failed <- sendFailure{o: j.o, err: err}:
-				case <-s.stop:
+				case <-ctx.Done():
 					return
 				}
 			}

@@ -175,7 +175,7 @@ func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done cha
 		_ = w.park.Stop(context.Background())
 		_ = w.ledger.Stop(context.Background())
 	}
-	w.send.start()
+	_ = w.send.Start(ctx)
 	var err error
 	for w.fatal == nil {
 		select {
@@ -299,7 +299,7 @@ func (w *worker) shutdown(ctx context.Context) error {
 	}
 	cerr := w.consumer.Close() // may revoke, and a revocation drains through the sender
 	w.sources.f.close()
-	w.send.close()
+	_ = w.send.Stop(context.Background()) // it returns as soon as it is cancelled
 	flushMs := 5000
 	if dl, ok := ctx.Deadline(); ok {
 		flushMs = max(0, int(time.Until(dl)/time.Millisecond))
