@@ -60,81 +60,80 @@ func (s *Store) AbortReplay(ctx context.Context, id int64, owner string, actor A
 // table too: the record is read again after them, as a statement does not see its own
 // changes to another table.
 func (s *Store) leaseTransition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
-	var rec Record
-	var outcome error
-	now := s.now()
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.audited(ctx, id, actor, action, jobID, func(tx pgx.Tx, now time.Time) (Record, int64, error, error) {
 		changed, err := changedIDs(ctx, tx, query, append([]any{[]int64{id}, now, actor.Name}, args...)...)
 		if err != nil {
-			return err
+			return Record{}, 0, nil, err
 		}
-		rec, err = scanRecord(tx.QueryRow(ctx, sqlGetRecord, id))
-		affected := int64(len(changed))
+		rec, err := scanRecord(tx.QueryRow(ctx, sqlGetRecord, id))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			outcome = ErrNotFound
+			return rec, int64(len(changed)), ErrNotFound, nil
 		case err != nil:
-			return err
-		case affected == 0:
-			outcome = ErrConflict
+			return rec, 0, nil, err
+		case len(changed) == 0:
+			return rec, 0, ErrConflict, nil
 		}
-		if jobID == 0 {
-			jobID = rec.JobID
-		}
-		return writeAudit(ctx, tx, AuditEntry{
-			At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID, Action: action,
-			RecordIDs: []int64{id}, JobID: jobID, Affected: affected, Outcome: outcomeOf(outcome),
-		})
+		return rec, int64(len(changed)), nil, nil
 	})
-	if err != nil {
-		return Record{}, err
-	}
-	if outcome != nil {
-		return Record{}, fmt.Errorf("%s record %d: %w", action, id, &refusal{outcome})
-	}
-	return rec, nil
 }
 
 // transition runs query with $1 id, $2 now, $3 actor name and then args. The row is locked
 // first, in a statement of its own, so that query sees a replay lease committed while it
 // waited.
 func (s *Store) transition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
-	var rec Record
-	var outcome error
-	now := s.now()
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.audited(ctx, id, actor, action, jobID, func(tx pgx.Tx, now time.Time) (Record, int64, error, error) {
 		if _, err := tx.Exec(ctx, sqlLockRecords, []int64{id}); err != nil {
-			return err
+			return Record{}, 0, nil, err
 		}
-		var err error
-		rec, err = scanRecord(tx.QueryRow(ctx, query, append([]any{id, now, actor.Name}, args...)...))
-		affected := int64(1)
+		rec, err := scanRecord(tx.QueryRow(ctx, query, append([]any{id, now, actor.Name}, args...)...))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			affected, outcome = 0, ErrConflict
 			var exists bool
 			if err := tx.QueryRow(ctx, sqlRecordExists, id).Scan(&exists); err != nil {
-				return err
+				return rec, 0, nil, err
 			}
 			if !exists {
-				outcome = ErrNotFound
+				return rec, 0, ErrNotFound, nil
 			}
+			return rec, 0, ErrConflict, nil
 		case err != nil:
+			return rec, 0, nil, err
+		}
+		return rec, 1, nil, nil
+	})
+}
+
+// audited runs change, which reports the record after it, how many rows it changed and
+// why it refused (ErrNotFound, ErrConflict), in one transaction with the audit row of
+// action on record id; a refusal is returned as an error that wraps it, after the audit
+// row is committed.
+func (s *Store) audited(ctx context.Context, id int64, actor Actor, action string, jobID int64,
+	change func(tx pgx.Tx, now time.Time) (rec Record, affected int64, refused, err error)) (Record, error) {
+	var rec Record
+	var refused error
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var affected int64
+		var err error
+		rec, affected, refused, err = change(tx, now)
+		if err != nil {
 			return err
 		}
-		if jobID == 0 {
-			jobID = rec.JobID
+		auditJob := jobID
+		if auditJob == 0 {
+			auditJob = rec.JobID
 		}
 		return writeAudit(ctx, tx, AuditEntry{
 			At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID, Action: action,
-			RecordIDs: []int64{id}, JobID: jobID, Affected: affected, Outcome: outcomeOf(outcome),
+			RecordIDs: []int64{id}, JobID: auditJob, Affected: affected, Outcome: outcomeOf(refused),
 		})
 	})
 	if err != nil {
 		return Record{}, err
 	}
-	if outcome != nil {
-		return Record{}, fmt.Errorf("%s record %d: %w", action, id, &refusal{outcome})
+	if refused != nil {
+		return Record{}, fmt.Errorf("%s record %d: %w", action, id, &refusal{refused})
 	}
 	return rec, nil
 }
