@@ -317,5 +317,5 @@ func (w *worker) shutdown(ctx context.Context) error {
 	}
 	w.producer.Close()
 	<-drained // ends with Close: nothing of the worker outlives its loop
-	return errors.Join(cerr)
+	return cerr
 }
