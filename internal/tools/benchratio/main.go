@@ -1,6 +1,7 @@
-// Command benchratio reads `go test -bench` output and prints, for every benchmark with
-// sub-benchmarks named "raw" and "ours", each shared metric side by side with the ratio
-// ours/raw. Raw baselines and our figures come from the same run, so the ratio is what
+// Command benchratio reads `go test -bench` output and prints, for every benchmark with a
+// sub-benchmark named "ours" beside baselines (any other sub-benchmark: "raw", or a peer
+// such as "peer"), each metric that ours and a baseline share side by side with the ratio
+// ours/baseline. Baselines and our figures come from the same run, so the ratio is what
 // we quote; absolute numbers depend on the machine. A benchmark that runs its variants in
 // several rounds (go names the repeats "raw#01", "ours#01", ...) pairs the two sides of each
 // round: the ratio is the median of the per-round ratios, printed with their spread; the
@@ -26,25 +27,32 @@ var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 // repeat is the suffix go gives a sub-benchmark name used again.
 var repeat = regexp.MustCompile(`#\d+$`)
 
-// pairs maps a parent benchmark to its variants ("raw", "ours"), each to its samples by
-// unit, one per round in order.
+// pairs maps a parent benchmark to its variants ("ours", "raw", "peer", ...), each to its
+// samples by unit, one per round in order.
 type pairs map[string]map[string]map[string][]float64
 
 func main() {
 	results, order := parse(os.Stdin)
-	if len(order) == 0 {
-		fmt.Println("benchratio: no raw/ours benchmark pairs in the input")
+	var rows []string
+	for _, parent := range order {
+		for _, base := range baselines(results[parent]) {
+			for _, r := range ratios(results[parent], base) {
+				rows = append(rows, fmt.Sprintf("%-48s %-14s %-10s %14.4g %14.4g %9s  %s", parent, base, r.unit, r.ours, r.base, r.ratio, r.rounds))
+			}
+		}
+	}
+	if len(rows) == 0 {
+		fmt.Println("benchratio: no benchmark with an \"ours\" sub-benchmark beside a baseline in the input")
 		return
 	}
-	fmt.Printf("\n%-48s %-10s %14s %14s %8s  %s\n", "benchmark", "metric", "ours", "raw", "ours/raw", "rounds")
-	for _, parent := range order {
-		for _, r := range ratios(results[parent]) {
-			fmt.Printf("%-48s %-10s %14.4g %14.4g %8s  %s\n", parent, r.unit, r.ours, r.raw, r.ratio, r.rounds)
-		}
+	fmt.Printf("\n%-48s %-14s %-10s %14s %14s %9s  %s\n", "benchmark", "baseline", "metric", "ours", "baseline", "ours/base", "rounds")
+	for _, r := range rows {
+		fmt.Println(r)
 	}
 }
 
-// parse reads benchmark output and returns the raw/ours results in order of appearance.
+// parse reads benchmark output and returns the results of sub-benchmarks by parent, the
+// parents in order of appearance.
 func parse(in io.Reader) (pairs, []string) {
 	results := pairs{}
 	var order []string
@@ -60,9 +68,6 @@ func parse(in io.Reader) (pairs, []string) {
 			continue
 		}
 		parent, variant := m[1][:i], repeat.ReplaceAllString(m[1][i+1:], "")
-		if variant != "raw" && variant != "ours" {
-			continue
-		}
 		if results[parent] == nil {
 			results[parent] = map[string]map[string][]float64{}
 			order = append(order, parent)
@@ -81,23 +86,47 @@ func parse(in io.Reader) (pairs, []string) {
 }
 
 type ratio struct {
-	unit      string
-	ours, raw float64 // medians of each side, for scale
-	ratio     string  // median of the per-round ratios ours/raw
-	rounds    string  // how many, and the range of the per-round ratios when more than one
+	unit       string
+	ours, base float64 // medians of each side, for scale
+	ratio      string  // median of the per-round ratios ours/base
+	rounds     string  // how many, and the range of the per-round ratios when more than one
 }
 
-// ratios lists the metrics both variants report, by unit, with ours/raw.
-func ratios(variants map[string]map[string][]float64) []ratio {
-	ours, raw := variants["ours"], variants["raw"]
+// baselines lists the variants ours is compared with: "raw" first, then the others by name;
+// none without "ours".
+func baselines(variants map[string]map[string][]float64) []string {
+	if variants["ours"] == nil {
+		return nil
+	}
+	var out []string
+	for v := range variants {
+		if v != "ours" {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		if (a == "raw") != (b == "raw") {
+			if a == "raw" {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return out
+}
+
+// ratios lists the metrics ours and the variant base both report, by unit, with ours/base.
+func ratios(variants map[string]map[string][]float64, base string) []ratio {
+	ours, baseline := variants["ours"], variants[base]
 	var out []ratio
 	for u, o := range ours {
-		r, ok := raw[u]
+		r, ok := baseline[u]
 		if !ok {
 			continue
 		}
 		n := min(len(o), len(r))
-		x := ratio{unit: u, ours: median(o), raw: median(r), ratio: "-", rounds: strconv.Itoa(n)}
+		x := ratio{unit: u, ours: median(o), base: median(r), ratio: "-", rounds: strconv.Itoa(n)}
 		if rs, ok := perRound(o, r); ok {
 			x.ratio = fmt.Sprintf("%.2f", median(rs))
 			if n > 1 {
@@ -120,15 +149,15 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// perRound is ours/raw for each round, pairing the samples of the same round; not ok when
-// a raw sample is zero.
-func perRound(ours, raw []float64) ([]float64, bool) {
-	rs := make([]float64, min(len(ours), len(raw)))
+// perRound is ours/base for each round, pairing the samples of the same round; not ok
+// when a baseline sample is zero.
+func perRound(ours, base []float64) ([]float64, bool) {
+	rs := make([]float64, min(len(ours), len(base)))
 	for i := range rs {
-		if raw[i] == 0 {
+		if base[i] == 0 {
 			return nil, false
 		}
-		rs[i] = ours[i] / raw[i]
+		rs[i] = ours[i] / base[i]
 	}
 	return rs, len(rs) > 0
 }
