@@ -406,7 +406,11 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("CancelJob", func(t *testing.T) {
-		const n = 20
+		// 120 records at 2 per second keep the job running for a minute, so the click lands
+		// on a running job's page however slow the machine. (20 took 10 s: under load the job
+		// finished first, its page reloaded to the final state under the click, and chromedp
+		// failed with "Could not find node with given id".)
+		const n = 120
 		e.park("CancelErr", e.orders, n)
 		ctx := e.startBulkReplay(t, "CancelErr", n, 2)
 		do(t, ctx, chromedp.Click("#cancel"))
