@@ -134,6 +134,12 @@ func waitAssigned(t *testing.T, bootstrap, group string, members, partitions int
 		}
 		return n == partitions
 	}, 2*time.Minute, 100*time.Millisecond, "group %s never had %d members owning its %d partitions", group, members, partitions)
+	// Closed now, not when the test ends: a group (coordinator) request of an admin client
+	// that timed out here may still be pending in librdkafka, and a broker restart in a
+	// fault test re-runs its state machine while its coordinator lookup is in flight, so
+	// it is sent twice and the test binary aborts (rd_kafka_enq_once_del_source_return:
+	// eonce->refcnt > 0).
+	a.Close()
 	return owned
 }
 
