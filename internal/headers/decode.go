@@ -111,6 +111,52 @@ var index = func() map[string]slot {
 	return m
 }()
 
+// lookup is index[key], our own keys (every key of a record we wrote) without hashing.
+func lookup(key string) (slot, bool) {
+	if f, ok := ourField(key); ok {
+		return slot{ours, f}, true
+	}
+	s, ok := index[key]
+	return s, ok
+}
+
+// ourField is the field of one of our keys: a switch, which compares a key's length and
+// a few bytes where a map lookup hashes all of it, for the keys of every record we wrote.
+func ourField(key string) (field, bool) {
+	if len(key) < len("dlq-") || key[:4] != "dlq-" {
+		return 0, false
+	}
+	switch key {
+	case KeyRetryCount:
+		return fRetry, true
+	case KeyOriginalTopic:
+		return fTopic, true
+	case KeyOriginalPartition:
+		return fPartition, true
+	case KeyOriginalOffset:
+		return fOffset, true
+	case KeyOriginalTimestamp:
+		return fTimestamp, true
+	case KeyFirstFailure:
+		return fFirstFailure, true
+	case KeyLastFailure:
+		return fLastFailure, true
+	case KeyErrorClass:
+		return fClass, true
+	case KeyErrorMessage:
+		return fMessage, true
+	case KeyRedriveID:
+		return fRedrive, true
+	case KeyReplayActor:
+		return fActor, true
+	case KeyReplayJob:
+		return fJob, true
+	case KeyReplayID:
+		return fReplayID, true
+	}
+	return 0, false
+}
+
 const maxRetryCount = math.MaxInt32
 
 // maxMillis is the end of year 9999: later times cannot be written as RFC 3339.
@@ -149,7 +195,7 @@ func decode[H Shape](hs []H) Decoded {
 	var dup [len(conventions)][numFields]bool
 	for i := range hs {
 		h := Header(hs[i])
-		s, ok := index[h.Key]
+		s, ok := lookup(h.Key)
 		if !ok {
 			continue
 		}
@@ -436,6 +482,9 @@ func allDigits(v []byte) bool {
 // text makes a header value safe to log and store in PostgreSQL: valid
 // UTF-8, no NUL, at most MaxTextBytes cut on a rune boundary.
 func text(s string) string {
+	if len(s) <= MaxTextBytes && plainASCII(s) {
+		return s // most values: nothing to replace or cut
+	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
@@ -448,6 +497,16 @@ func text(s string) string {
 		n--
 	}
 	return s[:n]
+}
+
+// plainASCII reports whether s is ASCII without NUL.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == 0 || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // quote shows a bounded prefix of a hostile value in a detail or warning.

@@ -205,3 +205,31 @@ func TestDecodeWarningKinds(t *testing.T) {
 	require.Equal(t, []WarningKind{WarnDuplicateKey, WarnPartition, WarnOffset, WarnRetryCount, WarnTimestamp, WarnRedriveID, WarnTimestamp}, kinds)
 	require.Equal(t, "__connect.errors.partition: not a decimal integer: \"p{0}\"", d.Warnings[1].String())
 }
+
+// ourField knows exactly our convention's keys, as the index does.
+func TestOurFieldIsTheIndexOfOurKeys(t *testing.T) {
+	for key, s := range index {
+		f, ok := ourField(key)
+		require.Equal(t, s.conv == ours, ok, key)
+		if ok {
+			require.Equal(t, s.f, f, key)
+		}
+	}
+	for _, key := range []string{"", "dlq", "dlq-", "dlq-retry", "dlq-retry-count ", "Dlq-retry-count", "x-dlq-retry-count"} {
+		_, ok := ourField(key)
+		require.False(t, ok, key)
+	}
+}
+
+// text's shortcut for plain ASCII gives what the full path gives.
+func TestTextShortcut(t *testing.T) {
+	long := strings.Repeat("a", MaxTextBytes+1)
+	for _, s := range []string{"", "orders", "java.io.IOException", "a\x00b", "caf\xc3\xa9", "bad\xff", long, long[:MaxTextBytes]} {
+		full := strings.ToValidUTF8(s, "\uFFFD")
+		full = strings.ReplaceAll(full, "\x00", "\uFFFD")
+		if len(full) > MaxTextBytes {
+			full = full[:MaxTextBytes]
+		}
+		require.Equal(t, full, text(s), "%q", s)
+	}
+}

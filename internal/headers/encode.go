@@ -43,8 +43,8 @@ func (o EncodeOptions) strips(key string) bool {
 
 // canonical reports whether key is one of our headers.
 func canonical(key string) bool {
-	s, ok := index[key]
-	return ok && s.conv == ours
+	_, ok := ourField(key)
+	return ok
 }
 
 // Encode returns a new header list: every foreign header of hs not stripped
