@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -69,9 +68,7 @@ func main() {
 }
 
 func run(ctx context.Context, cfg *config.Worker) error {
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-		debug.SetMemoryLimit(cfg.MemoryLimitMiB << 20)
-	}
+	setMemory(cfg.MemoryLimitMiB) // for the life of the process
 	base, err := daemon.Start(ctx, "dlq-worker", cfg.Log, cfg.Database)
 	if err != nil {
 		return err

@@ -19,9 +19,10 @@ type Worker struct {
 	Database      Database      `yaml:"database"`
 	Kafka         Kafka         `yaml:"kafka"`
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
-	// MemoryLimitMiB is the Go runtime's soft memory limit: the garbage collector works
-	// harder near it instead of letting the heap double, which keeps the worker's peak
-	// RSS flat as a backlog grows. GOMEMLIMIT in the environment wins.
+	// MemoryLimitMiB is the Go heap's budget: the worker collects garbage when its heap
+	// nears it (GOGC off, this as the soft memory limit), not each time the heap doubles.
+	// Peak RSS is about this plus librdkafka's buffers. GOGC and GOMEMLIMIT in the
+	// environment win.
 	MemoryLimitMiB int64 `yaml:"memory_limit_mib"`
 	// Routes are the redrive routes (see the routes package for every key).
 	Routes []routes.Config `yaml:"routes"`
@@ -58,7 +59,7 @@ func (w *Worker) WithDefaults() {
 		w.ShutdownGrace = 30 * time.Second
 	}
 	if w.MemoryLimitMiB == 0 {
-		w.MemoryLimitMiB = 160
+		w.MemoryLimitMiB = 64
 	}
 	if w.Jobs.Concurrency == 0 {
 		w.Jobs.Concurrency = 4
