@@ -52,10 +52,20 @@ func (s *soak) logDir(t *testing.T) string {
 }
 
 // buildBinaries builds dlq-worker and dlq-admin as a user would (go build, no -race).
+// DLQ_SOAK_WORKER_BIN runs another build of dlq-worker instead (its audit too), to
+// measure a change against the code before it on the same machine.
 func buildBinaries(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, proctest.Build(dir, "github.com/dlqops/dlq/cmd/dlq-worker", "github.com/dlqops/dlq/cmd/dlq-admin"))
+	if other := os.Getenv("DLQ_SOAK_WORKER_BIN"); other != "" {
+		abs, err := filepath.Abs(other)
+		require.NoError(t, err)
+		worker := filepath.Join(dir, "dlq-worker")
+		require.NoError(t, os.Remove(worker))
+		require.NoError(t, os.Symlink(abs, worker))
+		t.Logf("dlq-worker is %s", abs)
+	}
 	return dir
 }
 
