@@ -69,7 +69,7 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 		r.next = time.Now().Add(w.health.backoffNow())
 		return false
 	}
-	for len(c.pending) > 0 && w.throttle.admit(w.inFlight) {
+	for len(c.pending) > 0 && w.throttle.admit(nil, 0, w.inFlight) { // a claimed row is in no DLQ window
 		rec := c.pending[0]
 		c.pending = c.pending[1:]
 		sent, err := w.claims.produce(c, rec)

@@ -23,7 +23,7 @@ import (
 // times in a row, then a run to the end: nothing is lost, the committed offset never moves
 // back, and every duplicate on the target is a record acknowledged by the target but
 // neither committed nor in the ledger when a kill hit (the next life resumes at the
-// ledger's position).
+// ledger's position), at most a window (max_in_flight) per partition.
 func TestKillNineMidRun(t *testing.T) {
 	t.Parallel()
 	const (
@@ -76,6 +76,9 @@ func TestKillNineMidRun(t *testing.T) {
 	require.Equal(t, records*9/10, rep.OnTarget)
 
 	dups, windows := duplicateWindows(t, orders, points)
+	for k, w := range windows { // each partition reads at most max_in_flight past the ledger
+		require.LessOrEqual(t, w, partitions*maxInFlight, "kill %d left more past the ledger than the windows allow", k+1)
+	}
 	t.Logf("%d kills in %s: %d duplicate copies (%.0f per kill); acknowledged-but-not-in-the-ledger window at each kill %v (max_in_flight %d); %s",
 		len(points), elapsed.Round(time.Second), dups, float64(dups)/float64(len(points)), windows, maxInFlight, rep)
 }

@@ -45,11 +45,12 @@ type ledger struct {
 	committedOnce bool                // this life committed its first range (see storeLedgered)
 	adopt         []store.Coordinates // positions an assignment learned, written at its end
 	touchedAt     time.Time           // last touchPositions; zero after an assignment
+	windowMax     int64               // a partition's widest window past the ledger (throttle.go)
 }
 
 func newLedger(c *kafka.Consumer, st *store.Store, r route, log zerolog.Logger, h *health, m *metrics) *ledger {
 	return &ledger{consumer: c, store: st, group: r.Group, route: r.Name, onJump: r.OnOffsetJump, log: log, health: h, metrics: m,
-		posIn: make(chan *positionBatch, 1), posOut: make(chan *positionBatch, 1)}
+		posIn: make(chan *positionBatch, 1), posOut: make(chan *positionBatch, 1), windowMax: int64(max(r.MaxInFlight, windowStart))}
 }
 
 // Start starts the position writer; its work ends with ctx too.
@@ -127,18 +128,29 @@ func (l *ledger) storeOffsets(parts *partitions) {
 func (l *ledger) drainPositions() {
 	select {
 	case b := <-l.posOut:
-		l.posBusy = false
-		if b.err != nil {
-			l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
-			l.health.warnEvery("ledger", b.err, "cannot write the ledger position; nothing is committed past it until PostgreSQL answers")
-			return
-		}
-		for i, p := range b.parts {
-			p.ledgered = max(p.ledgered, b.pos[i].Offset)
-		}
-		l.storeLedgered(b.parts)
+		l.onPositions(b)
 	default:
 	}
+}
+
+// onPositions takes the position writer's answer b.
+func (l *ledger) onPositions(b *positionBatch) {
+	l.posBusy = false
+	if b.err != nil {
+		l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
+		l.health.warnEvery("ledger", b.err, "cannot write the ledger position; nothing is committed past it until PostgreSQL answers")
+		return
+	}
+	for i, p := range b.parts {
+		l.landed(p, b.pos[i].Offset)
+	}
+	l.storeLedgered(b.parts)
+}
+
+// landed notes that the ledger holds pos for p, and widens p's window past it.
+func (l *ledger) landed(p *partition, pos int64) {
+	p.ledgered = max(p.ledgered, pos)
+	p.window = min(2*p.window, l.windowMax)
 }
 
 // storeLedgered stores, for librdkafka to commit, the watermark of each live partition up
@@ -190,7 +202,7 @@ func (l *ledger) ledgerNow(ps []*partition) {
 		return
 	}
 	for i, p := range ahead {
-		p.ledgered = max(p.ledgered, pos[i].Offset)
+		l.landed(p, pos[i].Offset)
 	}
 }
 
@@ -234,7 +246,7 @@ func (l *ledger) assigned(tps []kafka.TopicPartition) (ps, ahead []*partition) {
 		l.health.warnEvery("ledger", lerr, "cannot read the ledger positions; offset jumps at this assignment go unchecked")
 	}
 	for i, tp := range tps {
-		p := &partition{key: partKey{*tp.Topic, tp.Partition}, stored: -1, ledgered: -1}
+		p := &partition{key: partKey{*tp.Topic, tp.Partition}, stored: -1, ledgered: -1, window: windowStart}
 		if err == nil && lerr == nil {
 			if start, ok := l.checkAssigned(p, int64(committed[i].Offset), positions); ok {
 				p.trk, p.stored = tracker.New(start), start

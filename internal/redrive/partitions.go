@@ -26,6 +26,7 @@ type partition struct {
 	stored int64              // last watermark handed to StoreOffsets
 	// ledgered is the ledger's position: nothing is stored for commit above it; -1 unknown.
 	ledgered int64
+	window   int64 // how far past the ledger's position it may take records (throttle.go)
 	checked  int64 // highest committed offset already checked against the ledger
 	gone     bool  // revoked: late acknowledgements are ignored
 	reading  bool  // in the current run and below its high watermark

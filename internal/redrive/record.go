@@ -49,7 +49,7 @@ func (w *worker) onMessage(m *kafka.Message) {
 	if int64(m.TopicPartition.Offset)+1 >= p.hw {
 		w.parts.stopReading(p)
 	}
-	if !w.throttle.admit(w.inFlight) {
+	if !w.throttle.admit(p, int64(m.TopicPartition.Offset), w.inFlight) {
 		w.throttle.hold(m)
 		return
 	}

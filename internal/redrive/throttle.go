@@ -1,6 +1,6 @@
-// The throttle: how many records may start (the route's max_in_flight and rate_limit),
-// and what the loop does while none may: first stop polling, then pause the reading
-// partitions.
+// The throttle: how many records may start (the route's max_in_flight and rate_limit,
+// and each partition's window past the ledger), and what the loop does while none may:
+// first stop polling, then pause the reading partitions.
 
 package redrive
 
@@ -32,12 +32,36 @@ func newThrottle(maxInFlight int, rateLimit float64, parts *partitions) *throttl
 	return t
 }
 
-// admit reports whether one more record may start now (in-flight bound, rate limit).
-func (t *throttle) admit(inFlight int) bool {
-	if inFlight >= t.maxInFlight {
+// admit reports whether the record at off of p may start now: the in-flight bound, p's
+// window past the ledger (none when p is nil: a claimed row, or a revoked partition's
+// record, which is dropped), the rate limit.
+func (t *throttle) admit(p *partition, off int64, inFlight int) bool {
+	if inFlight >= t.maxInFlight || p != nil && !p.inWindow(off) {
 		return false
 	}
 	return t.limiter == nil || t.limiter.Allow()
+}
+
+// The window past the ledger (a slow start). A partition takes records at most window
+// offsets past the ledger's position: a crash sends again at most that many of them,
+// since the next life resumes at the ledger's position. A newly assigned partition starts
+// at windowStart and each ledger write that lands for it doubles the window, up to the
+// route's max_in_flight: a life killed early costs a few hundred records, and a life that
+// runs reaches full speed after a few writes.
+const windowStart = 256
+
+// inWindow reports whether p may take the record at off now.
+func (p *partition) inWindow(off int64) bool {
+	if p.ledgered < 0 {
+		return true // the ledger's position is unknown (PostgreSQL did not answer at the assignment)
+	}
+	base := max(p.ledgered, p.stored) // stored: where it started, when that is past the ledger
+	if off < base+p.window {
+		return true
+	}
+	// Every record it took is acknowledged or stored, and in the ledger: the offsets in
+	// between are a gap (compaction, transaction markers) that must not hold it forever.
+	return p.trk.Open() == 0 && p.trk.Watermark() <= base
 }
 
 // hold keeps m, which admit refused, and stops taking records until in-flight work
@@ -53,7 +77,7 @@ func (t *throttle) hold(m *kafka.Message) {
 
 // takeHeld returns the held record once it may start, and forgets it.
 func (t *throttle) takeHeld(inFlight int) *kafka.Message {
-	if t.held == nil || !t.admit(inFlight) {
+	if t.held == nil || !t.admit(t.parts.of(t.held.TopicPartition), int64(t.held.TopicPartition.Offset), inFlight) {
 		return nil
 	}
 	m := t.held

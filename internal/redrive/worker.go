@@ -245,6 +245,8 @@ func (w *worker) waitWork() {
 		w.onStored(b)
 	case f := <-w.send.failed:
 		w.onProduceFailure(f.o, f.err)
+	case b := <-w.ledger.posOut: // a position landed: the window past the ledger widens
+		w.ledger.onPositions(b)
 	case w.send.input() <- w.send.queued:
 		w.send.handed()
 	case <-t.C:
