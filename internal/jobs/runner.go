@@ -3,8 +3,9 @@
 // own, plus a slot only for jobs that name their records (instances share the work
 // through FOR UPDATE SKIP LOCKED). A job walks its records in id order in batches, leases
 // each batch's records (a narrow lease row each; the record reads as replaying), produces
-// them with acks=all and records the produced partition and offset (the record's row
-// changes once, to replayed), then saves its progress and cursor. The stages overlap: the
+// them with acks=all and records the produced partition and offset in each lease (the
+// record reads as replayed; its row changes once, to replayed, when the runner folds the
+// outcomes of an ended job), then saves its progress and cursor. The stages overlap: the
 // next page is selected while one is leased and produced, up to maxUnsettled records are
 // in flight, and several batches settle at once, their progress saved in batch order.
 //
@@ -223,7 +224,8 @@ func (r *Runner) loop(ctx context.Context, owner string, claim func(context.Cont
 
 // sweep returns to where they were, every half lease, the records a job left replaying
 // when it ended while their holder was away (a cancel while the runner was stopped or
-// dead): a running job's own leases are resumed by its next holder instead. Until it
+// dead): a running job's own leases are resumed by its next holder instead. It also folds
+// the outcomes of ended jobs that their holders did not fold (see fold). Until it
 // succeeds once, it also publishes the routes' allowed_targets for dlq-admin. It runs
 // until ctx ends.
 func (r *Runner) sweep(ctx context.Context) {
@@ -241,6 +243,7 @@ func (r *Runner) sweep(ctx context.Context) {
 		case n > 0:
 			r.log.Info().Int("records", n).Msg("returned records left replaying by an ended job to where they were")
 		}
+		r.fold(ctx, 0) // what the holders of ended jobs did not fold (they died, or the job was cancelled)
 		select {
 		case <-ctx.Done():
 			return
@@ -248,6 +251,31 @@ func (r *Runner) sweep(ctx context.Context) {
 		}
 	}
 }
+
+// fold moves the replay outcomes of job (0: of every ended job) from their lease rows into
+// their records' rows (store.FoldReplays), a batch at a time, until none is left, ctx
+// ends or the runner stops. A job records each replay in its record's narrow lease row,
+// which is cheap enough for a replay to keep pace with a raw produce loop; the record's
+// wide row and its indexes change here, once the job has ended. It reports whether it
+// folded everything.
+func (r *Runner) fold(ctx context.Context, job int64) bool {
+	for !r.stopRequested() {
+		n, err := r.cfg.Store.FoldReplays(ctx, job, foldBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn().Err(err).Int64("job_id", job).Msg("fold replay outcomes into their records; the sweeper retries")
+			}
+			return false
+		}
+		if n < foldBatch {
+			return true
+		}
+	}
+	return false
+}
+
+// foldBatch is how many replay outcomes one fold transaction moves.
+const foldBatch = 1000
 
 // publishTargets stores the allowed_targets of the runner's routes, which dlq-admin
 // applies to a replay before accepting it (the runner applies them again when it
@@ -334,6 +362,7 @@ func (r *Runner) run(ctx context.Context, owner string, job store.Job) {
 			log.Warn().Err(err).Msg("job interrupted; it resumes when its lease expires")
 		} else {
 			log.Info().Err(err).Msg("job left")
+			r.fold(ctx, job.ID) // cancelled: what it replayed (taken over: nothing yet)
 		}
 	case stopped || err != nil:
 		if err := r.cfg.Store.ReleaseJob(context.WithoutCancel(ctx), job.ID, owner); err != nil {
@@ -342,6 +371,7 @@ func (r *Runner) run(ctx context.Context, owner string, job store.Job) {
 		log.Info().Msg("job handed back")
 	default:
 		r.finish(ctx, x)
+		r.fold(ctx, job.ID)
 	}
 }
 

@@ -230,7 +230,7 @@ func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit in
 	var rows pgx.Rows
 	var err error
 	if job.Filter != nil {
-		cond, args := job.Filter.where([]any{afterID, limit, job.ID})
+		cond, args := job.Filter.whereProbing([]any{afterID, limit, job.ID})
 		rows, err = s.pool.Query(ctx, fmt.Sprintf(sqlJobRecordsByFilter, cond), args...)
 	} else {
 		rows, err = s.pool.Query(ctx, sqlJobRecordsByIDs, afterID, limit, job.RecordIDs)
@@ -255,7 +255,7 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 	begun := make(map[int64]string, len(ids))
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, sqlAsyncCommit); err != nil {
+		if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
 			return err
 		}
 		// The shared row lock makes a concurrent cancel wait for this lease to commit.
@@ -300,20 +300,20 @@ func (s *Store) FinishReplays(ctx context.Context, jobID int64, owner string, do
 	for i, d := range done {
 		ids[i], topics[i], partitions[i], offsets[i] = d.ID, d.Produced.Topic, d.Produced.Partition, d.Produced.Offset
 	}
-	return s.batchTransition(ctx, jobID, actor, "finish_replay", ids, false, sqlFinishReplays, owner, topics, partitions, offsets)
+	return s.batchTransition(ctx, jobID, actor, "finish_replay", ids, sqlHashJoin, sqlFinishReplays, owner, topics, partitions, offsets)
 }
 
 // AbortReplays returns records owner replays that were not produced: with reason (why they
 // cannot go) they are parked with it; without, each goes back to the status it had when
 // its job leased it (parked, or scheduled with its due time), with the reason it had.
 func (s *Store) AbortReplays(ctx context.Context, jobID int64, owner string, ids []int64, reason Reason, actor Actor) (int, error) {
-	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, false, sqlAbortReplays, owner, string(reason))
+	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, "", sqlAbortReplays, owner, string(reason))
 }
 
 // DiscardRecords discards the records of ids that are parked or scheduled (and not claimed
 // by a redrive or held by a replay) for job, and returns how many it discarded.
 func (s *Store) DiscardRecords(ctx context.Context, jobID int64, ids []int64, actor Actor) (int, error) {
-	return s.batchTransition(ctx, jobID, actor, "discard", ids, true, sqlDiscardRecords, jobID)
+	return s.batchTransition(ctx, jobID, actor, "discard", ids, sqlLockRecords, sqlDiscardRecords, jobID)
 }
 
 // changedIDs runs query, which returns the ids it changed first in each row, and returns
@@ -339,17 +339,18 @@ func changedIDs(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]in
 }
 
 // batchTransition runs query ($1 ids, $2 now, $3 actor, then args), which returns the ids
-// it changed, with one audit row for the batch. lockFirst locks the rows of ids before, in
-// a statement of its own, so that query sees a replay lease committed while it waited.
-func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64, lockFirst bool, query string, args ...any) (int, error) {
+// it changed, with one audit row for the batch. before, unless empty, runs first with $1
+// ids: sqlLockRecords locks the rows of ids, in a statement of its own, so that query sees
+// a replay lease committed while it waited; sqlHashJoin settles query's plan.
+func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64, before, query string, args ...any) (int, error) {
 	var changed []int64
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, sqlAsyncCommit); err != nil {
+		if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
 			return err
 		}
-		if lockFirst {
-			if _, err := tx.Exec(ctx, sqlLockRecords, ids); err != nil {
+		if before != "" {
+			if _, err := tx.Exec(ctx, before, ids); err != nil {
 				return err
 			}
 		}
@@ -381,6 +382,19 @@ func (s *Store) ReturnExpiredReplays(ctx context.Context, actor Actor) (int, err
 	return len(returned), err
 }
 
+// FoldReplays moves up to limit replay outcomes of job (0: of every job) from their lease
+// rows into their records' rows, and returns how many it moved; only jobs that are no
+// longer pending or running are folded, so that folding never competes with a job for the
+// database. Readers see no change: a replayed record reads the same before and after (its
+// finish_replay audit row was written when it was replayed).
+func (s *Store) FoldReplays(ctx context.Context, job int64, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, sqlFoldReplays, limit, job)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // ReleaseJob ends owner's lease on a running job now, so that another worker resumes it
 // at once (a graceful shutdown in the middle of a job).
 func (s *Store) ReleaseJob(ctx context.Context, id int64, owner string) error {
@@ -392,7 +406,17 @@ func (s *Store) ReleaseJob(ctx context.Context, id int64, owner string) error {
 // crash can lose its last fraction of a second, which only makes those records go again
 // under the same replay id, the at-least-once window a worker crash opens anyway. The
 // operator's request (SubmitJob, DiscardRecord) stays synchronous.
-const sqlAsyncCommit = `SET LOCAL synchronous_commit = off`
+//
+// Its statements find their rows by key (= ANY of the batch's ids); no sequential scan:
+// replay_leases grows by a row per record while a job runs, faster than its statistics
+// follow, and a plan costed on stale ones (a holder the last ANALYZE never saw is
+// estimated at one row) scanned the whole table for each of the batch's records.
+// sqlHashJoin keeps sqlFinishReplays from joining the batch's outcomes to its leases by a
+// nested loop: when stale statistics estimate the leases at one row, that loop unnests
+// the outcome arrays once per lease (seconds per batch). $1 ids, unused.
+const sqlHashJoin = `SELECT set_config('enable_nestloop', 'off', true) WHERE $1::bigint[] IS NOT NULL`
+
+const sqlBatchSettings = `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)`
 
 const sqlSubmitJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key, topics, edit)
@@ -439,12 +463,13 @@ const (
 // lease_until, so that no redrive claims it. It returns the leased ids and replay ids.
 const sqlBeginReplays = `WITH held AS (
 		SELECT d.id, l.job_id AS held_by, l.replay_id AS held_replay_id
-		FROM dead_letters d LEFT JOIN replay_leases l ON l.record_id = d.id
+		FROM dead_letters d LEFT JOIN LATERAL (
+			SELECT * FROM replay_leases l WHERE l.record_id = d.id OFFSET 0) l ON true
 		WHERE d.id = ANY($1) AND (
 			l.record_id IS NULL AND ` + reservable + `
 				AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `)
-			OR l.job_id = $6
-			OR l.until <= $2 AND NOT ` + activeJobOfLease + `)
+			OR l.replayed_at IS NULL AND l.job_id = $6
+			OR l.replayed_at IS NULL AND l.until <= $2 AND NOT ` + activeJobOfLease + `)
 		ORDER BY d.id
 		FOR NO KEY UPDATE OF d),
 	scheduled AS (
@@ -454,27 +479,42 @@ const sqlBeginReplays = `WITH held AS (
 	SELECT id, $6, $4, $5, coalesce($8, CASE WHEN held_by = $6 THEN held_replay_id ELSE $7 || id::text END) FROM held
 	ON CONFLICT (record_id) DO UPDATE SET job_id = excluded.job_id, owner = excluded.owner, until = excluded.until,
 		replay_id = excluded.replay_id
-		WHERE l.job_id = $6 OR l.until <= $2 AND NOT ` + activeJobOfLease + `
+		WHERE l.replayed_at IS NULL AND (l.job_id = $6 OR l.until <= $2 AND NOT ` + activeJobOfLease + `)
 	RETURNING record_id, replay_id`
 
 // $1 ids, $2 now, $3 actor, $4 owner, then parallel arrays of topic, partition, offset in
-// the order of $1: each record whose lease owner holds is replayed, with its lease's job
-// and replay id; the one change of its row in the replay. The arrays are joined to the
-// leases they end, not to the rows, so that no plan scans them once per row.
-const sqlFinishReplays = `WITH gone AS (
-		DELETE FROM replay_leases l USING unnest($1::bigint[], $5::text[], $6::integer[], $7::bigint[]) AS u(id, topic, part, off)
-		WHERE l.record_id = u.id AND l.owner = $4
-		RETURNING l.record_id, l.job_id, l.replay_id, u.topic, u.part, u.off)
+// the order of $1: each record whose lease owner holds is replayed: its lease keeps where
+// it was produced, when and by whom, an update of a narrow row that changes no indexed
+// column (HOT); the record reads as replayed from now on, and its row changes once the
+// job has ended (sqlFoldReplays). The leases are found by their keys (= ANY($1)), not by a
+// scan of a table a running job fills.
+const sqlFinishReplays = `UPDATE replay_leases l SET replayed_at = $2, replayed_by = $3,
+		target_topic = u.topic, produced_partition = u.part, produced_offset = u.off
+	FROM unnest($1::bigint[], $5::text[], $6::integer[], $7::bigint[]) AS u(id, topic, part, off)
+	WHERE l.record_id = ANY($1) AND l.record_id = u.id AND l.owner = $4 AND l.replayed_at IS NULL
+	RETURNING l.record_id`
+
+// $1 limit, $2 job (0: any): up to $1 replayed leases of jobs that ended move into their records' rows
+// (status replayed, with the lease's job, replay id, produced position and change) and
+// are deleted; what readers see does not change. SKIP LOCKED lets several runners fold
+// at once; the leases are deleted by their keys, not by a scan joined to them.
+const sqlFoldReplays = `WITH done AS (
+		SELECT l.record_id FROM replay_leases l
+		WHERE l.replayed_at IS NOT NULL AND ($2::bigint = 0 OR l.job_id = $2) AND NOT ` + activeJobOfLease + `
+		ORDER BY l.record_id LIMIT $1
+		FOR UPDATE SKIP LOCKED),
+	gone AS (
+		DELETE FROM replay_leases l WHERE l.record_id = ANY(ARRAY(SELECT record_id FROM done))
+		RETURNING l.*)
 	UPDATE dead_letters d SET status = 'replayed', lease_owner = NULL, lease_until = NULL,
 		job_id = g.job_id, replay_id = g.replay_id,
-		target_topic = g.topic, produced_partition = g.part, produced_offset = g.off,
-		changed_at = $2, changed_by = $3
-	FROM gone g WHERE d.id = g.record_id
-	RETURNING d.id`
+		target_topic = g.target_topic, produced_partition = g.produced_partition, produced_offset = g.produced_offset,
+		changed_at = g.replayed_at, changed_by = g.replayed_by
+	FROM gone g WHERE d.id = g.record_id`
 
 // $1 now, $2 actor: the expired leases of jobs that ended.
 const sqlReturnExpiredReplays = `WITH gone AS (
-		DELETE FROM replay_leases l WHERE l.until <= $1 AND NOT ` + activeJobOfLease + `
+		DELETE FROM replay_leases l WHERE l.replayed_at IS NULL AND l.until <= $1 AND NOT ` + activeJobOfLease + `
 		RETURNING l.record_id, l.owner),
 	back AS (
 		UPDATE dead_letters d SET lease_owner = NULL, lease_until = NULL, changed_at = $1, changed_by = $2
@@ -488,7 +528,8 @@ const sqlJobHeld = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND status =
 // with a reason (why they cannot go) the records are parked with it, else they stay where
 // they were (parked, or scheduled with their due time and reason).
 const sqlAbortReplays = `WITH gone AS (
-		DELETE FROM replay_leases l WHERE l.record_id = ANY($1) AND l.owner = $4 RETURNING l.record_id),
+		DELETE FROM replay_leases l WHERE l.record_id = ANY($1) AND l.owner = $4 AND l.replayed_at IS NULL
+		RETURNING l.record_id),
 	back AS (
 		UPDATE dead_letters d SET
 			status = CASE WHEN $5 = '' THEN d.status ELSE 'parked' END,
@@ -505,10 +546,11 @@ const sqlDiscardRecords = `UPDATE dead_letters d SET status = 'discarded', job_i
 		AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = d.id)
 	RETURNING d.id`
 
-// $1 after id, $2 limit, $3 job, then the filter's parameters.
+// $1 after id, $2 limit, $3 job, then the filter's parameters. A job's leases are probed
+// row by row (OFFSET 0, see leasedProbe): a running job may hold a hundred thousand.
 const sqlJobRecordsByFilter = `SELECT ` + rowColumns + ` FROM dead_letters
 	WHERE id > $1 AND (%s OR job_id = $3 AND status IN ('replayed', 'discarded')
-		OR id IN (SELECT record_id FROM replay_leases WHERE job_id = $3))
+		OR EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id AND l.job_id = $3 OFFSET 0))
 	ORDER BY id LIMIT $2`
 
 // $1 after id, $2 limit, $3 ids.

@@ -113,3 +113,170 @@ func TestReplayLeaseLeavesTheRowAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 }
+
+// A replay's outcome is written to its record's lease row, not to the record's row
+// (migration 00016): finishing leaves the row's version untouched, yet every reader sees
+// the record replayed where it was produced (get, the list and count filters, stats, the
+// backlog, the conservation audit's rows, a resumed holder's page), and no transition
+// takes it (discard, a reservation, another job's lease, a redrive claim of a scheduled
+// one). Folding, once the job has ended, moves the outcome into the row, and nothing a
+// reader sees changes.
+func TestReplayOutcomeLivesInTheLeaseUntilFolded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s, url := storetest.NewWithURL(t, store.WithClock(clock.Now))
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	ada := store.Actor{Name: "ada"}
+	due := clock.Now().Add(-time.Minute)
+	_, err = s.StoreBatch(ctx, append(parked("dlq.fold", 0, 3), scheduled("dlq.fold", 3, 1, due)...), nil)
+	require.NoError(t, err)
+	job, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
+		Filter: &store.Filter{DLQTopic: "dlq.fold"}}}, ada)
+	require.NoError(t, err)
+	_, err = s.ClaimJob(ctx, "w1", time.Minute)
+	require.NoError(t, err)
+	version := func(id int64) string {
+		var v string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT xmin::text FROM dead_letters WHERE id = $1`, id).Scan(&v))
+		return v
+	}
+	leased, err := s.BeginReplays(ctx, job.ID, []int64{1, 2, 3, 4}, "w1", time.Minute, ada)
+	require.NoError(t, err)
+	require.Len(t, leased, 4)
+	before := version(1)
+	clock.Advance(time.Second)
+	replayedAt := clock.Now()
+	done, err := s.FinishReplays(ctx, job.ID, "w1", []store.Redriven{
+		{ID: 1, Produced: store.Coordinates{Topic: "orders", Partition: 2, Offset: 70}},
+		{ID: 2, Produced: store.Coordinates{Topic: "orders", Partition: 0, Offset: 71}},
+		{ID: 4, Produced: store.Coordinates{Topic: "orders", Partition: 1, Offset: 72}},
+	}, ada)
+	require.NoError(t, err)
+	require.Equal(t, 3, done)
+	require.Equal(t, before, version(1), "finishing a replay writes no new version of the record's row")
+	again, err := s.FinishReplays(ctx, job.ID, "w1", []store.Redriven{{ID: 1, Produced: store.Coordinates{Topic: "orders", Offset: 99}}}, ada)
+	require.NoError(t, err)
+	require.Zero(t, again, "a replayed record is not finished twice")
+
+	// reads is what the readers say of the records, compared before and after the fold.
+	type reads struct {
+		recs                        map[int64]store.Record
+		replayed, replaying, parked []int64
+		both                        int64
+		stats                       map[store.Status]int64
+		backlog                     int
+		audit                       map[int64]store.AuditRow
+		page                        map[int64]store.Status
+	}
+	ids := func(f store.Filter) []int64 {
+		page, err := s.List(ctx, f, "", 10)
+		require.NoError(t, err)
+		var out []int64
+		for _, r := range page.Records {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	read := func() reads {
+		var r reads
+		r.recs = map[int64]store.Record{}
+		for id := int64(1); id <= 4; id++ {
+			rec, err := s.Get(ctx, id)
+			require.NoError(t, err)
+			r.recs[id] = rec
+		}
+		r.replayed = ids(store.Filter{Statuses: []store.Status{store.StatusReplayed}})
+		r.replaying = ids(store.Filter{Statuses: []store.Status{store.StatusReplaying}})
+		r.parked = ids(store.Filter{Statuses: []store.Status{store.StatusParked}})
+		r.both, err = s.Count(ctx, store.Filter{Statuses: []store.Status{store.StatusReplayed, store.StatusParked}})
+		require.NoError(t, err)
+		st, err := s.Stats(ctx)
+		require.NoError(t, err)
+		r.stats = map[store.Status]int64{}
+		for _, c := range st.Counts {
+			r.stats[c.Status] += c.Count
+		}
+		backlog, err := s.Backlog(ctx)
+		require.NoError(t, err)
+		r.backlog = len(backlog)
+		rows, err := s.DLQRows(ctx, "dlq.fold")
+		require.NoError(t, err)
+		r.audit = map[int64]store.AuditRow{}
+		for c, row := range rows {
+			r.audit[c.Offset+1] = row
+		}
+		recs, err := s.JobRecords(ctx, job, 0, 10)
+		require.NoError(t, err)
+		r.page = map[int64]store.Status{}
+		for _, rec := range recs {
+			if rec.JobID == job.ID {
+				r.page[rec.ID] = rec.Status
+			}
+		}
+		return r
+	}
+	seen := read()
+	rec := seen.recs[1]
+	require.Equal(t, store.StatusReplayed, rec.Status)
+	require.Equal(t, &store.Coordinates{Topic: "orders", Partition: 2, Offset: 70}, rec.Produced)
+	require.Equal(t, job.ID, rec.JobID)
+	require.Equal(t, leased[1], rec.ReplayID)
+	require.Empty(t, rec.LeaseOwner)
+	require.True(t, rec.LeaseUntil.IsZero())
+	require.Equal(t, replayedAt, rec.ChangedAt)
+	require.Equal(t, "ada", rec.ChangedBy)
+	require.Equal(t, store.StatusReplayed, seen.recs[4].Status, "a replayed scheduled record")
+	require.Empty(t, seen.recs[4].LeaseOwner)
+	require.Equal(t, store.StatusReplaying, seen.recs[3].Status)
+	require.Equal(t, "w1", seen.recs[3].LeaseOwner)
+	require.Equal(t, []int64{4, 2, 1}, seen.replayed)
+	require.Equal(t, []int64{3}, seen.replaying)
+	require.Empty(t, seen.parked)
+	require.EqualValues(t, 3, seen.both)
+	require.Equal(t, map[store.Status]int64{store.StatusReplayed: 3, store.StatusReplaying: 1}, seen.stats)
+	require.Zero(t, seen.backlog)
+	require.Equal(t, store.AuditRow{Status: store.StatusReplayed, TargetTopic: "orders", ReplayID: leased[1]}, seen.audit[1])
+	require.Equal(t, map[int64]store.Status{1: store.StatusReplayed, 2: store.StatusReplayed, 4: store.StatusReplayed}, seen.page,
+		"a resumed holder counts them done")
+
+	_, err = s.DiscardRecord(ctx, 1, "no", ada)
+	require.ErrorIs(t, err, store.ErrConflict, "a replayed record is not discarded")
+	_, _, err = s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{2}}}, ada)
+	require.ErrorIs(t, err, store.ErrConflict, "nor replayed again")
+	claim, err := s.ClaimDue(ctx, "", "redrive", 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, claim.Records, "nor redriven")
+	n, err := s.FoldReplays(ctx, job.ID, 10)
+	require.NoError(t, err)
+	require.Zero(t, n, "a running job's outcomes are not folded")
+
+	aborted, err := s.AbortReplays(ctx, job.ID, "w1", []int64{1, 3}, "", ada)
+	require.NoError(t, err)
+	require.Equal(t, 1, aborted, "a replayed record is not put back")
+	_, err = s.FinishJob(ctx, job.ID, "w1", store.JobSucceeded, "")
+	require.NoError(t, err)
+	n, err = s.FoldReplays(ctx, job.ID, 2)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "a batch at a time")
+	n, err = s.FoldReplays(ctx, 0, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NotEqual(t, before, version(1), "folded into the row")
+	var status string
+	var left int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM replay_leases) FROM dead_letters WHERE id = 1`).Scan(&status, &left))
+	require.Equal(t, "replayed", status)
+	require.Zero(t, left)
+	folded := read()
+	require.Equal(t, store.StatusParked, folded.recs[3].Status, "the aborted one is back")
+	seen.recs[3], seen.replaying, seen.parked = folded.recs[3], nil, []int64{3}
+	seen.both, seen.stats = 4, map[store.Status]int64{store.StatusReplayed: 3, store.StatusParked: 1}
+	seen.backlog, seen.audit[3] = 1, folded.audit[3]
+	require.Equal(t, seen, folded, "folding changes nothing a reader sees")
+	claim, err = s.ClaimDue(ctx, "", "redrive", 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, claim.Records, "a folded scheduled record is replayed, not due")
+}

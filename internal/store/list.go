@@ -32,22 +32,33 @@ type Filter struct {
 
 // where renders the filter as SQL conditions joined by AND, with its values appended to
 // args as numbered parameters: filter values never become SQL text.
-func (f *Filter) where(args []any) (string, []any) {
+func (f *Filter) where(args []any) (string, []any) { return f.render(args, leased) }
+
+// whereProbing is where for a page of a job's records, read while the job's leases pile
+// up: whether a record is leased is one probe of replay_leases' primary key per row
+// considered, never a scan of the whole table (a hashed subplan) per page.
+func (f *Filter) whereProbing(args []any) (string, []any) { return f.render(args, leasedProbe) }
+
+// render is where with isLeased as the test of a record's lease.
+func (f *Filter) render(args []any, isLeased string) (string, []any) {
 	var conds []string
 	add := func(cond string, v any) {
 		args = append(args, v)
 		conds = append(conds, fmt.Sprintf(cond, len(args)))
 	}
-	// A record a replay holds is replaying whatever its row's status (parked or scheduled).
+	// A record a replay holds is replaying whatever its row's status (parked or scheduled),
+	// and replayed once its lease holds the outcome, until that is folded into its row.
 	switch {
 	case len(f.Statuses) == 0:
 	case len(f.Statuses) > 1:
-		add("(CASE WHEN "+leased+" THEN 'replaying' ELSE status END) = ANY($%d)", statusStrings(f.Statuses))
+		add("("+derivedStatus+") = ANY($%d)", statusStrings(f.Statuses))
 	case f.Statuses[0] == StatusReplaying:
-		conds = append(conds, "id IN (SELECT record_id FROM replay_leases)")
+		conds = append(conds, "id IN (SELECT record_id FROM replay_leases WHERE replayed_at IS NULL)")
+	case f.Statuses[0] == StatusReplayed:
+		add("(status = $%d OR id IN (SELECT record_id FROM replay_leases WHERE replayed_at IS NOT NULL))", string(f.Statuses[0]))
 	case f.Statuses[0] == StatusParked || f.Statuses[0] == StatusScheduled:
 		// Equality, not ANY, lets the (…, status, id) indexes return rows in id order.
-		add("status = $%d AND NOT "+leased, string(f.Statuses[0]))
+		add("status = $%d AND NOT "+isLeased, string(f.Statuses[0]))
 	default:
 		add("status = $%d", string(f.Statuses[0]))
 	}

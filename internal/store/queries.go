@@ -6,11 +6,15 @@ package store
 // recordColumns is what scanRecord reads: a whole record.
 const recordColumns = recordLead + `key, value, header_keys, header_values,` + recordTrail
 
-// rowColumns is a whole record as its dead_letters row has it, without its replay lease:
-// what a job reads in bulk.
+// rowColumns is a whole record as its dead_letters row has it, without its replay lease
+// unless that holds the replay's outcome: what a job reads in bulk. A record a replay
+// holds reads as its row has it, parked or scheduled; a replayed one as replayed by its
+// lease's job, folded into its row or not.
 const rowColumns = recordLead + `key, value, header_keys, header_values,
-	retry_count, error_class, error_message, reason, status, route, due_at,
-	lease_owner, lease_until, target_topic, produced_partition, produced_offset, replay_id, job_id,
+	retry_count, error_class, error_message, reason,
+	coalesce((SELECT 'replayed' FROM replay_leases l WHERE l.record_id = dead_letters.id AND l.replayed_at IS NOT NULL), status),
+	route, due_at, lease_owner, lease_until, target_topic, produced_partition, produced_offset, replay_id,
+	coalesce((SELECT l.job_id FROM replay_leases l WHERE l.record_id = dead_letters.id AND l.replayed_at IS NOT NULL), job_id),
 	stored_at, changed_at, changed_by, octet_length(key), octet_length(value)`
 
 // summaryColumns is a record without its key, value and headers, in recordColumns' shape:
@@ -21,25 +25,45 @@ const recordLead = `id, dlq_topic, dlq_partition, dlq_offset,
 	original_topic, original_partition, original_offset, original_timestamp, record_timestamp, `
 
 // octet_length reads a bytea's size from its header, without fetching a TOASTed value. A
-// record a replay holds reads as replaying, with its lease's holder, job and replay id
-// (migration 00015); each lookup is one probe of the small replay_leases table.
+// record with a replay lease (migration 00015) reads as replaying, with the lease's holder,
+// job and replay id; once the lease holds the replay's outcome (00016) and until the
+// runner folds it into the row, as replayed where it was produced, when and by whom. Each
+// lookup is one probe of the small replay_leases table's primary key.
 const recordTrail = `
 	retry_count, error_class, error_message, reason,
-	CASE WHEN ` + leased + ` THEN 'replaying' ELSE dead_letters.status END, route, due_at,
-	coalesce(` + ofLease + `owner` + leaseEnd + `, lease_owner), coalesce(` + ofLease + `until` + leaseEnd + `, lease_until),
-	target_topic, produced_partition, produced_offset,
+	` + derivedStatus + `, route, due_at,
+	CASE WHEN ` + leased + ` THEN ` + ofOpenLease + `owner` + openLeaseEnd + ` ELSE lease_owner END,
+	CASE WHEN ` + leased + ` THEN ` + ofOpenLease + `until` + openLeaseEnd + ` ELSE lease_until END,
+	coalesce(` + ofLease + `target_topic` + leaseEnd + `, target_topic),
+	coalesce(` + ofLease + `produced_partition` + leaseEnd + `, produced_partition),
+	coalesce(` + ofLease + `produced_offset` + leaseEnd + `, produced_offset),
 	coalesce(` + ofLease + `replay_id` + leaseEnd + `, replay_id), coalesce(` + ofLease + `job_id` + leaseEnd + `, job_id),
-	stored_at, changed_at, changed_by, octet_length(key), octet_length(value)`
+	stored_at, coalesce(` + ofLease + `replayed_at` + leaseEnd + `, changed_at),
+	coalesce(` + ofLease + `replayed_by` + leaseEnd + `, changed_by), octet_length(key), octet_length(value)`
 
-// leased is true for a dead_letters row (named so, not aliased) that a replay holds: a
-// record is replaying exactly when it has a lease.
+// derivedStatus is the status of a dead_letters row (named so, not aliased) as every
+// reader sees it: replaying while a replay holds it, replayed once its lease holds the
+// outcome, else the row's.
+const derivedStatus = `CASE ` + ofLease + `replayed_at IS NULL` + leaseEnd + `
+		WHEN true THEN 'replaying' WHEN false THEN 'replayed' ELSE dead_letters.status END`
+
+// leased is true for a dead_letters row (named so, not aliased) that has a replay lease:
+// it is replaying, or replayed and not yet folded. Either way its row's status is not
+// its status, and no other transition may take it.
 const leased = `EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id)`
 
+// leasedProbe is leased evaluated row by row: OFFSET 0 keeps the planner from turning it
+// into a hashed subplan, which reads all of replay_leases once per statement.
+const leasedProbe = `EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id OFFSET 0)`
+
 // ofLease is the start of a read of a column of the lease on a dead_letters row (named
-// so), NULL without one: ofLease + "owner" + leaseEnd.
+// so), NULL without one: ofLease + "owner" + leaseEnd. ofOpenLease + "owner" + openLeaseEnd
+// reads NULL also once the lease holds an outcome (a replayed record has no holder).
 const (
-	ofLease  = `(SELECT l.`
-	leaseEnd = ` FROM replay_leases l WHERE l.record_id = dead_letters.id)`
+	ofLease      = `(SELECT l.`
+	ofOpenLease  = `(SELECT CASE WHEN l.replayed_at IS NULL THEN l.`
+	leaseEnd     = ` FROM replay_leases l WHERE l.record_id = dead_letters.id)`
+	openLeaseEnd = ` END` + leaseEnd
 )
 
 // insertColumns are the columns StoreBatch writes, in insertRow's order.
@@ -126,7 +150,7 @@ const sqlListRecordsAfter = `SELECT ` + recordColumns + ` FROM dead_letters
 const sqlCountRecords = `SELECT count(*) FROM dead_letters WHERE %s`
 
 const sqlStats = `SELECT dlq_topic, coalesce(original_topic, ''), reason,
-		CASE WHEN ` + leased + ` THEN 'replaying' ELSE status END, count(*)
+		` + derivedStatus + `, count(*)
 	FROM dead_letters GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
 
 // The first parked id is the oldest parked row, up to clock skew between instances: one

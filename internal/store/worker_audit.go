@@ -6,8 +6,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const sqlDLQRows = `SELECT dlq_partition, dlq_offset, status, coalesce(target_topic, ''), coalesce(replay_id, '')
-	FROM dead_letters WHERE dlq_topic = $1`
+// A replayed record's lease holds the outcome until the runner folds it into the row.
+const sqlDLQRows = `SELECT d.dlq_partition, d.dlq_offset, coalesce(l.status, d.status),
+		coalesce(l.target_topic, d.target_topic, ''), coalesce(l.replay_id, d.replay_id, '')
+	FROM dead_letters d LEFT JOIN (SELECT record_id, 'replayed' AS status, target_topic, replay_id
+		FROM replay_leases WHERE replayed_at IS NOT NULL) l ON l.record_id = d.id
+	WHERE d.dlq_topic = $1`
 
 // AuditRow is what the conservation audit needs of a stored record: its status and, once
 // replayed, where to and under which replay id.
