@@ -258,14 +258,6 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 		if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
 			return err
 		}
-		// The shared row lock makes a concurrent cancel wait for this lease to commit.
-		var held bool
-		if err := tx.QueryRow(ctx, sqlJobHeld, jobID, owner).Scan(&held); err != nil {
-			return err
-		}
-		if !held {
-			return fmt.Errorf("job %d is not running under %s: %w", jobID, owner, ErrConflict)
-		}
 		rows, err := tx.Query(ctx, sqlBeginReplays, ids, now, actor.Name, owner, now.Add(lease), jobID,
 			strconv.FormatInt(jobID, 10)+"-", nil)
 		if err != nil {
@@ -281,8 +273,22 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 			leased = append(leased, id)
 		}
 		slices.Sort(leased)
-		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
-			Action: "begin_replay", RecordIDs: leased, JobID: jobID, Affected: int64(len(leased)), Outcome: "ok"})
+		if err := writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
+			Action: "begin_replay", RecordIDs: leased, JobID: jobID, Affected: int64(len(leased)), Outcome: "ok"}); err != nil {
+			return err
+		}
+		// Last, so that the job's row is held only for the commit: the shared lock makes a
+		// concurrent cancel wait for these leases to commit, and a job no longer ours (a
+		// cancel that committed, or taken over) rolls them back. Taken first, it held the
+		// runner's own progress saves back for the whole lease.
+		var held bool
+		if err := tx.QueryRow(ctx, sqlJobHeld, jobID, owner).Scan(&held); err != nil {
+			return err
+		}
+		if !held {
+			return fmt.Errorf("job %d is not running under %s: %w", jobID, owner, ErrConflict)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -456,9 +462,10 @@ const (
 // $1 ids, $2 now, $3 actor, $4 owner, $5 lease until, $6 job (NULL: none), $7 replay id
 // prefix, $8 replay id (NULL: the prefix and the record id). A record is leased when no
 // replay holds it and it is reservable and not reserved by another active job; when an
-// earlier holder of the same job holds it (the caller holds the job, sqlJobHeld, so that
-// holder lost it), keeping its replay id; or when a job that ended left it under an expired
-// lease. The rows are locked, so that a writer that locks them first and then checks
+// earlier holder of the same job holds it (the caller holds the job, sqlJobHeld in the
+// same transaction, so that holder lost it), keeping its replay id; or when a job that
+// ended left it under an expired lease. A replay that holds its outcome (replayed_at) is
+// never leased again. The rows are locked, so that a writer that locks them first and then checks
 // (lockReservable) sees the lease, and a scheduled row carries the lease in its
 // lease_until, so that no redrive claims it. It returns the leased ids and replay ids.
 const sqlBeginReplays = `WITH held AS (
