@@ -10,6 +10,14 @@
 -- in batches, so that the table holds only the records of running jobs and the outcomes
 -- not yet folded.
 
+--
+-- An audit row's records are also kept as the runs of consecutive ids they make up
+-- (record_ranges), and a record's history finds its rows through a GiST index on them
+-- instead of the GIN index on record_ids (00010): that index took one entry per record, and
+-- a job writes two rows of a thousand records per batch (20-30 us per record on a busy
+-- two-core machine, as much as the rest of the job's bookkeeping); a job's page of ids is
+-- one range or a few. Existing rows get theirs here, once.
+
 -- +goose Up
 ALTER TABLE replay_leases
     ADD COLUMN replayed_at        timestamptz,
@@ -18,7 +26,16 @@ ALTER TABLE replay_leases
     ADD COLUMN produced_partition integer,
     ADD COLUMN produced_offset    bigint;
 
+ALTER TABLE audit_log ADD COLUMN record_ranges int8multirange;
+UPDATE audit_log SET record_ranges = (SELECT range_agg(int8range(id, id, '[]')) FROM unnest(record_ids) id)
+    WHERE cardinality(record_ids) > 0;
+CREATE INDEX audit_log_record_ranges_idx ON audit_log USING gist (record_ranges);
+DROP INDEX audit_log_record_ids_idx;
+
 -- +goose Down
+CREATE INDEX audit_log_record_ids_idx ON audit_log USING gin (record_ids);
+DROP INDEX audit_log_record_ranges_idx;
+ALTER TABLE audit_log DROP COLUMN record_ranges;
 UPDATE dead_letters d SET status = 'replayed', lease_owner = NULL, lease_until = NULL,
     job_id = l.job_id, replay_id = l.replay_id, target_topic = l.target_topic,
     produced_partition = l.produced_partition, produced_offset = l.produced_offset,

@@ -119,3 +119,33 @@ func TestReplayingRowsMoveToReplayLeases(t *testing.T) {
 	require.True(t, due.Equal(*got[2].due))
 	require.Equal(t, row{status: "parked", owner: "-", leaseOwner: "-", replayID: "-"}, got[3])
 }
+
+// 00016 gives every existing audit row its records as runs of consecutive ids, which a
+// record's history now searches.
+func TestAuditRowsGetTheirRecordRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(testenv.Schema(t))
+	require.NoError(t, err)
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 15)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO audit_log (at, actor, action, record_ids, affected, outcome)
+		VALUES (now(), 'ada', 'finish_replay', '{7,1,2,3}', 4, 'ok'), (now(), 'ada', 'pause_route', NULL, 0, 'ok')`)
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 16)
+	require.NoError(t, err)
+	var runs []string
+	rows, err := db.QueryContext(ctx, `SELECT coalesce(record_ranges::text, '-') FROM audit_log ORDER BY id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var r string
+		require.NoError(t, rows.Scan(&r))
+		runs = append(runs, r)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"{[1,4),[7,8)}", "-"}, runs)
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // AuditEntry is one operator action: who, what, on which records (ids or a filter), how
@@ -54,8 +56,34 @@ func IsAuditedRefusal(err error) bool {
 func writeAudit(ctx context.Context, tx pgx.Tx, e AuditEntry) error {
 	_, err := tx.Exec(ctx, sqlInsertAudit, e.At, e.Actor, e.Action, e.RecordIDs, e.Filter,
 		nullIfZeroID(e.JobID), nullIfEmpty(e.Route), e.Affected, e.Outcome, e.RequestID, cleanText(e.Reason),
-		cleanText(e.ClientRequestID))
+		cleanText(e.ClientRequestID), idRanges(e.RecordIDs))
 	return err
+}
+
+// idRanges is ids as the runs of consecutive ids they make up, the audit row's
+// record_ranges (migration 00016), which a record's history finds through one GiST entry
+// per row: a job's row of a thousand records is one range or a few, where an index of
+// record_ids took an entry per record. NULL for no ids.
+func idRanges(ids []int64) any {
+	if len(ids) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	var out pgtype.Multirange[pgtype.Range[pgtype.Int8]]
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		for j < len(sorted) && sorted[j] == sorted[j-1]+1 {
+			j++
+		}
+		out = append(out, pgtype.Range[pgtype.Int8]{
+			Lower: pgtype.Int8{Int64: sorted[i], Valid: true}, Upper: pgtype.Int8{Int64: sorted[j-1] + 1, Valid: true},
+			LowerType: pgtype.Inclusive, UpperType: pgtype.Exclusive, Valid: true,
+		})
+		i = j
+	}
+	return out
 }
 
 // AuditFilter selects audit entries; zero fields do not filter.
@@ -96,7 +124,7 @@ func (f *AuditFilter) where(args []any) (string, []any) {
 		add("route = $%d", f.Route)
 	}
 	if f.RecordID != 0 {
-		add("record_ids @> ARRAY[$%d::bigint]", f.RecordID)
+		add("record_ranges @> $%d::bigint", f.RecordID)
 	}
 	if f.JobID != 0 {
 		add("job_id = $%d", f.JobID)

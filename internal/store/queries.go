@@ -258,8 +258,8 @@ const sqlAckRunRequest = `UPDATE route_controls SET run_requested_at = NULL
 // The row's topics are its job's, else those of its records (” for a record without an
 // original topic), else NULL (any topic: routes, refusals before a record was found).
 const sqlInsertAudit = `INSERT INTO audit_log (at, actor, action, record_ids, filter, job_id, route,
-		affected, outcome, request_id, reason, client_request_id, topics)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, CASE
+		affected, outcome, request_id, reason, client_request_id, record_ranges, topics)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE
 		WHEN $6::bigint IS NOT NULL THEN (SELECT topics FROM jobs WHERE id = $6)
 		WHEN cardinality($4::bigint[]) > 0 THEN (SELECT array_agg(DISTINCT coalesce(original_topic, ''))
 			FROM dead_letters WHERE id = ANY($4))

@@ -1,0 +1,52 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
+)
+
+// An audit row keeps its records as runs of consecutive ids (migration 00016): a record's
+// history finds every row that names it, gaps and duplicates included, and no row that
+// does not.
+func TestHistoryFindsEachRecordOfARowByItsRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, url := storetest.NewWithURL(t)
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, e := range []store.AuditEntry{
+		{At: at, Actor: "ada", Action: "finish_replay", RecordIDs: []int64{7, 1, 2, 3, 3, 12}, Affected: 5, Outcome: "ok"},
+		{At: at, Actor: "ada", Action: "discard", RecordIDs: []int64{9}, Affected: 1, Outcome: "ok"},
+		{At: at, Actor: "ada", Action: "pause_route", Route: "r", Outcome: "ok"},
+	} {
+		require.NoError(t, s.Audit(ctx, e))
+	}
+	var runs string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT record_ranges::text FROM audit_log WHERE action = 'finish_replay'`).Scan(&runs))
+	require.Equal(t, "{[1,4),[7,8),[12,13)}", runs)
+	history := func(id int64) []string {
+		entries, err := s.SearchAudit(ctx, store.AuditFilter{RecordID: id}, 0, 10)
+		require.NoError(t, err)
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Action)
+		}
+		return out
+	}
+	for _, id := range []int64{1, 2, 3, 7, 12} {
+		require.Equal(t, []string{"finish_replay"}, history(id), "record %d", id)
+	}
+	require.Equal(t, []string{"discard"}, history(9))
+	for _, id := range []int64{4, 6, 8, 11, 13} {
+		require.Empty(t, history(id), "record %d", id)
+	}
+}
