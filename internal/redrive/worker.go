@@ -107,6 +107,8 @@ type worker struct {
 	inFlight int     // records read (or claimed) and not yet acknowledged or stored
 	retries  []retry // produces waiting for the stall backoff
 	fatal    error   // set by any part's answer; the loop stops on it
+	// consumerFatal: the consumer itself reported the fatal error, so Close would never return.
+	consumerFatal bool
 }
 
 func newWorker(e *Engine, rc routes.Config) (*worker, error) {
@@ -264,7 +266,7 @@ func (w *worker) handle(ev kafka.Event) {
 		}
 	case kafka.Error:
 		if ev.IsFatal() {
-			w.fatal = ev
+			w.fatal, w.consumerFatal = ev, true
 			return
 		}
 		w.health.noteKafkaError(ev)
@@ -299,7 +301,16 @@ func (w *worker) shutdown(ctx context.Context) error {
 	if err != nil {
 		w.log.Warn().Err(err).Msg("final commit failed: the records after the last commit will be read again")
 	}
-	cerr := w.consumer.Close() // may revoke, and a revocation drains through the sender
+	var cerr error
+	if w.consumerFatal {
+		// After a fatal consumer error (a static member fenced by a newer one with its
+		// group.instance.id) librdkafka refuses to start the consumer close, and
+		// confluent-kafka-go v2.11.1's Close waits for it forever (confluent-kafka-go#1588).
+		// The handle is left to the process's exit, which a fatal error brings anyway.
+		w.log.Warn().Msg("the consumer is not closed after its fatal error: the worker exits")
+	} else {
+		cerr = w.consumer.Close() // may revoke, and a revocation drains through the sender
+	}
 	w.sources.f.close()
 	_ = w.send.Stop(context.Background()) // it returns as soon as it is cancelled
 	flushMs := 5000
