@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"database/sql"
 	"io/fs"
 	"strings"
 	"testing"
@@ -39,15 +40,8 @@ func TestEveryMigrationHasUpAndDown(t *testing.T) {
 func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testenv.Schema(t)
-	cfg, err := pgx.ParseConfig(url)
-	require.NoError(t, err)
-	db := stdlib.OpenDB(*cfg)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
-	require.NoError(t, err)
-
-	_, err = p.Up(ctx)
+	db, p := provider(t)
+	_, err := p.Up(ctx)
 	require.NoError(t, err)
 	_, err = p.DownTo(ctx, 0)
 	require.NoError(t, err)
@@ -73,13 +67,8 @@ func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 func TestReplayingRowsMoveToReplayLeases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgx.ParseConfig(testenv.Schema(t))
-	require.NoError(t, err)
-	db := stdlib.OpenDB(*cfg)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
-	require.NoError(t, err)
-	_, err = p.UpTo(ctx, 14)
+	db, p := provider(t)
+	_, err := p.UpTo(ctx, 14)
 	require.NoError(t, err)
 	_, err = db.ExecContext(ctx, `INSERT INTO dead_letters (dlq_topic, dlq_partition, dlq_offset, record_timestamp,
 			header_keys, header_values, retry_count, error_class, error_message, reason, status, route,
@@ -125,13 +114,8 @@ func TestReplayingRowsMoveToReplayLeases(t *testing.T) {
 func TestAuditRowsGetTheirRecordRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgx.ParseConfig(testenv.Schema(t))
-	require.NoError(t, err)
-	db := stdlib.OpenDB(*cfg)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
-	require.NoError(t, err)
-	_, err = p.UpTo(ctx, 15)
+	db, p := provider(t)
+	_, err := p.UpTo(ctx, 15)
 	require.NoError(t, err)
 	_, err = db.ExecContext(ctx, `INSERT INTO audit_log (at, actor, action, record_ids, affected, outcome)
 		VALUES (now(), 'ada', 'finish_replay', '{7,1,2,3}', 4, 'ok'), (now(), 'ada', 'pause_route', NULL, 0, 'ok')`)
@@ -148,4 +132,17 @@ func TestAuditRowsGetTheirRecordRuns(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, []string{"{[1,4),[7,8)}", "-"}, runs)
+}
+
+// provider opens a fresh schema of its own and a goose provider of the migrations on it;
+// both are closed when the test ends.
+func provider(t *testing.T) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(testenv.Schema(t))
+	require.NoError(t, err)
+	db := stdlib.OpenDB(*cfg)
+	t.Cleanup(func() { _ = db.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
+	require.NoError(t, err)
+	return db, p
 }
