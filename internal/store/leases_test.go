@@ -20,14 +20,10 @@ import (
 func TestReplayLeaseLeavesTheRowAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	s, url := storetest.NewWithURL(t, store.WithClock(clock.Now))
-	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	clock, s, pool := leaseStore(t)
 	ada := store.Actor{Name: "ada"}
 	due := clock.Now().Add(-time.Minute)
-	_, err = s.StoreBatch(ctx, append(parked("dlq.lease", 0, 3), scheduled("dlq.lease", 3, 1, due)...), nil)
+	_, err := s.StoreBatch(ctx, append(parked("dlq.lease", 0, 3), scheduled("dlq.lease", 3, 1, due)...), nil)
 	require.NoError(t, err)
 	_, err = s.StoreBatch(ctx, parked("dlq.other", 0, 1), nil) // id 5, never leased
 	require.NoError(t, err)
@@ -124,14 +120,10 @@ func TestReplayLeaseLeavesTheRowAlone(t *testing.T) {
 func TestReplayOutcomeLivesInTheLeaseUntilFolded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	s, url := storetest.NewWithURL(t, store.WithClock(clock.Now))
-	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	clock, s, pool := leaseStore(t)
 	ada := store.Actor{Name: "ada"}
 	due := clock.Now().Add(-time.Minute)
-	_, err = s.StoreBatch(ctx, append(parked("dlq.fold", 0, 3), scheduled("dlq.fold", 3, 1, due)...), nil)
+	_, err := s.StoreBatch(ctx, append(parked("dlq.fold", 0, 3), scheduled("dlq.fold", 3, 1, due)...), nil)
 	require.NoError(t, err)
 	job, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
 		Filter: &store.Filter{DLQTopic: "dlq.fold"}}}, ada)
@@ -279,4 +271,16 @@ func TestReplayOutcomeLivesInTheLeaseUntilFolded(t *testing.T) {
 	claim, err = s.ClaimDue(ctx, "", "redrive", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, claim.Records, "a folded scheduled record is replayed, not due")
+}
+
+// leaseStore is the lease tests' set-up: a store on a schema of its own with a fixed clock,
+// and a pool on the same schema that reads its rows directly.
+func leaseStore(t *testing.T) (*storetest.Clock, *store.Store, *pgxpool.Pool) {
+	t.Helper()
+	clock := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s, url := storetest.NewWithURL(t, store.WithClock(clock.Now))
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return clock, s, pool
 }
