@@ -27,16 +27,8 @@ func TestReplayLeaseLeavesTheRowAlone(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.StoreBatch(ctx, parked("dlq.other", 0, 1), nil) // id 5, never leased
 	require.NoError(t, err)
-	job, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
-		Filter: &store.Filter{DLQTopic: "dlq.lease"}}}, ada)
-	require.NoError(t, err)
-	_, err = s.ClaimJob(ctx, "w1", time.Minute)
-	require.NoError(t, err)
-	version := func(id int64) string {
-		var v string
-		require.NoError(t, pool.QueryRow(ctx, `SELECT xmin::text FROM dead_letters WHERE id = $1`, id).Scan(&v))
-		return v
-	}
+	job := claimedReplay(t, s, "dlq.lease", ada)
+	version := func(id int64) string { return rowVersion(t, pool, id) }
 	before := version(1)
 
 	leased, err := s.BeginReplays(ctx, job.ID, []int64{1, 2, 3, 4}, "w1", time.Minute, ada)
@@ -125,16 +117,8 @@ func TestReplayOutcomeLivesInTheLeaseUntilFolded(t *testing.T) {
 	due := clock.Now().Add(-time.Minute)
 	_, err := s.StoreBatch(ctx, append(parked("dlq.fold", 0, 3), scheduled("dlq.fold", 3, 1, due)...), nil)
 	require.NoError(t, err)
-	job, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
-		Filter: &store.Filter{DLQTopic: "dlq.fold"}}}, ada)
-	require.NoError(t, err)
-	_, err = s.ClaimJob(ctx, "w1", time.Minute)
-	require.NoError(t, err)
-	version := func(id int64) string {
-		var v string
-		require.NoError(t, pool.QueryRow(ctx, `SELECT xmin::text FROM dead_letters WHERE id = $1`, id).Scan(&v))
-		return v
-	}
+	job := claimedReplay(t, s, "dlq.fold", ada)
+	version := func(id int64) string { return rowVersion(t, pool, id) }
 	leased, err := s.BeginReplays(ctx, job.ID, []int64{1, 2, 3, 4}, "w1", time.Minute, ada)
 	require.NoError(t, err)
 	require.Len(t, leased, 4)
@@ -283,4 +267,26 @@ func leaseStore(t *testing.T) (*storetest.Clock, *store.Store, *pgxpool.Pool) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return clock, s, pool
+}
+
+// claimedReplay submits a replay of every record of dlqTopic as actor and claims it as
+// holder w1.
+func claimedReplay(t *testing.T, s *store.Store, dlqTopic string, actor store.Actor) store.Job {
+	t.Helper()
+	ctx := context.Background()
+	job, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
+		Filter: &store.Filter{DLQTopic: dlqTopic}}}, actor)
+	require.NoError(t, err)
+	_, err = s.ClaimJob(ctx, "w1", time.Minute)
+	require.NoError(t, err)
+	return job
+}
+
+// rowVersion is the version (xmin) of record id's dead_letters row: it changes with each
+// rewrite of the row.
+func rowVersion(t *testing.T, pool *pgxpool.Pool, id int64) string {
+	t.Helper()
+	var v string
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT xmin::text FROM dead_letters WHERE id = $1`, id).Scan(&v))
+	return v
 }
