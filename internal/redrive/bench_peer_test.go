@@ -29,13 +29,13 @@ func BenchmarkWorkerVsPeer(b *testing.B) {
 	target := kafkatest.CreateTopic(b, e.bootstrap, benchPartitions, nil)
 	dlq := e.seedDLQ(b, 1, target)
 	dir := b.TempDir()
-	peer := func(acks string) func(b *testing.B) (time.Duration, float64) {
-		return func(b *testing.B) (time.Duration, float64) {
+	peer := func(acks string) func(b *testing.B) procRun {
+		return func(b *testing.B) procRun {
 			return e.runPeerPipe(b, goBuild(b, dir, "internal/tools/peerpipe"), dlq, target, acks)
 		}
 	}
-	sides := map[string]func(b *testing.B) (time.Duration, float64){
-		"ours": func(b *testing.B) (time.Duration, float64) {
+	sides := map[string]func(b *testing.B) procRun{
+		"ours": func(b *testing.B) procRun {
 			bin := os.Getenv("DLQ_BENCH_WORKER_BIN") // another build of dlq-worker, to compare
 			if bin == "" {
 				bin = goBuild(b, dir, "cmd/dlq-worker")
@@ -49,22 +49,18 @@ func BenchmarkWorkerVsPeer(b *testing.B) {
 	for range rounds {
 		for _, side := range order {
 			b.Run(side, func(b *testing.B) {
-				var took time.Duration
-				var peak float64
+				var runs procRuns
 				var lost, dup int64
 				for range b.N {
 					before := sum(e.highWatermarks(b, target))
-					d, mib := sides[side](b)
+					runs.add(sides[side](b))
 					landed := sum(e.highWatermarks(b, target)) - before
-					took, peak = took+d, max(peak, mib)
 					lost, dup = lost+max(0, int64(e.n)-landed), dup+max(0, landed-int64(e.n))
 				}
 				if lost > 0 || dup > 0 {
 					b.Logf("%s: %d records of %d backlogs lost, %d duplicated", side, lost, b.N, dup)
 				}
-				b.ReportMetric(float64(took.Nanoseconds())/float64(b.N), "ns/op")
-				b.ReportMetric(float64(b.N*e.n)/took.Seconds(), "rec/s")
-				b.ReportMetric(peak, "peak-MiB")
+				runs.report(b, e.n)
 				b.ReportMetric(float64(lost), "lost-rec")
 				b.ReportMetric(float64(dup), "dup-rec")
 			})
@@ -76,7 +72,7 @@ func BenchmarkWorkerVsPeer(b *testing.B) {
 // runPeerPipe runs peerpipe from dlq to target with a fresh group in delivery mode acks
 // ("none" or "all") and returns the time it reports and its peak RSS in MiB. It fails
 // unless the peer read the whole backlog; what landed is counted by the caller.
-func (e *benchEnv) runPeerPipe(b *testing.B, bin, dlq, target, acks string) (time.Duration, float64) {
+func (e *benchEnv) runPeerPipe(b *testing.B, bin, dlq, target, acks string) procRun {
 	b.StopTimer()
 	defer b.StartTimer()
 	var stderr bytes.Buffer
@@ -98,5 +94,5 @@ func (e *benchEnv) runPeerPipe(b *testing.B, bin, dlq, target, acks string) (tim
 	if stderr.Len() > 0 {
 		b.Logf("peerpipe: %s", stderr.Bytes())
 	}
-	return time.Duration(res.ElapsedMs * float64(time.Millisecond)), res.PeakMiB
+	return procRun{took: time.Duration(res.ElapsedMs * float64(time.Millisecond)), peakMiB: res.PeakMiB, cpu: cpuTime(cmd)}
 }

@@ -119,15 +119,15 @@ func BenchmarkWorker(b *testing.B) {
 	target := kafkatest.CreateTopic(b, e.bootstrap, benchPartitions, nil)
 	dlq := e.seedDLQ(b, 1, target)
 	dir := b.TempDir()
-	sides := map[string]func(b *testing.B) (time.Duration, float64){
-		"ours": func(b *testing.B) (time.Duration, float64) {
+	sides := map[string]func(b *testing.B) procRun{
+		"ours": func(b *testing.B) procRun {
 			bin := os.Getenv("DLQ_BENCH_WORKER_BIN") // another build of dlq-worker, to compare
 			if bin == "" {
 				bin = goBuild(b, dir, "cmd/dlq-worker")
 			}
 			return e.runWorker(b, bin, dlq)
 		},
-		"raw": func(b *testing.B) (time.Duration, float64) {
+		"raw": func(b *testing.B) procRun {
 			return e.runRawPipe(b, goBuild(b, dir, "internal/tools/rawpipe"), dlq, target)
 		},
 	}
@@ -135,15 +135,11 @@ func BenchmarkWorker(b *testing.B) {
 	for range rounds {
 		for _, side := range order {
 			b.Run(side, func(b *testing.B) {
-				var took time.Duration
-				var peak float64
+				var runs procRuns
 				for range b.N {
-					d, mib := sides[side](b)
-					took, peak = took+d, max(peak, mib)
+					runs.add(sides[side](b))
 				}
-				b.ReportMetric(float64(took.Nanoseconds())/float64(b.N), "ns/op")
-				b.ReportMetric(float64(b.N*e.n)/took.Seconds(), "rec/s")
-				b.ReportMetric(peak, "peak-MiB")
+				runs.report(b, e.n)
 			})
 		}
 		slices.Reverse(order)
@@ -286,10 +282,45 @@ func writeWorkerConfig(b *testing.B, dbURL, bootstrap string, rc routes.Config) 
 	return path
 }
 
+// procRun is what one run of a process reports: the time it took for the backlog, its
+// peak RSS in MiB, and the CPU time (user and system, every thread) of the whole process,
+// its start, group join and exit included.
+type procRun struct {
+	took    time.Duration
+	peakMiB float64
+	cpu     time.Duration
+}
+
+// procRuns adds up the runs of one side in one round.
+type procRuns struct {
+	n         int
+	took, cpu time.Duration
+	peakMiB   float64
+}
+
+func (r *procRuns) add(run procRun) {
+	r.n++
+	r.took, r.cpu, r.peakMiB = r.took+run.took, r.cpu+run.cpu, max(r.peakMiB, run.peakMiB)
+}
+
+// report reports the runs of a backlog of records each: rec/s, peak-MiB and cpu-us/rec,
+// the process's CPU time per record, which a busy machine skews less than its rate.
+func (r *procRuns) report(b *testing.B, records int) {
+	b.ReportMetric(float64(r.took.Nanoseconds())/float64(r.n), "ns/op")
+	b.ReportMetric(float64(r.n*records)/r.took.Seconds(), "rec/s")
+	b.ReportMetric(r.peakMiB, "peak-MiB")
+	b.ReportMetric(float64(r.cpu.Microseconds())/float64(r.n*records), "cpu-us/rec")
+}
+
+// cpuTime is the CPU time of the exited process of cmd.
+func cpuTime(cmd *exec.Cmd) time.Duration {
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
 // runWorker runs the binary on a fresh schema and group until the group committed the
-// whole DLQ, stops it, and returns the time its runs took (every record redriven) and its
-// peak RSS in MiB, read just before SIGTERM.
-func (e *benchEnv) runWorker(b *testing.B, bin, dlq string) (time.Duration, float64) {
+// whole DLQ, stops it, and returns the time its runs took (every record redriven), its
+// peak RSS, read just before SIGTERM, and its CPU time.
+func (e *benchEnv) runWorker(b *testing.B, bin, dlq string) procRun {
 	b.StopTimer()
 	defer b.StartTimer()
 	_, url := storetest.NewWithURL(b)
@@ -345,7 +376,7 @@ func (e *benchEnv) runWorker(b *testing.B, bin, dlq string) (time.Duration, floa
 		log, _ := os.ReadFile(logPath)
 		b.Fatalf("runs redrove %d records, want %d: %v\nworker log:\n%s", redriven, e.n, err, log)
 	}
-	return took, peak
+	return procRun{took: took, peakMiB: peak, cpu: cpuTime(cmd)}
 }
 
 // runTime adds up the worker's "run finished" lines that did some work: their elapsed
@@ -379,8 +410,8 @@ func runTime(logPath string) (time.Duration, int64, error) {
 }
 
 // runRawPipe runs rawpipe from dlq to target with a fresh group and returns the time it
-// reports and its peak RSS in MiB.
-func (e *benchEnv) runRawPipe(b *testing.B, bin, dlq, target string) (time.Duration, float64) {
+// reports, its peak RSS and its CPU time.
+func (e *benchEnv) runRawPipe(b *testing.B, bin, dlq, target string) procRun {
 	b.StopTimer()
 	defer b.StartTimer()
 	var stderr bytes.Buffer
@@ -398,5 +429,5 @@ func (e *benchEnv) runRawPipe(b *testing.B, bin, dlq, target string) (time.Durat
 	if err := json.Unmarshal(out, &res); err != nil || res.Records != int64(e.n) {
 		b.Fatalf("rawpipe moved %d records, want %d: %v\n%s", res.Records, e.n, err, out)
 	}
-	return time.Duration(res.ElapsedMs * float64(time.Millisecond)), res.PeakMiB
+	return procRun{took: time.Duration(res.ElapsedMs * float64(time.Millisecond)), peakMiB: res.PeakMiB, cpu: cpuTime(cmd)}
 }
