@@ -151,17 +151,13 @@ func sameSpec(a, b JobSpec) bool {
 		a.TargetTopic == b.TargetTopic && a.ResetRetry == b.ResetRetry && a.RatePerSecond == b.RatePerSecond
 }
 
-// lockReservable locks the records and checks that each can be reserved. The rows are
-// locked first, in id order, and only then checked by a second statement: under READ
-// COMMITTED that statement sees a job a concurrent reservation committed while we waited
-// for the lock.
+// lockReservable locks the records and checks that each can be reserved. Their lease
+// keys and rows are taken first (lockRecords), and only then checked by a second
+// statement: under READ COMMITTED that statement sees a job a concurrent reservation, or
+// a lease, committed while we waited.
 func lockReservable(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) error {
-	locked, err := tx.Query(ctx, sqlLockRecords, ids)
+	n, err := lockRecords(ctx, tx, ids)
 	if err != nil {
-		return err
-	}
-	n := 0
-	if _, err := pgx.ForEachRow(locked, []any{new(int64)}, func() error { n++; return nil }); err != nil {
 		return err
 	}
 	if n != len(ids) {
@@ -230,7 +226,7 @@ func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit in
 	var rows pgx.Rows
 	var err error
 	if job.Filter != nil {
-		cond, args := job.Filter.whereProbing([]any{afterID, limit, job.ID})
+		cond, args := job.Filter.whereInPage([]any{afterID, limit, job.ID})
 		rows, err = s.pool.Query(ctx, fmt.Sprintf(sqlJobRecordsByFilter, cond), args...)
 	} else {
 		rows, err = s.pool.Query(ctx, sqlJobRecordsByIDs, afterID, limit, job.RecordIDs)
@@ -252,20 +248,15 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 	if owner == "" || lease <= 0 {
 		return nil, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
 	}
-	begun := make(map[int64]string, len(ids))
+	var begun map[int64]string
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, sqlBeginReplays, ids, now, actor.Name, owner, now.Add(lease), jobID,
-			strconv.FormatInt(jobID, 10)+"-", nil)
-		if err != nil {
-			return err
-		}
-		var id int64
-		var replayID string
-		if _, err := pgx.ForEachRow(rows, []any{&id, &replayID}, func() error { begun[id] = replayID; return nil }); err != nil {
+		var err error
+		if begun, err = beginReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID,
+			strconv.FormatInt(jobID, 10)+"-", nil); err != nil {
 			return err
 		}
 		leased := make([]int64, 0, len(begun))
@@ -306,20 +297,23 @@ func (s *Store) FinishReplays(ctx context.Context, jobID int64, owner string, do
 	for i, d := range done {
 		ids[i], topics[i], partitions[i], offsets[i] = d.ID, d.Produced.Topic, d.Produced.Partition, d.Produced.Offset
 	}
-	return s.batchTransition(ctx, jobID, actor, "finish_replay", ids, sqlHashJoin, sqlFinishReplays, owner, topics, partitions, offsets)
+	return s.batchTransition(ctx, jobID, actor, "finish_replay", ids, hashJoin, sqlFinishReplays, owner, topics, partitions, offsets)
 }
 
 // AbortReplays returns records owner replays that were not produced: with reason (why they
 // cannot go) they are parked with it; without, each goes back to the status it had when
 // its job leased it (parked, or scheduled with its due time), with the reason it had.
 func (s *Store) AbortReplays(ctx context.Context, jobID int64, owner string, ids []int64, reason Reason, actor Actor) (int, error) {
-	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, "", sqlAbortReplays, owner, string(reason))
+	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, nil, sqlAbortReplays, owner, string(reason))
 }
 
 // DiscardRecords discards the records of ids that are parked or scheduled (and not claimed
 // by a redrive or held by a replay) for job, and returns how many it discarded.
 func (s *Store) DiscardRecords(ctx context.Context, jobID int64, ids []int64, actor Actor) (int, error) {
-	return s.batchTransition(ctx, jobID, actor, "discard", ids, sqlLockRecords, sqlDiscardRecords, jobID)
+	return s.batchTransition(ctx, jobID, actor, "discard", ids, func(ctx context.Context, tx pgx.Tx, ids []int64) error {
+		_, err := lockRecords(ctx, tx, ids)
+		return err
+	}, sqlDiscardRecords, jobID)
 }
 
 // changedIDs runs query, which returns the ids it changed first in each row, and returns
@@ -345,18 +339,19 @@ func changedIDs(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]in
 }
 
 // batchTransition runs query ($1 ids, $2 now, $3 actor, then args), which returns the ids
-// it changed, with one audit row for the batch. before, unless empty, runs first with $1
-// ids: sqlLockRecords locks the rows of ids, in a statement of its own, so that query sees
-// a replay lease committed while it waited; sqlHashJoin settles query's plan.
-func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64, before, query string, args ...any) (int, error) {
+// it changed, with one audit row for the batch. before, unless nil, runs first with ids:
+// lockRecords takes their lease keys and rows, in statements of their own, so that query
+// sees a replay lease committed while it waited; hashJoin settles query's plan.
+func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64,
+	before func(context.Context, pgx.Tx, []int64) error, query string, args ...any) (int, error) {
 	var changed []int64
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
 			return err
 		}
-		if before != "" {
-			if _, err := tx.Exec(ctx, before, ids); err != nil {
+		if before != nil {
+			if err := before(ctx, tx, ids); err != nil {
 				return err
 			}
 		}
@@ -419,8 +414,13 @@ func (s *Store) ReleaseJob(ctx context.Context, id int64, owner string) error {
 // estimated at one row) scanned the whole table for each of the batch's records.
 // sqlHashJoin keeps sqlFinishReplays from joining the batch's outcomes to its leases by a
 // nested loop: when stale statistics estimate the leases at one row, that loop unnests
-// the outcome arrays once per lease (seconds per batch). $1 ids, unused.
-const sqlHashJoin = `SELECT set_config('enable_nestloop', 'off', true) WHERE $1::bigint[] IS NOT NULL`
+// the outcome arrays once per lease (seconds per batch).
+const sqlHashJoin = `SELECT set_config('enable_nestloop', 'off', true)`
+
+func hashJoin(ctx context.Context, tx pgx.Tx, _ []int64) error {
+	_, err := tx.Exec(ctx, sqlHashJoin)
+	return err
+}
 
 const sqlBatchSettings = `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)`
 
@@ -459,35 +459,62 @@ const (
 	activeJobOfLease = `EXISTS (SELECT 1 FROM jobs j WHERE j.id = l.job_id AND j.status IN ('pending', 'running'))`
 )
 
-// $1 ids, $2 now, $3 actor, $4 owner, $5 lease until, $6 job (NULL: none), $7 replay id
-// prefix, $8 replay id (NULL: the prefix and the record id). A record is leased when no
+// $1 ids, $2 now, $3 owner, $4 lease until, $5 job (NULL: none), $6 replay id prefix, $7
+// replay id (NULL: the prefix and the record id). A record is leased when no
 // replay holds it and it is reservable and not reserved by another active job; when an
 // earlier holder of the same job holds it (the caller holds the job, sqlJobHeld in the
 // same transaction, so that holder lost it), keeping its replay id; or when a job that
 // ended left it under an expired lease. A replay that holds its outcome (replayed_at) is
-// never leased again. The rows are locked, so that a writer that locks them first and then checks
-// (lockReservable) sees the lease, and a scheduled row carries the lease in its
-// lease_until, so that no redrive claims it. It returns the leased ids and replay ids.
-const sqlBeginReplays = `WITH held AS (
-		SELECT d.id, l.job_id AS held_by, l.replay_id AS held_replay_id
-		FROM dead_letters d LEFT JOIN LATERAL (
-			SELECT * FROM replay_leases l WHERE l.record_id = d.id OFFSET 0) l ON true
-		WHERE d.id = ANY($1) AND (
-			l.record_id IS NULL AND ` + reservable + `
-				AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `)
-			OR l.replayed_at IS NULL AND l.job_id = $6
-			OR l.replayed_at IS NULL AND l.until <= $2 AND NOT ` + activeJobOfLease + `)
-		ORDER BY d.id
-		FOR NO KEY UPDATE OF d),
-	scheduled AS (
-		UPDATE dead_letters d SET lease_owner = $4, lease_until = $5, changed_at = $2, changed_by = $3
-		FROM held h WHERE d.id = h.id AND d.status = 'scheduled')
-	INSERT INTO replay_leases AS l (record_id, job_id, owner, until, replay_id)
-	SELECT id, $6, $4, $5, coalesce($8, CASE WHEN held_by = $6 THEN held_replay_id ELSE $7 || id::text END) FROM held
+// never leased again. The record's row is not locked: the lease key is the lock (see
+// BeginReplays), and sqlRecheckReplays confirms the new leases on a later snapshot. It
+// returns the leased ids, their replay ids, and whether each lease is new (xmax = 0: an
+// insert, not the update of a lease taken over).
+const sqlLeaseReplays = `INSERT INTO replay_leases AS l (record_id, job_id, owner, until, replay_id)
+	SELECT d.id, $5, $3, $4, coalesce($7, CASE WHEN h.job_id = $5 THEN h.replay_id ELSE $6 || d.id::text END)
+	FROM dead_letters d LEFT JOIN LATERAL (
+		SELECT * FROM replay_leases h WHERE h.record_id = d.id OFFSET 0) h ON true
+	WHERE d.id = ANY($1) AND (
+		h.record_id IS NULL AND ` + reservable + `
+			AND (d.job_id IS NULL OR d.job_id = $5 OR NOT ` + activeJobOfRow + `)
+		OR h.replayed_at IS NULL AND h.job_id = $5
+		OR h.replayed_at IS NULL AND h.until <= $2
+			AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = h.job_id AND j.status IN ('pending', 'running')))
+	ORDER BY d.id
 	ON CONFLICT (record_id) DO UPDATE SET job_id = excluded.job_id, owner = excluded.owner, until = excluded.until,
 		replay_id = excluded.replay_id
-		WHERE l.replayed_at IS NULL AND (l.job_id = $6 OR l.until <= $2 AND NOT ` + activeJobOfLease + `)
-	RETURNING record_id, replay_id`
+		WHERE l.replayed_at IS NULL AND (l.job_id = $5 OR l.until <= $2 AND NOT ` + activeJobOfLease + `)
+	RETURNING record_id, replay_id, xmax = 0`
+
+// $1 new leases, $2 now, $3 actor, $4 owner, $5 lease until, $6 job (NULL: none), $7
+// leases taken over. A statement of its own, on a snapshot taken after sqlLeaseReplays
+// ended: it sees every writer that committed before (one that held a lease key the
+// insert waited for, above all). A new lease stays when its record is still parked and
+// not reserved by another active job, or still scheduled and not claimed by a redrive:
+// its row then carries the lease in lease_until, so that no redrive claims it (the UPDATE
+// waits for a claim in progress and re-reads the row it committed). A scheduled record
+// taken over carries its new holder. It deletes the other new leases and returns their
+// ids.
+const sqlRecheckReplays = `WITH kept AS (
+		UPDATE dead_letters d SET lease_owner = $4, lease_until = $5, changed_at = $2, changed_by = $3
+		WHERE d.status = 'scheduled' AND (d.id = ANY($7) OR d.id = ANY($1)
+			AND (d.lease_until IS NULL OR d.lease_until <= $2)
+			AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `))
+		RETURNING d.id)
+	DELETE FROM replay_leases l WHERE l.record_id = ANY($1) AND l.owner = $4
+		AND l.record_id NOT IN (SELECT id FROM kept)
+		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.id = l.record_id AND d.status = 'parked'
+			AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `))
+	RETURNING l.record_id`
+
+// sqlGuard takes the lease keys of $1 for a writer that must not change a record a replay
+// holds; it returns the keys it took (no lease holds those). sqlUnguard deletes them in
+// the same transaction: the key stays taken until commit all the same (see lockRecords).
+const (
+	sqlGuard = `INSERT INTO replay_leases (record_id, owner, until)
+	SELECT id, '', '-infinity' FROM unnest($1::bigint[]) id ORDER BY id
+	ON CONFLICT (record_id) DO NOTHING RETURNING record_id`
+	sqlUnguard = `DELETE FROM replay_leases WHERE record_id = ANY($1)`
+)
 
 // $1 ids, $2 now, $3 actor, $4 owner, then parallel arrays of topic, partition, offset in
 // the order of $1: each record whose lease owner holds is replayed: its lease keeps where
@@ -545,23 +572,22 @@ const sqlAbortReplays = `WITH gone AS (
 		FROM gone g WHERE d.id = g.record_id)
 	SELECT record_id FROM gone`
 
-// $1 ids, $2 now, $3 actor, $4 job. The rows are locked first by sqlLockRecords, so that
-// a lease committed meanwhile is seen.
+// $1 ids, $2 now, $3 actor, $4 job. The lease keys and rows are taken first
+// (lockRecords), so that a lease committed meanwhile is seen.
 const sqlDiscardRecords = `UPDATE dead_letters d SET status = 'discarded', job_id = $4, changed_at = $2, changed_by = $3
 	WHERE d.id = ANY($1) AND ` + reservable + `
 		AND (d.job_id IS NULL OR d.job_id = $4 OR NOT ` + activeJobOfRow + `)
 		AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = d.id)
 	RETURNING d.id`
 
-// $1 after id, $2 limit, $3 job, then the filter's parameters. A job's leases are probed
-// row by row (OFFSET 0, see leasedProbe): a running job may hold a hundred thousand.
-const sqlJobRecordsByFilter = `SELECT ` + rowColumns + ` FROM dead_letters
-	WHERE id > $1 AND (%s OR job_id = $3 AND status IN ('replayed', 'discarded')
-		OR EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id AND l.job_id = $3 OFFSET 0))
+// $1 after id, $2 limit, $3 job, then the filter's parameters: the rows the filter
+// selects, those the job finished, and those it leased (a crashed holder's).
+const sqlJobRecordsByFilter = `SELECT ` + rowColumns + ` FROM ` + jobPage + `
+	WHERE id > $1 AND (%s OR job_id = $3 AND status IN ('replayed', 'discarded') OR lp.lease_job = $3)
 	ORDER BY id LIMIT $2`
 
 // $1 after id, $2 limit, $3 ids.
-const sqlJobRecordsByIDs = `SELECT ` + rowColumns + ` FROM dead_letters
+const sqlJobRecordsByIDs = `SELECT ` + rowColumns + ` FROM ` + jobPage + `
 	WHERE id > $1 AND id = ANY($3) ORDER BY id LIMIT $2`
 
 const sqlReleaseJob = `UPDATE jobs SET lease_until = $3, updated_at = $3

@@ -35,6 +35,7 @@ func TestReplayLeaseLeavesTheRowAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, leased, 4)
 	require.Equal(t, before, version(1), "leasing a parked record writes no new version of its row")
+	require.Equal(t, "0", rowLocker(t, pool, 1), "nor a lock: the lease key is the lock")
 	for id := int64(1); id <= 4; id++ {
 		rec, err := s.Get(ctx, id)
 		require.NoError(t, err)
@@ -280,6 +281,15 @@ func claimedReplay(t *testing.T, s *store.Store, dlqTopic string, actor store.Ac
 	_, err = s.ClaimJob(ctx, "w1", time.Minute)
 	require.NoError(t, err)
 	return job
+}
+
+// rowLocker is the xmax of record id's dead_letters row: "0" until a transaction deletes,
+// updates or locks it (FOR UPDATE and the like write their transaction id there).
+func rowLocker(t *testing.T, pool *pgxpool.Pool, id int64) string {
+	t.Helper()
+	var v string
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT xmax::text FROM dead_letters WHERE id = $1`, id).Scan(&v))
+	return v
 }
 
 // rowVersion is the version (xmin) of record id's dead_letters row: it changes with each

@@ -34,10 +34,10 @@ type Filter struct {
 // args as numbered parameters: filter values never become SQL text.
 func (f *Filter) where(args []any) (string, []any) { return f.render(args, leased) }
 
-// whereProbing is where for a page of a job's records, read while the job's leases pile
-// up: whether a record is leased is one probe of replay_leases' primary key per row
-// considered, never a scan of the whole table (a hashed subplan) per page.
-func (f *Filter) whereProbing(args []any) (string, []any) { return f.render(args, leasedProbe) }
+// whereInPage is where for a page of a job's records (FROM jobPage), read while the job's
+// leases pile up: whether a record is leased is the row's one probe of replay_leases'
+// primary key, never a scan of the whole table (a hashed subplan) per page.
+func (f *Filter) whereInPage(args []any) (string, []any) { return f.render(args, leasedInPage) }
 
 // render is where with isLeased as the test of a record's lease.
 func (f *Filter) render(args []any, isLeased string) (string, []any) {

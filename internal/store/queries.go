@@ -7,15 +7,24 @@ package store
 const recordColumns = recordLead + `key, value, header_keys, header_values,` + recordTrail
 
 // rowColumns is a whole record as its dead_letters row has it, without its replay lease
-// unless that holds the replay's outcome: what a job reads in bulk. A record a replay
-// holds reads as its row has it, parked or scheduled; a replayed one as replayed by its
-// lease's job, folded into its row or not.
+// unless that holds the replay's outcome: what a job reads in bulk, FROM jobPage. A record
+// a replay holds reads as its row has it, parked or scheduled; a replayed one as replayed
+// by its lease's job, folded into its row or not.
 const rowColumns = recordLead + `key, value, header_keys, header_values,
 	retry_count, error_class, error_message, reason,
-	coalesce((SELECT 'replayed' FROM replay_leases l WHERE l.record_id = dead_letters.id AND l.replayed_at IS NOT NULL), status),
+	CASE WHEN lp.lease_done THEN 'replayed' ELSE status END,
 	route, due_at, lease_owner, lease_until, target_topic, produced_partition, produced_offset, replay_id,
-	coalesce((SELECT l.job_id FROM replay_leases l WHERE l.record_id = dead_letters.id AND l.replayed_at IS NOT NULL), job_id),
+	CASE WHEN lp.lease_done THEN lp.lease_job ELSE job_id END,
 	stored_at, changed_at, changed_by, octet_length(key), octet_length(value)`
+
+// jobPage is dead_letters with the replay lease of each row (lp: lease_job, lease_done;
+// NULLs without one), probed once per row by its key: a page of a job reads each record's
+// lease once, where a probe per use (the status, the job, the filter's test, the job's
+// own leases) read it four times. OFFSET 0 keeps the planner from hashing the whole
+// lease table, which a running job fills faster than its statistics follow.
+const jobPage = `dead_letters LEFT JOIN LATERAL (
+		SELECT l.job_id AS lease_job, l.replayed_at IS NOT NULL AS lease_done
+		FROM replay_leases l WHERE l.record_id = dead_letters.id OFFSET 0) lp ON true`
 
 // summaryColumns is a record without its key, value and headers, in recordColumns' shape:
 // what a listing reads, so that a page of 1 MiB records costs what a page of small ones does.
@@ -52,9 +61,8 @@ const derivedStatus = `CASE ` + ofLease + `replayed_at IS NULL` + leaseEnd + `
 // its status, and no other transition may take it.
 const leased = `EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id)`
 
-// leasedProbe is leased evaluated row by row: OFFSET 0 keeps the planner from turning it
-// into a hashed subplan, which reads all of replay_leases once per statement.
-const leasedProbe = `EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id OFFSET 0)`
+// leasedInPage is leased for a row of jobPage: its lease was probed already.
+const leasedInPage = `lp.lease_done IS NOT NULL`
 
 // ofLease is the start of a read of a column of the lease on a dead_letters row (named
 // so), NULL without one: ofLease + "owner" + leaseEnd. ofOpenLease + "owner" + openLeaseEnd

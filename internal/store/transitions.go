@@ -39,8 +39,14 @@ func (s *Store) BeginReplay(ctx context.Context, id int64, lease ReplayLease, ac
 	if lease.Owner == "" || lease.Duration <= 0 {
 		return Record{}, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
 	}
-	return s.leaseTransition(ctx, id, actor, "begin_replay", lease.JobID, sqlBeginReplays,
-		lease.Owner, s.now().Add(lease.Duration), nullIfZeroID(lease.JobID), nil, nullIfEmpty(lease.ReplayID))
+	return s.audited(ctx, id, actor, "begin_replay", lease.JobID, func(tx pgx.Tx, now time.Time) (Record, int64, error, error) {
+		begun, err := beginReplays(ctx, tx, []int64{id}, now, actor.Name, lease.Owner, now.Add(lease.Duration),
+			nullIfZeroID(lease.JobID), nil, nullIfEmpty(lease.ReplayID))
+		if err != nil {
+			return Record{}, 0, nil, err
+		}
+		return s.reread(ctx, tx, id, len(begun))
+	})
 }
 
 // FinishReplay records where a replaying record was produced.
@@ -65,25 +71,30 @@ func (s *Store) leaseTransition(ctx context.Context, id int64, actor Actor, acti
 		if err != nil {
 			return Record{}, 0, nil, err
 		}
-		rec, err := scanRecord(tx.QueryRow(ctx, sqlGetRecord, id))
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return rec, int64(len(changed)), ErrNotFound, nil
-		case err != nil:
-			return rec, 0, nil, err
-		case len(changed) == 0:
-			return rec, 0, ErrConflict, nil
-		}
-		return rec, int64(len(changed)), nil, nil
+		return s.reread(ctx, tx, id, len(changed))
 	})
 }
 
-// transition runs query with $1 id, $2 now, $3 actor name and then args. The row is locked
-// first, in a statement of its own, so that query sees a replay lease committed while it
-// waited.
+// reread reads record id after a lease statement changed n rows, for audited.
+func (s *Store) reread(ctx context.Context, tx pgx.Tx, id int64, n int) (Record, int64, error, error) {
+	rec, err := scanRecord(tx.QueryRow(ctx, sqlGetRecord, id))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return rec, int64(n), ErrNotFound, nil
+	case err != nil:
+		return rec, 0, nil, err
+	case n == 0:
+		return rec, 0, ErrConflict, nil
+	}
+	return rec, int64(n), nil, nil
+}
+
+// transition runs query with $1 id, $2 now, $3 actor name and then args. The record's
+// lease key and row are taken first (lockRecords), in statements of their own, so that
+// query sees a replay lease committed while it waited.
 func (s *Store) transition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
 	return s.audited(ctx, id, actor, action, jobID, func(tx pgx.Tx, now time.Time) (Record, int64, error, error) {
-		if _, err := tx.Exec(ctx, sqlLockRecords, []int64{id}); err != nil {
+		if _, err := lockRecords(ctx, tx, []int64{id}); err != nil {
 			return Record{}, 0, nil, err
 		}
 		rec, err := scanRecord(tx.QueryRow(ctx, query, append([]any{id, now, actor.Name}, args...)...))

@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The replay lease protocol. A replay holds a record by its row in replay_leases, keyed
+// by the record's id: the key is the lock. Leasing a page writes only those narrow rows,
+// never the record's wide dead_letters row (a row lock there wrote each row's xmax, dirtied
+// every heap page of the page and, after each checkpoint, a full-page image of it: ~1.4 MB
+// of WAL per 1,000 records and most of a lease's time).
+//
+// A lease (beginReplays) is two statements in one READ COMMITTED transaction:
+//  1. sqlLeaseReplays inserts the leases of the records its snapshot sees reservable;
+//  2. sqlRecheckReplays, on a new snapshot, deletes the new leases whose record is no
+//     longer reservable, and writes the lease into a scheduled record's row (lease_until),
+//     which a redrive's claim reads.
+//
+// A writer that must not change a record a replay holds (a discard, a reservation by a
+// job that names its records, retry-now) first takes the same keys (lockRecords): it
+// inserts a row for each id (ON CONFLICT DO NOTHING) and deletes it in the same
+// transaction, before anything else reads the table. PostgreSQL makes a later insert of
+// a key wait for the transaction that inserted it while that transaction is open, even
+// when that transaction deleted it again, so the key stays taken until the writer ends;
+// nobody ever sees the rows. The writer then locks the rows and checks, in statements of
+// their own, that no lease exists. Every ordering of a writer W and a lease L on a record:
+//   - L's insert first, W's key after: W's insert waits for L. If L commits, W's check
+//     (a later snapshot) sees the lease and W refuses; if L rolls back or its recheck
+//     dropped the lease, W goes on.
+//   - W's key first, L's insert after: L's insert waits for W. When W ends its key row is
+//     gone and L inserts; L's recheck runs on a snapshot taken after W committed, so it
+//     sees the discard or the reservation and drops the lease.
+//   - W committed before L's insert began: L's snapshot already sees W's change.
+//   - L committed before W began: W's key insert meets the lease and W's check sees it.
+//
+// A redrive's claim takes no key: it claims only scheduled records, whose lease_until
+// the recheck's UPDATE writes (waiting for a claim in progress and re-reading the row it
+// committed), and it skips rows whose lease_until is in the future. Two leases of one
+// record (two jobs, a job and a single replay) meet on the key itself: the second waits,
+// then finds the first's lease and takes it only under the rules of sqlLeaseReplays.
+// Keys are always taken in id order, so two key takers never deadlock.
+
+// beginReplays leases ids for owner until until, under job ($6, nil for none), with the
+// replay ids prefix+id or replayID (when not nil; both nil: none): the two statements of the protocol above.
+// It returns the replay id of each record it leased.
+func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, actor, owner string, until time.Time, job, prefix, replayID any) (map[int64]string, error) {
+	rows, err := tx.Query(ctx, sqlLeaseReplays, ids, now, owner, until, job, prefix, replayID)
+	if err != nil {
+		return nil, err
+	}
+	begun := make(map[int64]string, len(ids))
+	var fresh, held []int64
+	var id int64
+	var rid *string // NULL: a lease without a replay id
+	var inserted bool
+	if _, err := pgx.ForEachRow(rows, []any{&id, &rid, &inserted}, func() error {
+		begun[id] = deref(rid)
+		if inserted {
+			fresh = append(fresh, id)
+		} else {
+			held = append(held, id)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if len(begun) == 0 {
+		return begun, nil
+	}
+	lost, err := changedIDs(ctx, tx, sqlRecheckReplays, fresh, now, actor, owner, until, job, held)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range lost {
+		delete(begun, id)
+	}
+	return begun, nil
+}
+
+// lockRecords takes the lease keys of ids (see the protocol above), then locks their rows
+// in id order, and returns how many rows exist. The statements that follow, each on a
+// snapshot of its own, see any lease committed before and no lease can start until the
+// transaction ends.
+func lockRecords(ctx context.Context, tx pgx.Tx, ids []int64) (int, error) {
+	guarded, err := changedIDs(ctx, tx, sqlGuard, ids)
+	if err != nil {
+		return 0, err
+	}
+	if len(guarded) > 0 {
+		if _, err := tx.Exec(ctx, sqlUnguard, guarded); err != nil {
+			return 0, err
+		}
+	}
+	locked, err := tx.Query(ctx, sqlLockRecords, ids)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	_, err = pgx.ForEachRow(locked, []any{new(int64)}, func() error { n++; return nil })
+	return n, err
+}

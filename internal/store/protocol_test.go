@@ -1,0 +1,232 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// The lease protocol (internal/store/leases.go) on the real database, each ordering of a
+// lease and a writer that must not change a leased record held open at its step: the
+// writer first (it holds the record's lease key while it commits; the lease waits for
+// it, then its recheck drops the lease), and the lease first (the writer waits for the
+// lease, then refuses). Every such writer: a discard, a discard job's batch, a
+// reservation by a job that names its records. Each ends with the record either leased or
+// changed by the writer, never both, and no lease row left behind by the loser.
+func TestLeaseAndWriterOneWins(t *testing.T) {
+	t.Parallel()
+	ada := store.Actor{Name: "ada"}
+	writers := map[string]func(ctx context.Context, s *store.Store, id int64) (bool, error){
+		"discard": func(ctx context.Context, s *store.Store, id int64) (bool, error) {
+			_, err := s.DiscardRecord(ctx, id, "no", ada)
+			return err == nil, refusedOrNil(err)
+		},
+		"discard transition": func(ctx context.Context, s *store.Store, id int64) (bool, error) {
+			_, err := s.Discard(ctx, id, ada)
+			return err == nil, refusedOrNil(err)
+		},
+		"discard job batch": func(ctx context.Context, s *store.Store, id int64) (bool, error) {
+			n, err := s.DiscardRecords(ctx, 0, []int64{id}, ada)
+			return n == 1, err
+		},
+		"reservation": func(ctx context.Context, s *store.Store, id int64) (bool, error) {
+			_, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobDiscard, RecordIDs: []int64{id}}}, ada)
+			return err == nil, refusedOrNil(err)
+		},
+	}
+	for name, write := range writers {
+		for _, writerFirst := range []bool{true, false} {
+			t.Run(name+map[bool]string{true: "/writer first", false: "/lease first"}[writerFirst], func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				_, s, pool := leaseStore(t)
+				_, err := s.StoreBatch(ctx, parked("dlq.proto", 0, 1), nil)
+				require.NoError(t, err)
+				job := claimedReplay(t, s, "dlq.proto", ada)
+				type leaseResult struct {
+					leased map[int64]string
+					err    error
+				}
+				leased := make(chan leaseResult, 1)
+				lease := func() {
+					l, err := s.BeginReplays(ctx, job.ID, []int64{1}, "w1", time.Minute, ada)
+					leased <- leaseResult{l, err}
+				}
+				type writeResult struct {
+					changed bool
+					err     error
+				}
+				wrote := make(chan writeResult, 1)
+				writeIt := func() {
+					changed, err := write(ctx, s, 1)
+					wrote <- writeResult{changed, err}
+				}
+				// Both write an audit row last: a lock on audit_log holds the first one
+				// open there, its lease key taken, until the second waits for it.
+				release, me := blockAudit(t, pool)
+				first, second := lease, writeIt
+				if writerFirst {
+					first, second = writeIt, lease
+				}
+				go first()
+				firstPID := waitBlockedBy(t, pool, me)
+				go second()
+				waitBlockedBy(t, pool, firstPID)
+				release()
+
+				l, w := <-leased, <-wrote
+				require.NoError(t, l.err)
+				require.NoError(t, w.err)
+				require.NotEqual(t, w.changed, len(l.leased) == 1, "exactly one wins")
+				require.Equal(t, writerFirst, w.changed, "the first one wins")
+				rec, err := s.Get(ctx, 1)
+				require.NoError(t, err)
+				var leases int
+				require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM replay_leases`).Scan(&leases))
+				if writerFirst {
+					require.Zero(t, leases, "the lease's recheck dropped it")
+					require.NotEqual(t, store.StatusReplaying, rec.Status)
+				} else {
+					require.Equal(t, 1, leases)
+					require.Equal(t, store.StatusReplaying, rec.Status)
+					require.Equal(t, job.ID, rec.JobID)
+				}
+			})
+		}
+	}
+}
+
+// A redrive's claim takes no lease key: it claims scheduled records, and one that commits
+// between a lease's insert and its recheck makes the recheck drop the lease (the recheck
+// waits for the claim's row lock, then reads the row the claim committed).
+func TestClaimBetweenLeaseAndRecheckWins(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock, s, pool := leaseStore(t)
+	ada := store.Actor{Name: "ada"}
+	_, err := s.StoreBatch(ctx, scheduled("dlq.claim", 0, 1, clock.Now().Add(-time.Minute)), nil)
+	require.NoError(t, err)
+	job := claimedReplay(t, s, "dlq.claim", ada)
+
+	claim, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = claim.Rollback(ctx) }()
+	var me int
+	require.NoError(t, claim.QueryRow(ctx, `SELECT pg_backend_pid() FROM dead_letters WHERE id = 1 FOR UPDATE`).Scan(&me))
+	type leaseResult struct {
+		leased map[int64]string
+		err    error
+	}
+	leased := make(chan leaseResult, 1)
+	go func() {
+		l, err := s.BeginReplays(ctx, job.ID, []int64{1}, "w1", time.Minute, ada)
+		leased <- leaseResult{l, err}
+	}()
+	waitBlockedBy(t, pool, me) // its lease inserted, its recheck waiting for the row
+	var inserted bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM replay_leases)`).Scan(&inserted))
+	require.False(t, inserted, "uncommitted: nobody sees it")
+	_, err = claim.Exec(ctx, `UPDATE dead_letters SET lease_owner = 'redrive/1', lease_until = $2 WHERE id = $1`,
+		1, clock.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, claim.Commit(ctx))
+
+	l := <-leased
+	require.NoError(t, l.err)
+	require.Empty(t, l.leased, "the claim won")
+	require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM replay_leases)`).Scan(&inserted))
+	require.False(t, inserted, "the recheck dropped the lease")
+	rec, err := s.Get(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusScheduled, rec.Status)
+	require.Equal(t, "redrive/1", rec.LeaseOwner)
+}
+
+// A replay's outcome is written in place: the UPDATE of each lease row stays on the row's
+// page (a HOT update, no index entry), also when the job leased a whole page of records
+// at once and packed their leases into pages of their own (migration 00017).
+func TestReplayOutcomeStaysOnItsLeasePage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, s, pool := leaseStore(t)
+	ada := store.Actor{Name: "ada"}
+	const n = 1000
+	_, err := s.StoreBatch(ctx, parked("dlq.hot", 0, n), nil)
+	require.NoError(t, err)
+	job := claimedReplay(t, s, "dlq.hot", ada)
+	ids := make([]int64, n)
+	done := make([]store.Redriven, n)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+		done[i] = store.Redriven{ID: ids[i], Produced: store.Coordinates{Topic: "orders.replayed-somewhere", Partition: int32(i % 3), Offset: int64(i)}}
+	}
+	leased, err := s.BeginReplays(ctx, job.ID, ids, "w1", time.Minute, ada)
+	require.NoError(t, err)
+	require.Len(t, leased, n)
+	pages := func() map[int64]int64 {
+		rows, err := pool.Query(ctx, `SELECT record_id, (ctid::text::point)[0]::bigint FROM replay_leases`)
+		require.NoError(t, err)
+		out := map[int64]int64{}
+		for rows.Next() {
+			var id, page int64
+			require.NoError(t, rows.Scan(&id, &page))
+			out[id] = page
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	before := pages()
+	finished, err := s.FinishReplays(ctx, job.ID, "w1", done, ada)
+	require.NoError(t, err)
+	require.Equal(t, n, finished)
+	after := pages()
+	require.Len(t, after, n)
+	moved := 0
+	for id, page := range before {
+		if after[id] != page {
+			moved++
+		}
+	}
+	require.Zero(t, moved, "outcomes that left their lease's page (each wrote a new index entry)")
+}
+
+// blockAudit holds a lock on audit_log that makes every insert of an audit row wait, until
+// release; it returns release and the pid of the session holding the lock.
+func blockAudit(t *testing.T, pool *pgxpool.Pool) (release func(), pid int) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	_, err = tx.Exec(ctx, `LOCK TABLE audit_log IN SHARE MODE`)
+	require.NoError(t, err)
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+	return func() { require.NoError(t, tx.Commit(ctx)) }, pid
+}
+
+// waitBlockedBy waits until a session waits for a lock that session pid holds, and
+// returns the waiting session's pid.
+func waitBlockedBy(t *testing.T, pool *pgxpool.Pool, pid int) int {
+	t.Helper()
+	var waiting int
+	require.Eventually(t, func() bool {
+		err := pool.QueryRow(context.Background(),
+			`SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid)) LIMIT 1`, pid).Scan(&waiting)
+		return err == nil
+	}, time.Minute, 5*time.Millisecond, "nobody waits for session %d", pid)
+	return waiting
+}
+
+// refusedOrNil is nil for a refusal (ErrConflict), which the caller reports as no change.
+func refusedOrNil(err error) error {
+	if errors.Is(err, store.ErrConflict) {
+		return nil
+	}
+	return err
+}
