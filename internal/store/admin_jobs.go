@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // ErrIdempotencyKeyReused: the idempotency key was used for a different request.
@@ -218,7 +219,8 @@ func (s *Store) DiscardRecord(ctx context.Context, id int64, reason string, acto
 // crashed holder left behind (replaying, or finished before it saved its progress) and
 // which no longer match the filter's statuses. They are read as their rows are, without
 // their leases: a record a replay holds reads as parked or scheduled (BeginReplays
-// decides who may take it).
+// decides who may take it). Each holds only what a job needs (scanJobRecord): its id,
+// original topic and partition, timestamp, key, value, headers, route, status and job.
 func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit int) ([]Record, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
@@ -234,7 +236,45 @@ func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit in
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return collect(rows, scanRecord)
+	recs, err := scanJobRecords(rows, limit)
+	return recs, interpretError(err)
+}
+
+// scanJobRecords reads rows of jobRecordColumns into records. A page of a thousand 1 KiB
+// records is most of what a job's own process spends per record, so the row's values are
+// scanned into the same variables each time, and its headers as flat arrays, not through
+// scanRecord's every column and reflection on [][]byte.
+func scanJobRecords(rows pgx.Rows, limit int) ([]Record, error) {
+	out := make([]Record, 0, limit)
+	var (
+		r             Record
+		origTopic     *string
+		origPartition *int32
+		jobID         *int64
+		keys, values  pgtype.FlatArray[[]byte]
+	)
+	_, err := pgx.ForEachRow(rows, []any{&r.ID, &origTopic, &origPartition, &r.Timestamp, &r.Key, &r.Value,
+		&keys, &values, &r.Route, &r.Status, &jobID}, func() error {
+		rec := Record{ID: r.ID, JobID: deref(jobID)}
+		rec.Route = r.Route
+		rec.Status, rec.Key, rec.Value, rec.Timestamp = r.Status, r.Key, r.Value, r.Timestamp.UTC()
+		rec.Origin = Origin{Topic: deref(origTopic), Partition: -1, Offset: -1}
+		if origPartition != nil {
+			rec.Origin.Partition = *origPartition
+		}
+		if len(keys) != len(values) {
+			return fmt.Errorf("store: record %d has %d header keys and %d values", r.ID, len(keys), len(values))
+		}
+		if len(keys) > 0 {
+			rec.Headers = make([]Header, len(keys))
+			for i := range keys {
+				rec.Headers[i] = Header{Key: string(keys[i]), Value: values[i]}
+			}
+		}
+		out = append(out, rec)
+		return nil
+	})
+	return out, err
 }
 
 // BeginReplays leases the records of ids that can be replayed now for job: parked or
@@ -582,12 +622,12 @@ const sqlDiscardRecords = `UPDATE dead_letters d SET status = 'discarded', job_i
 
 // $1 after id, $2 limit, $3 job, then the filter's parameters: the rows the filter
 // selects, those the job finished, and those it leased (a crashed holder's).
-const sqlJobRecordsByFilter = `SELECT ` + rowColumns + ` FROM ` + jobPage + `
+const sqlJobRecordsByFilter = `SELECT ` + jobRecordColumns + ` FROM ` + jobPage + `
 	WHERE id > $1 AND (%s OR job_id = $3 AND status IN ('replayed', 'discarded') OR lp.lease_job = $3)
 	ORDER BY id LIMIT $2`
 
 // $1 after id, $2 limit, $3 ids.
-const sqlJobRecordsByIDs = `SELECT ` + rowColumns + ` FROM ` + jobPage + `
+const sqlJobRecordsByIDs = `SELECT ` + jobRecordColumns + ` FROM ` + jobPage + `
 	WHERE id > $1 AND id = ANY($3) ORDER BY id LIMIT $2`
 
 const sqlReleaseJob = `UPDATE jobs SET lease_until = $3, updated_at = $3

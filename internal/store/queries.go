@@ -6,16 +6,14 @@ package store
 // recordColumns is what scanRecord reads: a whole record.
 const recordColumns = recordLead + `key, value, header_keys, header_values,` + recordTrail
 
-// rowColumns is a whole record as its dead_letters row has it, without its replay lease
-// unless that holds the replay's outcome: what a job reads in bulk, FROM jobPage. A record
-// a replay holds reads as its row has it, parked or scheduled; a replayed one as replayed
-// by its lease's job, folded into its row or not.
-const rowColumns = recordLead + `key, value, header_keys, header_values,
-	retry_count, error_class, error_message, reason,
+// jobRecordColumns are what a job needs of a record (scanJobRecord), FROM jobPage: what to
+// produce and where, and whether the job finished it already. A record a replay holds
+// reads as its row has it, parked or scheduled; a replayed one as replayed by its lease's
+// job, folded into its row or not.
+const jobRecordColumns = `id, original_topic, original_partition, record_timestamp, key, value,
+	header_keys, header_values, route,
 	CASE WHEN lp.lease_done THEN 'replayed' ELSE status END,
-	route, due_at, lease_owner, lease_until, target_topic, produced_partition, produced_offset, replay_id,
-	CASE WHEN lp.lease_done THEN lp.lease_job ELSE job_id END,
-	stored_at, changed_at, changed_by, octet_length(key), octet_length(value)`
+	CASE WHEN lp.lease_done THEN lp.lease_job ELSE job_id END`
 
 // jobPage is dead_letters with the replay lease of each row (lp: lease_job, lease_done;
 // NULLs without one), probed once per row by its key: a page of a job reads each record's
@@ -263,17 +261,22 @@ const sqlRequestRun = `UPDATE route_controls SET run_requested_at = $2, updated_
 const sqlAckRunRequest = `UPDATE route_controls SET run_requested_at = NULL
 	WHERE route = $1 AND run_requested_at = $2`
 
-// The row's topics are its job's, else those of its records (” for a record without an
-// original topic), else NULL (any topic: routes, refusals before a record was found).
+// The row's topics are its job's, else those of its records ($4; ” for a record without
+// an original topic), else NULL (any topic: routes, refusals before a record was found).
+// $14 is what record_ids keeps (storedIDs).
 const sqlInsertAudit = `INSERT INTO audit_log (at, actor, action, record_ids, filter, job_id, route,
 		affected, outcome, request_id, reason, client_request_id, record_ranges, topics)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE
+	VALUES ($1, $2, $3, $14, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE
 		WHEN $6::bigint IS NOT NULL THEN (SELECT topics FROM jobs WHERE id = $6)
 		WHEN cardinality($4::bigint[]) > 0 THEN (SELECT array_agg(DISTINCT coalesce(original_topic, ''))
 			FROM dead_letters WHERE id = ANY($4))
 		END)`
 
-// $3 as in sqlListJobs.
-const sqlListAudit = `SELECT id, at, actor, action, record_ids, filter, job_id, route, affected, outcome,
+// $3 as in sqlListJobs. A row without record_ids (storedIDs) has its ids in its runs.
+const sqlListAudit = `SELECT id, at, actor, action,
+		CASE WHEN record_ids IS NULL AND record_ranges IS NOT NULL
+			THEN ARRAY(SELECT g FROM unnest(record_ranges) r, generate_series(lower(r), upper(r) - 1) g ORDER BY g)
+			ELSE record_ids END,
+		filter, job_id, route, affected, outcome,
 		request_id, reason, client_request_id
 	FROM audit_log WHERE id < $1 AND %s ORDER BY id DESC LIMIT $2`
