@@ -50,3 +50,38 @@ func TestHistoryFindsEachRecordOfARowByItsRuns(t *testing.T) {
 		require.Empty(t, history(id), "record %d", id)
 	}
 }
+
+// A row whose ids ascend keeps them only as their runs (record_ids NULL): a job's batch
+// of a thousand records is a few bytes instead of a compressed 8 KB array. The listing
+// reads every id back in order, and a row whose ids do not ascend keeps them as given.
+func TestAscendingIDsAreKeptAsTheirRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, url := storetest.NewWithURL(t)
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var batch []int64
+	for id := int64(1); id <= 1000; id++ {
+		if id%7 != 0 { // a few skipped, as a job's batch has them
+			batch = append(batch, id)
+		}
+	}
+	for _, e := range []store.AuditEntry{
+		{At: at, Actor: "ada", Action: "finish_replay", RecordIDs: batch, Affected: int64(len(batch)), Outcome: "ok"},
+		{At: at, Actor: "ada", Action: "create_replay_job", RecordIDs: []int64{12, 3, 3}, Outcome: "ok"},
+		{At: at, Actor: "ada", Action: "pause_route", Route: "r", Outcome: "ok"},
+	} {
+		require.NoError(t, s.Audit(ctx, e))
+	}
+	var stored int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE record_ids IS NOT NULL`).Scan(&stored))
+	require.Equal(t, 1, stored, "only the row whose ids do not ascend keeps its array")
+	entries, err := s.ListAudit(ctx, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+	require.Nil(t, entries[0].RecordIDs)
+	require.Equal(t, []int64{12, 3, 3}, entries[1].RecordIDs)
+	require.Equal(t, batch, entries[2].RecordIDs)
+}
