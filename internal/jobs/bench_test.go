@@ -1,9 +1,14 @@
 package jobs_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,8 +17,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
 	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -28,14 +35,23 @@ import (
 // settings, tracking nothing (both its figures are the same). The two take turns for DLQ_BENCH_ROUNDS rounds (default 3), the order swapped every
 // round, each side starting from the same vacuumed and analyzed table (the reset is not
 // timed), so that a slow spell of the shared machine does not decide the ratio; benchratio
-// takes the median of the per-round ratios.
+// takes the median of the per-round ratios. cpu-us/rec is the CPU each side spent per
+// record to the job's end, which the machine's load skews less than the rates: this
+// process's (both sides run in it; the idle runner's polling is counted in both) plus
+// that of the side's PostgreSQL sessions (db-cpu-us/rec, read from /proc when the server
+// runs on this host; not reported otherwise).
 func BenchmarkBulkReplay(b *testing.B) {
 	ctx := context.Background()
 	n := testenv.BenchSize(b, "DLQ_BENCH_RECORDS", 100_000, 1)
 	rounds := testenv.BenchSize(b, "DLQ_BENCH_ROUNDS", 3, 1)
 	bootstrap := testenv.KafkaBootstrap(b)
 	st, url := storetest.NewWithURL(b)
-	pool, err := pgxpool.New(ctx, url)
+	rc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc.ConnConfig.RuntimeParams["application_name"] = "bench-raw"
+	pool, err := pgxpool.NewWithConfig(ctx, rc)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,12 +73,16 @@ func BenchmarkBulkReplay(b *testing.B) {
 		b.Fatal(err)
 	}
 	pc.MaxConns = db.MaxConns
+	pc.ConnConfig.RuntimeParams["application_name"] = "bench-ours"
 	workerPool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(workerPool.Close)
-	startRunner(b, store.New(workerPool), "bench", 30*time.Second, jobstest.Route("orders"))
+	// It looks for jobs every 100 ms: dlq-worker's second would delay the job's start, and
+	// the tests' 20 ms made its idle slots' polling a fifth of the job process's CPU.
+	jobstest.StartRunner(b, jobs.Config{Store: store.New(workerPool), Routes: []routes.Config{jobstest.Route("orders")}, Owner: "bench",
+		Lease: 30 * time.Second, Poll: 100 * time.Millisecond})
 	// reset parks the rows again and vacuums away the dead versions that leaves.
 	reset := func(b *testing.B) {
 		for _, q := range []string{`UPDATE dead_letters SET status = 'parked', job_id = NULL, replay_id = NULL,
@@ -95,13 +115,20 @@ func BenchmarkBulkReplay(b *testing.B) {
 	for range rounds {
 		for _, side := range order {
 			b.Run(side, func(b *testing.B) {
-				var folding time.Duration
+				var folding, cpu, dbCPU time.Duration
+				dbKnown := true
 				for range b.N {
 					b.StopTimer()
 					reset(b)
+					db0, known0 := sessionsCPU(b, pool, "bench-"+side)
+					cpu0 := processCPU()
 					b.StartTimer()
 					sides[side](b)
 					b.StopTimer()
+					cpu += processCPU() - cpu0
+					db1, known1 := sessionsCPU(b, pool, "bench-"+side)
+					dbCPU += cpuSince(db0, db1)
+					dbKnown = dbKnown && known0 && known1
 					start := time.Now()
 					folded(b)
 					folding += time.Since(start)
@@ -109,6 +136,10 @@ func BenchmarkBulkReplay(b *testing.B) {
 				b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rec/s")
 				// Until every record's row says replayed: the job and the fold after it.
 				b.ReportMetric(float64(b.N*n)/(b.Elapsed()+folding).Seconds(), "folded-rec/s")
+				if dbKnown {
+					b.ReportMetric(float64((cpu+dbCPU).Microseconds())/float64(b.N*n), "cpu-us/rec")
+					b.ReportMetric(float64(dbCPU.Microseconds())/float64(b.N*n), "db-cpu-us/rec")
+				}
 			})
 		}
 		slices.Reverse(order)
@@ -208,4 +239,57 @@ func seed(b testing.TB, pool *pgxpool.Pool, n int) {
 		b.Fatal(err)
 	}
 	b.Logf("seeded %d records in %s", n, time.Since(start).Round(time.Millisecond))
+}
+
+// processCPU is this process's CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// sessionsCPU returns the CPU time so far of each PostgreSQL backend whose sessions are
+// named app, by pid, read from /proc/<pid>/stat: known is false when a backend's is not
+// readable (a server on another host).
+func sessionsCPU(b *testing.B, pool *pgxpool.Pool, app string) (cpu map[int32]time.Duration, known bool) {
+	rows, err := pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu = make(map[int32]time.Duration, len(pids))
+	for _, pid := range pids {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return nil, false
+		}
+		// The fields after the command name, which is in parentheses and may hold spaces:
+		// utime and stime are the 12th and 13th, in clock ticks (USER_HZ, 100 on Linux).
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 13 {
+			return nil, false
+		}
+		user, err1 := strconv.ParseInt(f[11], 10, 64)
+		sys, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, false
+		}
+		cpu[pid] = time.Duration(user+sys) * 10 * time.Millisecond
+	}
+	return cpu, true
+}
+
+// cpuSince is the CPU the backends of after spent since before (all of it for a backend
+// that started since).
+func cpuSince(before, after map[int32]time.Duration) time.Duration {
+	var d time.Duration
+	for pid, t := range after {
+		d += t - before[pid]
+	}
+	return d
 }
