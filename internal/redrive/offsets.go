@@ -183,14 +183,7 @@ func (l *ledger) storeLedgered(ps []*partition) {
 // ledgerNow writes the watermarks of ps to the ledger synchronously, for a commit now; on
 // failure the commit stops at the positions the ledger has.
 func (l *ledger) ledgerNow(ps []*partition) {
-	var ahead []*partition
-	var pos []store.Coordinates
-	for _, p := range ps {
-		if p.trk != nil && p.trk.Watermark() > p.ledgered {
-			ahead = append(ahead, p)
-			pos = append(pos, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: p.trk.Watermark()})
-		}
-	}
+	ahead, pos := aheadOfLedger(ps)
 	if len(pos) == 0 {
 		return
 	}
@@ -204,6 +197,18 @@ func (l *ledger) ledgerNow(ps []*partition) {
 	for i, p := range ahead {
 		l.landed(p, pos[i].Offset)
 	}
+}
+
+// aheadOfLedger returns the partitions of ps whose watermark is past the ledger's
+// position, and their watermarks as the positions to write.
+func aheadOfLedger(ps []*partition) (ahead []*partition, pos []store.Coordinates) {
+	for _, p := range ps {
+		if p.trk != nil && p.trk.Watermark() > p.ledgered {
+			ahead = append(ahead, p)
+			pos = append(pos, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: p.trk.Watermark()})
+		}
+	}
+	return ahead, pos
 }
 
 // positionTouchEvery is how often the worker marks the ledger positions of the partitions
@@ -443,6 +448,12 @@ func (l *ledger) offsetReset(p *partition, cause string) {
 // commits them (up to the ledger's position when PostgreSQL does not answer).
 func (l *ledger) commitNow(ps []*partition) error {
 	l.ledgerNow(ps)
+	return l.commitLedgered(ps)
+}
+
+// commitLedgered stores and synchronously commits the watermarks of ps up to the
+// ledger's positions.
+func (l *ledger) commitLedgered(ps []*partition) error {
 	var tps []kafka.TopicPartition
 	for _, p := range ps {
 		if p.trk != nil && min(p.trk.Watermark(), p.ledgered) > 0 {

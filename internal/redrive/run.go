@@ -237,7 +237,8 @@ func (w *worker) interruptRun(why string) {
 	w.log.Info().Int64("run_id", r.id).Str("why", why).Msg("run interrupted")
 }
 
-// finishRun commits, writes the ledger and ends the run.
+// finishRun ends the run: its ledger rows, the ledger positions of its last watermarks
+// and its finish in one PostgreSQL transaction, then the commit.
 func (w *worker) finishRun(ctx context.Context) {
 	r := w.run
 	var live []*partition
@@ -246,22 +247,10 @@ func (w *worker) finishRun(ctx context.Context) {
 			live = append(live, p)
 		}
 	}
-	if err := w.ledger.commitNow(live); err != nil {
-		// librdkafka commits the stored offsets again on its next auto-commit.
-		w.health.warnEvery("commit", err, "commit at the end of the run failed; it is retried in the background")
-	}
-	if !r.topicsDone { // once: the ledger and FinishRun below may be retried
+	if !r.topicsDone { // once: the end below may be retried
 		r.topicsDone = true
 		if err := w.topicsOK.missing(callTimeout); err != nil {
 			r.unread = append(r.unread, err.Error())
-		}
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-	defer cancel()
-	for _, p := range live {
-		if err := w.recordLedger(cctx, r, p); err != nil {
-			r.next = time.Now().Add(w.health.stall("store", err, "cannot write the run ledger; retrying"))
-			return
 		}
 	}
 	status, msg := store.RunSucceeded, ""
@@ -271,14 +260,21 @@ func (w *worker) finishRun(ctx context.Context) {
 	case len(r.unread) > 0:
 		status, msg = store.RunFailed, "not read to the high watermark: "+strings.Join(r.unread, "; ")
 	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancel()
 	var err error
 	if r.id == 0 {
 		err = w.store.FinishIdleRun(cctx, w.route.Name, w.instanceID, time.Since(r.started), status, msg)
-	} else if err = w.store.FinishRun(cctx, r.id, status, msg); errors.Is(err, store.ErrConflict) {
-		err = nil
+	} else {
+		err = w.endRun(cctx, r, live, status, msg)
+	}
+	// Also when PostgreSQL does not answer: up to what the ledger already holds.
+	if cerr := w.ledger.commitLedgered(live); cerr != nil {
+		// librdkafka commits the stored offsets again on its next auto-commit.
+		w.health.warnEvery("commit", cerr, "commit at the end of the run failed; it is retried in the background")
 	}
 	if err != nil {
-		r.next = time.Now().Add(w.health.stall("store", err, "cannot finish the run; retrying"))
+		r.next = time.Now().Add(w.health.stall("store", err, "cannot end the run in PostgreSQL (its ledger and finish); retrying"))
 		return
 	}
 	w.health.unstall()
@@ -322,21 +318,47 @@ func (w *worker) finishRun(ctx context.Context) {
 	}
 }
 
+// endRun writes the end of run r, which read live: the ledger row of each partition not
+// written yet, the positions of their watermarks past the ledger, and its status.
+func (w *worker) endRun(ctx context.Context, r *runState, live []*partition, status store.RunStatus, msg string) error {
+	ahead, pos := aheadOfLedger(live)
+	e := store.RunEnd{ID: r.id, Status: status, Error: msg, Group: w.route.Group, Positions: pos}
+	for _, p := range live {
+		if p.trk != nil && !p.counts.ledgerDone {
+			e.Ledger = append(e.Ledger, ledgerEntry(r, p))
+		}
+	}
+	if err := w.store.EndRun(ctx, e); err != nil && !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	for i, p := range ahead {
+		w.ledger.landed(p, pos[i].Offset)
+	}
+	for _, p := range live {
+		p.counts.ledgerDone = true
+	}
+	return nil
+}
+
 // recordLedger writes p's range of run r, once.
 func (w *worker) recordLedger(ctx context.Context, r *runState, p *partition) error {
 	if p.trk == nil || p.counts.ledgerDone {
 		return nil
 	}
-	to := p.trk.Watermark()
-	c := p.counts
-	e := store.LedgerEntry{RunID: r.id, Topic: p.key.topic, Partition: p.key.partition, From: p.from, To: max(to, p.from),
-		Redriven: c.redriven, Scheduled: c.scheduled, Parked: c.parked, Errors: c.errors}
-	e.Skipped = max(0, e.To-e.From-c.redriven-c.scheduled-c.parked)
-	if err := w.store.RecordLedger(ctx, e); err != nil && !errors.Is(err, store.ErrConflict) {
+	if err := w.store.RecordLedger(ctx, ledgerEntry(r, p)); err != nil && !errors.Is(err, store.ErrConflict) {
 		return err
 	}
 	p.counts.ledgerDone = true
 	return nil
+}
+
+// ledgerEntry is p's range of run r: from where the run started on it to its watermark.
+func ledgerEntry(r *runState, p *partition) store.LedgerEntry {
+	c := p.counts
+	e := store.LedgerEntry{RunID: r.id, Topic: p.key.topic, Partition: p.key.partition, From: p.from, To: max(p.trk.Watermark(), p.from),
+		Redriven: c.redriven, Scheduled: c.scheduled, Parked: c.parked, Errors: c.errors}
+	e.Skipped = max(0, e.To-e.From-c.redriven-c.scheduled-c.parked)
+	return e
 }
 
 // trigger starts a run unless one is in progress, logging the outcome.

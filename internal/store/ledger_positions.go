@@ -56,12 +56,18 @@ func (s *Store) AdvanceLedgerPositions(ctx context.Context, group string, pos []
 	if len(pos) == 0 {
 		return nil
 	}
-	topics, parts, offs := make([]string, len(pos)), make([]int32, len(pos)), make([]int64, len(pos))
+	topics, parts, offs := coordinateColumns(pos)
+	_, err := s.pool.Exec(ctx, sqlAdvancePositions, group, topics, parts, offs, s.now())
+	return interpretError(err)
+}
+
+// coordinateColumns are pos as columns, for unnest.
+func coordinateColumns(pos []Coordinates) (topics []string, parts []int32, offs []int64) {
+	topics, parts, offs = make([]string, len(pos)), make([]int32, len(pos)), make([]int64, len(pos))
 	for i, c := range pos {
 		topics[i], parts[i], offs[i] = c.Topic, c.Partition, c.Offset
 	}
-	_, err := s.pool.Exec(ctx, sqlAdvancePositions, group, topics, parts, offs, s.now())
-	return interpretError(err)
+	return topics, parts, offs
 }
 
 // TouchLedgerPositions marks the positions of group's partitions in pos (Offset unused) as

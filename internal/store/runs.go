@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // RunStatus is the state of a redrive run.
@@ -97,11 +98,48 @@ func insertLedger(ctx context.Context, tx pgx.Tx, e *LedgerEntry, now time.Time)
 
 // FinishRun records the end of a running run; errMsg is empty on success.
 func (s *Store) FinishRun(ctx context.Context, id int64, status RunStatus, errMsg string) error {
-	tag, err := s.pool.Exec(ctx, sqlFinishRun, id, string(status), cleanText(errMsg), s.now())
-	if err != nil {
+	return s.EndRun(ctx, RunEnd{ID: id, Status: status, Error: errMsg})
+}
+
+// RunEnd is what a running run writes when it ends.
+type RunEnd struct {
+	ID     int64
+	Status RunStatus
+	Error  string // empty on success
+	// Ledger: the rows of the partitions it read (a row already recorded is kept).
+	Ledger []LedgerEntry
+	// Positions: ledger positions of Group to advance, for the commit that follows.
+	Group     string
+	Positions []Coordinates
+}
+
+// EndRun writes e in one transaction and one round trip (a batch: PostgreSQL runs it as
+// one implicit transaction): the positions, the ledger rows, then the run's finish.
+// ErrConflict: the run was not running any more; the rest is written all the same.
+func (s *Store) EndRun(ctx context.Context, e RunEnd) error {
+	now := s.now()
+	var b pgx.Batch
+	if len(e.Positions) > 0 {
+		topics, parts, offs := coordinateColumns(e.Positions)
+		b.Queue(sqlAdvancePositions, e.Group, topics, parts, offs, now)
+	}
+	for _, l := range e.Ledger {
+		if l.From > l.To {
+			return &ValidationError{Field: "ledger", Reason: "from is above to"}
+		}
+		b.Queue(sqlInsertLedger+` ON CONFLICT DO NOTHING`, e.ID, l.Topic, l.Partition, l.From, l.To,
+			l.Redriven, l.Scheduled, l.Parked, l.Skipped, l.Errors, now)
+	}
+	finish := b.Queue(sqlFinishRun, e.ID, string(e.Status), cleanText(e.Error), now)
+	finished := false
+	finish.Exec(func(tag pgconn.CommandTag) error {
+		finished = tag.RowsAffected() > 0
+		return nil
+	})
+	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return interpretError(err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !finished {
 		return ErrConflict
 	}
 	return nil

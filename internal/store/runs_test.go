@@ -144,3 +144,51 @@ func TestFinishIdleRun(t *testing.T) {
 	require.Equal(t, "topics match no partition: dlq.typo", runs[1].Error)
 	require.Equal(t, work.ID, runs[4].ID)
 }
+
+// A run's end writes its positions, its ledger rows and its finish together; a row
+// already recorded is kept, and a run that is not running any more is a conflict whose
+// positions and ledger rows are written all the same.
+func TestEndRunWritesPositionsLedgerAndFinish(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := storetest.New(t)
+	run, err := s.BeginRun(ctx, "orders", "worker-1")
+	require.NoError(t, err)
+	require.NoError(t, s.RecordLedger(ctx, store.LedgerEntry{RunID: run.ID, Topic: "dlq", Partition: 0, From: 0, To: 5, Redriven: 5}))
+
+	require.NoError(t, s.EndRun(ctx, store.RunEnd{ID: run.ID, Status: store.RunFailed, Error: "partly", Group: "g",
+		Positions: []store.Coordinates{{Topic: "dlq", Partition: 0, Offset: 5}, {Topic: "dlq", Partition: 1, Offset: 9}},
+		Ledger: []store.LedgerEntry{
+			{Topic: "dlq", Partition: 0, From: 0, To: 5, Redriven: 1, Skipped: 4}, // recorded already: kept as it was
+			{Topic: "dlq", Partition: 1, From: 2, To: 9, Redriven: 7},
+		}}))
+
+	runs, err := s.ListRuns(ctx, "orders", 1)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, store.RunFailed, runs[0].Status)
+	require.Equal(t, "partly", runs[0].Error)
+	require.False(t, runs[0].FinishedAt.IsZero())
+	require.Len(t, runs[0].Ledger, 2)
+	for _, l := range runs[0].Ledger {
+		require.Equal(t, map[int32][2]int64{0: {5, 0}, 1: {7, 0}}[l.Partition], [2]int64{l.Redriven, l.Skipped}, "partition %d", l.Partition)
+	}
+	pos, err := s.LedgerPositions(ctx, "g")
+	require.NoError(t, err)
+	require.ElementsMatch(t, []store.Coordinates{{Topic: "dlq", Partition: 0, Offset: 5}, {Topic: "dlq", Partition: 1, Offset: 9}}, pos)
+
+	err = s.EndRun(ctx, store.RunEnd{ID: run.ID, Status: store.RunSucceeded, Group: "g",
+		Positions: []store.Coordinates{{Topic: "dlq", Partition: 1, Offset: 12}},
+		Ledger:    []store.LedgerEntry{{Topic: "dlq", Partition: 1, From: 9, To: 12, Redriven: 3}}})
+	require.ErrorIs(t, err, store.ErrConflict, "ended twice")
+	runs, err = s.ListRuns(ctx, "orders", 1)
+	require.NoError(t, err)
+	require.Equal(t, store.RunFailed, runs[0].Status, "the first end stays")
+	require.Len(t, runs[0].Ledger, 3)
+	pos, err = s.LedgerPositions(ctx, "g")
+	require.NoError(t, err)
+	require.Contains(t, pos, store.Coordinates{Topic: "dlq", Partition: 1, Offset: 12})
+
+	require.Error(t, s.EndRun(ctx, store.RunEnd{ID: run.ID, Status: store.RunSucceeded,
+		Ledger: []store.LedgerEntry{{Topic: "dlq", From: 3, To: 2}}}), "a range upside down")
+}
