@@ -6,6 +6,7 @@ package redrive
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -127,6 +128,15 @@ func (ps *partitions) reading() []*partition {
 }
 
 func (ps *partitions) setPaused(parts []*partition, pause bool) {
+	if tps := ps.switchPaused(parts, pause); !pause && len(tps) > 0 {
+		ps.wakeFetcher(tps)
+	}
+}
+
+// switchPaused pauses or resumes those of parts that are not so yet and returns them. A
+// resume does not wake the fetcher (see wakeFetcher): the caller sends the partitions'
+// leaders a request of its own.
+func (ps *partitions) switchPaused(parts []*partition, pause bool) []kafka.TopicPartition {
 	var tps []kafka.TopicPartition
 	for _, p := range parts {
 		if p.paused != pause {
@@ -135,7 +145,7 @@ func (ps *partitions) setPaused(parts []*partition, pause bool) {
 		}
 	}
 	if len(tps) == 0 {
-		return
+		return nil
 	}
 	var err error
 	if pause {
@@ -145,11 +155,31 @@ func (ps *partitions) setPaused(parts []*partition, pause bool) {
 	}
 	if err != nil {
 		ps.log.Error().Err(err).Bool("pause", pause).Msg("pause/resume failed")
-		return
+		return nil
 	}
-	if !pause {
-		ps.wakeFetcher(tps)
+	return tps
+}
+
+// watermarkCalls bounds the watermark requests on their way at once (each holds a thread
+// in librdkafka's blocking call).
+const watermarkCalls = 16
+
+// watermarks reads the low and high watermarks of parts, the requests on their way
+// together rather than one after the other: a run's start waits one round trip for them.
+func (ps *partitions) watermarks(parts []*partition) (low, high []int64, errs []error) {
+	low, high, errs = make([]int64, len(parts)), make([]int64, len(parts)), make([]error, len(parts))
+	slots := make(chan struct{}, watermarkCalls)
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			low[i], high[i], errs[i] = ps.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
+		}()
 	}
+	wg.Wait()
+	return low, high, errs
 }
 
 // wakeFetcher makes the consumer fetch resumed partitions now. librdkafka's Resume does

@@ -84,20 +84,31 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 }
 
 // beginReading checks the held partitions against the ledger and the log and starts
-// reading those below their high watermark.
+// reading those below their high watermark. They are resumed first: the watermark
+// requests wake librdkafka's fetcher (see wakeFetcher), so the first fetch is on its way
+// while the run's row is written, and the partitions with nothing to read are paused again.
 func (w *worker) beginReading(ctx context.Context, r *runState) error {
-	w.ledger.touchPositions(ctx, w.parts)
 	w.ledger.checkBeforeRun(w.parts)
+	held := make([]*partition, 0, len(w.parts.byKey))
+	for _, p := range w.parts.byKey {
+		held = append(held, p)
+	}
+	if !w.throttle.paused {
+		w.parts.switchPaused(held, false)
+	}
 	type todo struct {
 		p           *partition
 		start, high int64
 	}
 	var read []todo
-	for _, p := range w.parts.byKey {
-		low, high, err := w.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
-		if err != nil {
+	var idle []*partition
+	lows, highs, errs := w.parts.watermarks(held)
+	for i, p := range held {
+		low, high := lows[i], highs[i]
+		if err := errs[i]; err != nil {
 			w.health.stall("watermarks", err, "cannot read a partition's high watermark; it waits for the next run")
 			r.unread = append(r.unread, fmt.Sprintf("%s/%d: high watermark: %v", p.key.topic, p.key.partition, err))
+			idle = append(idle, p)
 			continue
 		}
 		w.ledger.checkLogStart(p, low)
@@ -108,13 +119,18 @@ func (w *worker) beginReading(ctx context.Context, r *runState) error {
 		w.metrics.lag.WithLabelValues(w.route.Name, p.key.topic, partitionLabel(p.key.partition)).Set(float64(max(0, high-max(start, low))))
 		if start < high {
 			read = append(read, todo{p: p, start: start, high: high})
+		} else {
+			idle = append(idle, p)
 		}
 	}
+	w.parts.switchPaused(idle, true)
 	if len(read) > 0 {
 		if err := w.beginRun(ctx, r); err != nil {
+			w.parts.switchPaused(held, true)
 			return err
 		}
 	}
+	w.ledger.touchPositions(ctx, w.parts)
 	for _, t := range read {
 		t.p.reading, t.p.hw, t.p.from, t.p.counts = true, t.high, t.start, counts{}
 		r.parts = append(r.parts, t.p)
@@ -124,9 +140,6 @@ func (w *worker) beginReading(ctx context.Context, r *runState) error {
 		ev = w.log.Info()
 	}
 	ev.Int64("run_id", r.id).Int("partitions", len(r.parts)).Msg("run started")
-	if !w.throttle.paused {
-		w.parts.setPaused(r.parts, false)
-	}
 	return nil
 }
 

@@ -1,0 +1,99 @@
+package redrive
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+)
+
+// A run's start sends one watermark query per partition, all on their way together,
+// which also wake the fetcher of the partitions it resumed: it used to query each
+// partition twice, one after the other (its watermarks, then a wake-up after the
+// resume). Counted in librdkafka's own statistics of the requests the consumer sent. A
+// partition with nothing to read is paused again.
+func TestRunStartSendsOneWatermarkRequestPerPartition(t *testing.T) {
+	const parts = 3
+	bootstrap := testenv.KafkaBootstrap(t)
+	dlq := kafkatest.CreateTopic(t, bootstrap, parts+1, nil) // the last one stays empty
+	kc := config.Kafka{BootstrapServers: bootstrap, Extra: map[string]string{"statistics.interval.ms": "100"}}
+	pc := kafkaclient.ProducerConfig(config.Kafka{BootstrapServers: bootstrap})
+	prod, err := kafka.NewProducer(&pc)
+	require.NoError(t, err)
+	for i := range parts {
+		acked := make(chan kafka.Event, 1)
+		require.NoError(t, prod.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &dlq, Partition: int32(i)}, Value: []byte("v")}, acked))
+		require.NoError(t, (<-acked).(*kafka.Message).TopicPartition.Error)
+	}
+	prod.Close()
+	rc := routes.Config{Name: "start", Topics: []string{dlq}, Group: testenv.UniqueName("start-")}
+	rc.WithDefaults()
+	e, err := New([]routes.Config{rc}, Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Kafka: kc, Store: storetest.New(t),
+		Registry: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	w, err := newWorker(e, rc)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = w.consumer.Close()
+		w.producer.Close()
+	})
+	tps := make([]kafka.TopicPartition, parts+1)
+	for i := range tps {
+		tps[i] = kafka.TopicPartition{Topic: &dlq, Partition: int32(i), Offset: 0} // no offset lookup
+	}
+	w.assign(tps)
+	require.Len(t, w.parts.byKey, parts+1)
+
+	before := listOffsetsSent(t, w.consumer)
+	r := &runState{started: time.Now()}
+	require.NoError(t, w.beginReading(context.Background(), r))
+	after := listOffsetsSent(t, w.consumer)
+
+	// A watermark query is two ListOffsets requests: the log start and the log end.
+	require.Equal(t, 2*(parts+1), after-before, "ListOffsets requests at the run's start")
+	require.Len(t, r.parts, parts, "the partitions with records to read")
+	for _, p := range w.parts.byKey {
+		require.Equal(t, p.key.partition == parts, p.paused, "partition %d paused", p.key.partition)
+		require.Equal(t, p.key.partition < parts, p.reading, "partition %d reading", p.key.partition)
+	}
+}
+
+// listOffsetsSent polls c (its records are dropped) until statistics emitted after the
+// call arrive, and returns how many ListOffsets requests (watermark queries) c sent.
+func listOffsetsSent(t *testing.T, c *kafka.Consumer) int {
+	t.Helper()
+	for c.Poll(0) != nil { // statistics queued before now
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		st, ok := c.Poll(100).(*kafka.Stats)
+		if !ok {
+			continue
+		}
+		var s struct {
+			Brokers map[string]struct {
+				Req map[string]int `json:"req"`
+			} `json:"brokers"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(st.String()), &s))
+		n := 0
+		for _, b := range s.Brokers {
+			n += b.Req["ListOffsets"]
+		}
+		return n
+	}
+	t.Fatal("no statistics from the consumer within 30 s")
+	return 0
+}
