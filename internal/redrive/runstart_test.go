@@ -3,6 +3,7 @@ package redrive
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/redrive/tracker"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
@@ -96,4 +98,65 @@ func listOffsetsSent(t *testing.T, c *kafka.Consumer) int {
 	}
 	t.Fatal("no statistics from the consumer within 30 s")
 	return 0
+}
+
+// The watermark requests of a run's start wake the fetcher of the partitions it resumed
+// before them (librdkafka's resume alone does not: its idle broker thread would fetch up to
+// a second later). Counted in the worker's own poll ticks, as in
+// TestResumedPartitionIsFetchedWithoutWaitingForTheIdleWakeup, through beginReading.
+func TestRunStartFetchesWithoutWaitingForTheIdleWakeup(t *testing.T) {
+	bootstrap := testenv.KafkaBootstrap(t)
+	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
+	rc := routes.Config{Name: "startwake", Topics: []string{dlq}, Group: testenv.UniqueName("startwake-")}
+	rc.WithDefaults()
+	kc := config.Kafka{BootstrapServers: bootstrap}
+	e, err := New([]routes.Config{rc}, Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Kafka: kc, Store: storetest.New(t),
+		Registry: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	w, err := newWorker(e, rc)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = w.consumer.Close()
+		w.producer.Close()
+	})
+	pc := kafkaclient.ProducerConfig(kc)
+	prod, err := kafka.NewProducer(&pc)
+	require.NoError(t, err)
+	t.Cleanup(prod.Close)
+	w.assign([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: 0}})
+	p := w.parts.byKey[partKey{dlq, 0}]
+	p.trk = tracker.New(0)
+
+	const pollMs = int(pollInterval / 1e6)
+	var polls []int
+	for trial := range 5 {
+		acked := make(chan kafka.Event, 1)
+		require.NoError(t, prod.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &dlq, Partition: 0},
+			Value: []byte{byte(trial)}}, acked))
+		require.NoError(t, (<-acked).(*kafka.Message).TopicPartition.Error)
+		for range 30 { // the fetcher's last long poll ends and its broker thread idles
+			_, isMsg := w.consumer.Poll(pollMs).(*kafka.Message)
+			require.False(t, isMsg, "a paused partition delivered a record")
+		}
+		r := &runState{started: time.Now()}
+		require.NoError(t, w.beginReading(context.Background(), r))
+		require.Len(t, r.parts, 1, "trial %d", trial)
+		n := 0
+		for {
+			m, isMsg := w.consumer.Poll(pollMs).(*kafka.Message)
+			if isMsg {
+				require.Equal(t, kafka.Offset(trial), m.TopicPartition.Offset)
+				require.NoError(t, p.trk.Add(int64(m.TopicPartition.Offset)))
+				p.trk.Done(int64(m.TopicPartition.Offset))
+				break
+			}
+			n++
+			require.Less(t, n, 500, "trial %d: no record after %d polls", trial, n)
+		}
+		polls = append(polls, n)
+		w.parts.stopReading(p)
+	}
+	slices.Sort(polls)
+	t.Logf("empty polls before the first record of a run, sorted: %v", polls)
+	require.LessOrEqual(t, polls[len(polls)/2], 10, "median empty polls before a run's first record (librdkafka's idle wait is 50)")
 }
