@@ -8,12 +8,9 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/config"
-	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/redrive/tracker"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -30,27 +27,12 @@ func TestRunStartSendsOneWatermarkRequestPerPartition(t *testing.T) {
 	const parts = 3
 	bootstrap := testenv.KafkaBootstrap(t)
 	dlq := kafkatest.CreateTopic(t, bootstrap, parts+1, nil) // the last one stays empty
-	kc := config.Kafka{BootstrapServers: bootstrap, Extra: map[string]string{"statistics.interval.ms": "100"}}
-	pc := kafkaclient.ProducerConfig(config.Kafka{BootstrapServers: bootstrap})
-	prod, err := kafka.NewProducer(&pc)
-	require.NoError(t, err)
+	prod := testProducer(t, config.Kafka{BootstrapServers: bootstrap})
 	for i := range parts {
-		acked := make(chan kafka.Event, 1)
-		require.NoError(t, prod.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &dlq, Partition: int32(i)}, Value: []byte("v")}, acked))
-		require.NoError(t, (<-acked).(*kafka.Message).TopicPartition.Error)
+		produceAcked(t, prod, dlq, int32(i), []byte("v"))
 	}
-	prod.Close()
-	rc := routes.Config{Name: "start", Topics: []string{dlq}, Group: testenv.UniqueName("start-")}
-	rc.WithDefaults()
-	e, err := New([]routes.Config{rc}, Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Kafka: kc, Store: storetest.New(t),
-		Registry: prometheus.NewRegistry()})
-	require.NoError(t, err)
-	w, err := newWorker(e, rc)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = w.consumer.Close()
-		w.producer.Close()
-	})
+	kc := config.Kafka{BootstrapServers: bootstrap, Extra: map[string]string{"statistics.interval.ms": "100"}}
+	w := testWorker(t, routes.Config{Name: "start", Topics: []string{dlq}, Group: testenv.UniqueName("start-")}, kc, storetest.New(t))
 	tps := make([]kafka.TopicPartition, parts+1)
 	for i := range tps {
 		tps[i] = kafka.TopicPartition{Topic: &dlq, Partition: int32(i), Offset: 0} // no offset lookup
@@ -107,52 +89,23 @@ func listOffsetsSent(t *testing.T, c *kafka.Consumer) int {
 func TestRunStartFetchesWithoutWaitingForTheIdleWakeup(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
 	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
-	rc := routes.Config{Name: "startwake", Topics: []string{dlq}, Group: testenv.UniqueName("startwake-")}
-	rc.WithDefaults()
 	kc := config.Kafka{BootstrapServers: bootstrap}
-	e, err := New([]routes.Config{rc}, Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Kafka: kc, Store: storetest.New(t),
-		Registry: prometheus.NewRegistry()})
-	require.NoError(t, err)
-	w, err := newWorker(e, rc)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = w.consumer.Close()
-		w.producer.Close()
-	})
-	pc := kafkaclient.ProducerConfig(kc)
-	prod, err := kafka.NewProducer(&pc)
-	require.NoError(t, err)
-	t.Cleanup(prod.Close)
+	w := testWorker(t, routes.Config{Name: "startwake", Topics: []string{dlq}, Group: testenv.UniqueName("startwake-")}, kc, storetest.New(t))
+	prod := testProducer(t, kc)
 	w.assign([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: 0}})
 	p := w.parts.byKey[partKey{dlq, 0}]
 	p.trk = tracker.New(0)
 
-	const pollMs = int(pollInterval / 1e6)
 	var polls []int
 	for trial := range 5 {
-		acked := make(chan kafka.Event, 1)
-		require.NoError(t, prod.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &dlq, Partition: 0},
-			Value: []byte{byte(trial)}}, acked))
-		require.NoError(t, (<-acked).(*kafka.Message).TopicPartition.Error)
-		for range 30 { // the fetcher's last long poll ends and its broker thread idles
-			_, isMsg := w.consumer.Poll(pollMs).(*kafka.Message)
-			require.False(t, isMsg, "a paused partition delivered a record")
-		}
+		produceAcked(t, prod, dlq, 0, []byte{byte(trial)})
+		w.idleFetcher(t)
 		r := &runState{started: time.Now()}
 		require.NoError(t, w.beginReading(context.Background(), r))
 		require.Len(t, r.parts, 1, "trial %d", trial)
-		n := 0
-		for {
-			m, isMsg := w.consumer.Poll(pollMs).(*kafka.Message)
-			if isMsg {
-				require.Equal(t, kafka.Offset(trial), m.TopicPartition.Offset)
-				require.NoError(t, p.trk.Add(int64(m.TopicPartition.Offset)))
-				p.trk.Done(int64(m.TopicPartition.Offset))
-				break
-			}
-			n++
-			require.Less(t, n, 500, "trial %d: no record after %d polls", trial, n)
-		}
+		m, n := w.emptyPollsBefore(t, int64(trial))
+		require.NoError(t, p.trk.Add(int64(m.TopicPartition.Offset)))
+		p.trk.Done(int64(m.TopicPartition.Offset))
 		polls = append(polls, n)
 		w.parts.stopReading(p)
 	}

@@ -3,6 +3,7 @@ package redrive
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +13,7 @@ import (
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
@@ -24,10 +26,39 @@ import (
 func TestResumedPartitionIsFetchedWithoutWaitingForTheIdleWakeup(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
 	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
-	rc := routes.Config{Name: "wake", Topics: []string{dlq}, Group: testenv.UniqueName("wake-")}
-	rc.WithDefaults()
 	kc := config.Kafka{BootstrapServers: bootstrap}
-	e, err := New([]routes.Config{rc}, Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Kafka: kc, Registry: prometheus.NewRegistry()})
+	w := testWorker(t, routes.Config{Name: "wake", Topics: []string{dlq}, Group: testenv.UniqueName("wake-")}, kc, nil)
+	prod := testProducer(t, kc)
+
+	require.NoError(t, w.consumer.Assign([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: kafka.OffsetBeginning}}))
+	p := &partition{key: partKey{dlq, 0}}
+	w.parts.setPaused([]*partition{p}, true)
+	var polls []int
+	for trial := range 5 {
+		produceAcked(t, prod, dlq, 0, []byte{byte(trial)})
+		w.idleFetcher(t)
+		// As a run starts: the high watermark is read (the broker thread serves the answer,
+		// then sleeps), then the partition is resumed.
+		_, high, err := w.consumer.QueryWatermarkOffsets(dlq, 0, int(callTimeout/1e6))
+		require.NoError(t, err)
+		require.Equal(t, int64(trial+1), high)
+		w.parts.setPaused([]*partition{p}, false)
+		_, n := w.emptyPollsBefore(t, int64(trial))
+		polls = append(polls, n)
+		w.parts.setPaused([]*partition{p}, true)
+	}
+	slices.Sort(polls)
+	t.Logf("empty polls before the resumed record, sorted: %v", polls)
+	require.LessOrEqual(t, polls[len(polls)/2], 10, "median empty polls before a resumed partition's record (librdkafka's idle wait is 50)")
+}
+
+// testWorker builds route rc's worker (defaults applied) on an engine of its own that is
+// never started; its clients close when t ends. st may be nil.
+func testWorker(t *testing.T, rc routes.Config, kc config.Kafka, st *store.Store) *worker {
+	t.Helper()
+	rc.WithDefaults()
+	e, err := New([]routes.Config{rc}, Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Kafka: kc, Store: st,
+		Registry: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	w, err := newWorker(e, rc)
 	require.NoError(t, err)
@@ -35,45 +66,50 @@ func TestResumedPartitionIsFetchedWithoutWaitingForTheIdleWakeup(t *testing.T) {
 		_ = w.consumer.Close()
 		w.producer.Close()
 	})
-	pc := kafkaclient.ProducerConfig(kc)
-	prod, err := kafka.NewProducer(&pc)
-	require.NoError(t, err)
-	t.Cleanup(prod.Close)
+	return w
+}
 
-	require.NoError(t, w.consumer.Assign([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: kafka.OffsetBeginning}}))
-	p := &partition{key: partKey{dlq, 0}}
-	w.parts.setPaused([]*partition{p}, true)
-	const pollMs = int(pollInterval / 1e6)
-	var polls []int
-	for trial := range 5 {
-		acked := make(chan kafka.Event, 1)
-		require.NoError(t, prod.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &dlq, Partition: 0},
-			Value: []byte{byte(trial)}}, acked))
-		require.NoError(t, (<-acked).(*kafka.Message).TopicPartition.Error)
-		for range 30 { // the fetcher's last long poll ends and its broker thread idles
-			_, isMsg := w.consumer.Poll(pollMs).(*kafka.Message)
-			require.False(t, isMsg, "a paused partition delivered a record")
-		}
-		// As a run starts: the high watermark is read (the broker thread serves the answer,
-		// then sleeps), then the partition is resumed.
-		_, high, err := w.consumer.QueryWatermarkOffsets(dlq, 0, int(callTimeout/1e6))
-		require.NoError(t, err)
-		require.Equal(t, int64(trial+1), high)
-		w.parts.setPaused([]*partition{p}, false)
-		n := 0
-		for {
-			m, isMsg := w.consumer.Poll(pollMs).(*kafka.Message)
-			if isMsg {
-				require.Equal(t, kafka.Offset(trial), m.TopicPartition.Offset)
-				break
-			}
-			n++
-			require.Less(t, n, 500, "trial %d: no record after %d polls", trial, n)
-		}
-		polls = append(polls, n)
-		w.parts.setPaused([]*partition{p}, true)
+// testProducer is a producer with the worker's settings, closed when t ends.
+func testProducer(t *testing.T, kc config.Kafka) *kafka.Producer {
+	t.Helper()
+	pc := kafkaclient.ProducerConfig(kc)
+	p, err := kafka.NewProducer(&pc)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// produceAcked produces value to topic's partition and waits for its acknowledgement.
+func produceAcked(t *testing.T, p *kafka.Producer, topic string, partition int32, value []byte) {
+	t.Helper()
+	acked := make(chan kafka.Event, 1)
+	require.NoError(t, p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: partition},
+		Value: value}, acked))
+	require.NoError(t, (<-acked).(*kafka.Message).TopicPartition.Error)
+}
+
+// pollMs is the loop's poll tick in milliseconds, the unit the wake-up tests count in.
+const pollMs = int(pollInterval / time.Millisecond)
+
+// idleFetcher polls w's paused consumer for 30 ticks, failing on a record: the fetcher's
+// last long poll ends and its broker thread idles.
+func (w *worker) idleFetcher(t *testing.T) {
+	t.Helper()
+	for range 30 {
+		_, isMsg := w.consumer.Poll(pollMs).(*kafka.Message)
+		require.False(t, isMsg, "a paused partition delivered a record")
 	}
-	slices.Sort(polls)
-	t.Logf("empty polls before the resumed record, sorted: %v", polls)
-	require.LessOrEqual(t, polls[len(polls)/2], 10, "median empty polls before a resumed partition's record (librdkafka's idle wait is 50)")
+}
+
+// emptyPollsBefore polls w's consumer until the record at offset comes and returns it
+// with the number of empty ticks before it.
+func (w *worker) emptyPollsBefore(t *testing.T, offset int64) (*kafka.Message, int) {
+	t.Helper()
+	for n := 0; ; n++ {
+		if m, isMsg := w.consumer.Poll(pollMs).(*kafka.Message); isMsg {
+			require.Equal(t, kafka.Offset(offset), m.TopicPartition.Offset)
+			return m, n
+		}
+		require.Less(t, n, 500, "offset %d: no record after %d polls", offset, n)
+	}
 }
