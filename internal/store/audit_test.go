@@ -18,18 +18,10 @@ import (
 func TestHistoryFindsEachRecordOfARowByItsRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, url := storetest.NewWithURL(t)
-	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for _, e := range []store.AuditEntry{
-		{At: at, Actor: "ada", Action: "finish_replay", RecordIDs: []int64{7, 1, 2, 3, 3, 12}, Affected: 5, Outcome: "ok"},
-		{At: at, Actor: "ada", Action: "discard", RecordIDs: []int64{9}, Affected: 1, Outcome: "ok"},
-		{At: at, Actor: "ada", Action: "pause_route", Route: "r", Outcome: "ok"},
-	} {
-		require.NoError(t, s.Audit(ctx, e))
-	}
+	s, pool := auditStore(t,
+		store.AuditEntry{At: auditAt, Actor: "ada", Action: "finish_replay", RecordIDs: []int64{7, 1, 2, 3, 3, 12}, Affected: 5, Outcome: "ok"},
+		store.AuditEntry{At: auditAt, Actor: "ada", Action: "discard", RecordIDs: []int64{9}, Affected: 1, Outcome: "ok"},
+		store.AuditEntry{At: auditAt, Actor: "ada", Action: "pause_route", Route: "r", Outcome: "ok"})
 	var runs string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT record_ranges::text FROM audit_log WHERE action = 'finish_replay'`).Scan(&runs))
 	require.Equal(t, "{[1,4),[7,8),[12,13)}", runs)
@@ -57,24 +49,16 @@ func TestHistoryFindsEachRecordOfARowByItsRuns(t *testing.T) {
 func TestAscendingIDsAreKeptAsTheirRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, url := storetest.NewWithURL(t)
-	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var batch []int64
 	for id := int64(1); id <= 1000; id++ {
 		if id%7 != 0 { // a few skipped, as a job's batch has them
 			batch = append(batch, id)
 		}
 	}
-	for _, e := range []store.AuditEntry{
-		{At: at, Actor: "ada", Action: "finish_replay", RecordIDs: batch, Affected: int64(len(batch)), Outcome: "ok"},
-		{At: at, Actor: "ada", Action: "create_replay_job", RecordIDs: []int64{12, 3, 3}, Outcome: "ok"},
-		{At: at, Actor: "ada", Action: "pause_route", Route: "r", Outcome: "ok"},
-	} {
-		require.NoError(t, s.Audit(ctx, e))
-	}
+	s, pool := auditStore(t,
+		store.AuditEntry{At: auditAt, Actor: "ada", Action: "finish_replay", RecordIDs: batch, Affected: int64(len(batch)), Outcome: "ok"},
+		store.AuditEntry{At: auditAt, Actor: "ada", Action: "create_replay_job", RecordIDs: []int64{12, 3, 3}, Outcome: "ok"},
+		store.AuditEntry{At: auditAt, Actor: "ada", Action: "pause_route", Route: "r", Outcome: "ok"})
 	var stored int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE record_ids IS NOT NULL`).Scan(&stored))
 	require.Equal(t, 1, stored, "only the row whose ids do not ascend keeps its array")
@@ -84,4 +68,21 @@ func TestAscendingIDsAreKeptAsTheirRuns(t *testing.T) {
 	require.Nil(t, entries[0].RecordIDs)
 	require.Equal(t, []int64{12, 3, 3}, entries[1].RecordIDs)
 	require.Equal(t, batch, entries[2].RecordIDs)
+}
+
+var auditAt = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// auditStore is a fresh store holding entries in its audit log, and a pool on its schema
+// to read audit_log's columns directly.
+func auditStore(t *testing.T, entries ...store.AuditEntry) (*store.Store, *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	s, url := storetest.NewWithURL(t)
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	for _, e := range entries {
+		require.NoError(t, s.Audit(ctx, e))
+	}
+	return s, pool
 }
