@@ -89,6 +89,12 @@ func TestPublishFailsWhenTheTopicIsGone(t *testing.T) {
 	a := kafkatest.Admin(t, bootstrap)
 	_, err := a.DeleteTopics(context.Background(), []string{dlq})
 	require.NoError(t, err)
+	// DeleteTopics returns once the controller accepted it; the broker serves the topic
+	// (and takes a produce to it) until it applies the deletion a moment later.
+	require.Eventually(t, func() bool {
+		md, err := a.GetMetadata(&dlq, false, 5000)
+		return err == nil && md.Topics[dlq].Error.Code() == kafka.ErrUnknownTopicOrPart
+	}, 30*time.Second, 20*time.Millisecond, "the broker still serves the deleted topic")
 	src := "orders"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
