@@ -74,7 +74,7 @@ func TestCLIOperate(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.store.RecordLedger(ctx, store.LedgerEntry{RunID: run.ID, Topic: "orders.dlq", Partition: 2,
 		From: 100, To: 150, Redriven: 40, Scheduled: 6, Parked: 4}))
-	require.NoError(t, s.store.FinishRun(ctx, run.ID, store.RunSucceeded, ""))
+	require.NoError(t, s.store.EndRun(ctx, store.RunEnd{ID: run.ID, Status: store.RunSucceeded}))
 	out, err = s.cli(t, "runs", "--route", "orders")
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^\d+\s+orders\s+succeeded\s+\d{4}-\S+\s+\d{4}-\S+\s+orders\.dlq/2\s+100-150\s+40\s+6\s+4\s+0\s+0$`, out)

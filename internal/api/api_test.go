@@ -404,7 +404,7 @@ func TestRoutesRunsStats(t *testing.T) {
 	run, err := b.store.BeginRun(ctx, "orders-route", "w1")
 	require.NoError(t, err)
 	require.NoError(t, b.store.RecordLedger(ctx, store.LedgerEntry{RunID: run.ID, Topic: "orders.dlq", From: 0, To: 5, Redriven: 5}))
-	require.NoError(t, b.store.FinishRun(ctx, run.ID, store.RunSucceeded, ""))
+	require.NoError(t, b.store.EndRun(ctx, store.RunEnd{ID: run.ID, Status: store.RunSucceeded}))
 	var runs api.RunList
 	r = b.do("GET", "/v1/runs?route=orders-route", viewerToken, nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)

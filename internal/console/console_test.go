@@ -544,7 +544,7 @@ func TestConsole(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, e.store.RecordLedger(bg, store.LedgerEntry{RunID: rn.ID, Topic: e.orders + ".dlq", Partition: 2,
 			From: 100, To: 250, Redriven: 140, Parked: 7, Skipped: 3}))
-		require.NoError(t, e.store.FinishRun(bg, rn.ID, store.RunSucceeded, ""))
+		require.NoError(t, e.store.EndRun(bg, store.RunEnd{ID: rn.ID, Status: store.RunSucceeded}))
 		ctx := e.tab(t)
 		e.signIn(t, ctx, adminToken)
 		for _, p := range []struct{ path, sel, name string }{

@@ -33,7 +33,7 @@ func TestPurgeOld(t *testing.T) {
 		if len(ledger) > 0 {
 			require.NoError(t, s.RecordLedger(ctx, store.LedgerEntry{RunID: r.ID, Topic: "dlq.a", Partition: 0, From: ledger[0], To: ledger[1], Redriven: ledger[1] - ledger[0]}))
 		}
-		require.NoError(t, s.FinishRun(ctx, r.ID, store.RunSucceeded, ""))
+		require.NoError(t, s.EndRun(ctx, store.RunEnd{ID: r.ID, Status: store.RunSucceeded}))
 		return r
 	}
 	superseded := run(0, 10)

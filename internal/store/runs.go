@@ -88,17 +88,20 @@ func (s *Store) RecordLedger(ctx context.Context, e LedgerEntry) error {
 }
 
 func insertLedger(ctx context.Context, tx pgx.Tx, e *LedgerEntry, now time.Time) error {
-	if e.From > e.To {
-		return &ValidationError{Field: "ledger", Reason: "from is above to"}
+	args, err := ledgerArgs(e.RunID, e, now)
+	if err != nil {
+		return err
 	}
-	_, err := tx.Exec(ctx, sqlInsertLedger, e.RunID, e.Topic, e.Partition, e.From, e.To,
-		e.Redriven, e.Scheduled, e.Parked, e.Skipped, e.Errors, now)
+	_, err = tx.Exec(ctx, sqlInsertLedger, args...)
 	return err
 }
 
-// FinishRun records the end of a running run; errMsg is empty on success.
-func (s *Store) FinishRun(ctx context.Context, id int64, status RunStatus, errMsg string) error {
-	return s.EndRun(ctx, RunEnd{ID: id, Status: status, Error: errMsg})
+// ledgerArgs are sqlInsertLedger's arguments for e as a row of run runID.
+func ledgerArgs(runID int64, e *LedgerEntry, now time.Time) ([]any, error) {
+	if e.From > e.To {
+		return nil, &ValidationError{Field: "ledger", Reason: "from is above to"}
+	}
+	return []any{runID, e.Topic, e.Partition, e.From, e.To, e.Redriven, e.Scheduled, e.Parked, e.Skipped, e.Errors, now}, nil
 }
 
 // RunEnd is what a running run writes when it ends.
@@ -113,7 +116,7 @@ type RunEnd struct {
 	Positions []Coordinates
 }
 
-// EndRun writes e in one transaction and one round trip (a batch: PostgreSQL runs it as
+// EndRun records the end of a running run: it writes e in one transaction and one round trip (a batch: PostgreSQL runs it as
 // one implicit transaction): the positions, the ledger rows, then the run's finish.
 // ErrConflict: the run was not running any more; the rest is written all the same.
 func (s *Store) EndRun(ctx context.Context, e RunEnd) error {
@@ -123,12 +126,12 @@ func (s *Store) EndRun(ctx context.Context, e RunEnd) error {
 		topics, parts, offs := coordinateColumns(e.Positions)
 		b.Queue(sqlAdvancePositions, e.Group, topics, parts, offs, now)
 	}
-	for _, l := range e.Ledger {
-		if l.From > l.To {
-			return &ValidationError{Field: "ledger", Reason: "from is above to"}
+	for i := range e.Ledger {
+		args, err := ledgerArgs(e.ID, &e.Ledger[i], now)
+		if err != nil {
+			return err
 		}
-		b.Queue(sqlInsertLedger+` ON CONFLICT DO NOTHING`, e.ID, l.Topic, l.Partition, l.From, l.To,
-			l.Redriven, l.Scheduled, l.Parked, l.Skipped, l.Errors, now)
+		b.Queue(sqlInsertLedger+` ON CONFLICT DO NOTHING`, args...)
 	}
 	finish := b.Queue(sqlFinishRun, e.ID, string(e.Status), cleanText(e.Error), now)
 	finished := false

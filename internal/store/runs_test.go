@@ -23,8 +23,8 @@ func TestRunLedger(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, s.RecordLedger(ctx, store.LedgerEntry{RunID: run.ID, Topic: "dlq.orders", Partition: 1, From: 5, To: 9, Redriven: 4}))
-	require.NoError(t, s.FinishRun(ctx, run.ID, store.RunSucceeded, ""))
-	require.ErrorIs(t, s.FinishRun(ctx, run.ID, store.RunFailed, "again"), store.ErrConflict)
+	require.NoError(t, s.EndRun(ctx, store.RunEnd{ID: run.ID, Status: store.RunSucceeded}))
+	require.ErrorIs(t, s.EndRun(ctx, store.RunEnd{ID: run.ID, Status: store.RunFailed, Error: "again"}), store.ErrConflict)
 
 	// A ledger that fails rolls its batch back: nothing is stored that is not accounted for.
 	_, err = s.StoreBatch(ctx, parked("dlq.orders", 100, 1), &store.LedgerEntry{RunID: run.ID, Topic: "dlq.orders", From: 0, To: 1})
@@ -127,7 +127,7 @@ func TestFinishIdleRun(t *testing.T) {
 
 	work, err := s.BeginRun(ctx, "orders", "w1")
 	require.NoError(t, err)
-	require.NoError(t, s.FinishRun(ctx, work.ID, store.RunSucceeded, ""))
+	require.NoError(t, s.EndRun(ctx, store.RunEnd{ID: work.ID, Status: store.RunSucceeded}))
 	idle("orders", store.RunSucceeded, "")
 	idle("orders", store.RunFailed, "topics match no partition: dlq.typo")
 	idle("orders", store.RunFailed, "topics match no partition: dlq.typo")
