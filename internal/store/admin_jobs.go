@@ -290,37 +290,47 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 	}
 	var begun map[int64]string
 	now := s.now()
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
-			return err
-		}
-		var err error
-		if begun, err = beginReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID,
-			strconv.FormatInt(jobID, 10)+"-", nil); err != nil {
-			return err
-		}
-		leased := make([]int64, 0, len(begun))
-		for id := range begun {
-			leased = append(leased, id)
-		}
-		slices.Sort(leased)
-		if err := writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
-			Action: "begin_replay", RecordIDs: leased, JobID: jobID, Affected: int64(len(leased)), Outcome: "ok"}); err != nil {
-			return err
-		}
-		// Last, so that the job's row is held only for the commit: the shared lock makes a
-		// concurrent cancel wait for these leases to commit, and a job no longer ours (a
-		// cancel that committed, or taken over) rolls them back. Taken first, it held the
-		// runner's own progress saves back for the whole lease.
-		var held bool
-		if err := tx.QueryRow(ctx, sqlJobHeld, jobID, owner).Scan(&held); err != nil {
-			return err
-		}
-		if !held {
-			return fmt.Errorf("job %d is not running under %s: %w", jobID, owner, ErrConflict)
-		}
-		return nil
-	})
+	lease1 := func(fresh bool) error {
+		return s.inTx(ctx, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
+				return err
+			}
+			var err error
+			if begun, err = beginReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID,
+				strconv.FormatInt(jobID, 10)+"-", nil, fresh); err != nil {
+				return err
+			}
+			leased := make([]int64, 0, len(begun))
+			for id := range begun {
+				leased = append(leased, id)
+			}
+			slices.Sort(leased)
+			if err := writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
+				Action: "begin_replay", RecordIDs: leased, JobID: jobID, Affected: int64(len(leased)), Outcome: "ok"}); err != nil {
+				return err
+			}
+			// Last, so that the job's row is held only for the commit: the shared lock makes a
+			// concurrent cancel wait for these leases to commit, and a job no longer ours (a
+			// cancel that committed, or taken over) rolls them back. Taken first, it held the
+			// runner's own progress saves back for the whole lease.
+			var held bool
+			if err := tx.QueryRow(ctx, sqlJobHeld, jobID, owner).Scan(&held); err != nil {
+				return err
+			}
+			if !held {
+				return fmt.Errorf("job %d is not running under %s: %w", jobID, owner, ErrConflict)
+			}
+			return nil
+		})
+	}
+	// A page whose records no lease holds, which is nearly every page, is leased by a plain
+	// insert; one that meets a lease key (a lease of another job or of an earlier holder,
+	// an outcome not folded yet, a writer's key) is leased again by the statement that
+	// takes each case in turn.
+	err := lease1(true)
+	if errors.Is(err, errLeaseKeyTaken) {
+		err = lease1(false)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -363,16 +373,11 @@ func changedIDs(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]in
 	if err != nil {
 		return nil, err
 	}
-	changed, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (int64, error) {
-		v, err := row.Values()
-		if err != nil {
-			return 0, err
-		}
-		id, ok := v[0].(int64)
-		if !ok {
-			return 0, fmt.Errorf("store: an id of type %T", v[0])
-		}
-		return id, nil
+	var changed []int64
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		changed = append(changed, id)
+		return nil
 	})
 	slices.Sort(changed)
 	return changed, err
@@ -525,8 +530,26 @@ const sqlLeaseReplays = `INSERT INTO replay_leases AS l (record_id, job_id, owne
 		WHERE l.replayed_at IS NULL AND (l.job_id = $5 OR l.until <= $2 AND NOT ` + activeJobOfLease + `)
 	RETURNING record_id, replay_id, xmax = 0`
 
+// sqlLeaseFresh is sqlLeaseReplays for records no lease holds ($1 to $7 alike): it inserts
+// the lease of each record of $1 its snapshot sees reservable and not reserved by another
+// active job, and fails (unique_violation on replay_leases_pkey) on a record a lease key
+// holds, once the transaction that inserted the key committed. It returns the leased ids,
+// their replay ids, and whether each record is scheduled (the recheck writes the lease
+// into those rows).
+const sqlLeaseFresh = `WITH page AS (
+		SELECT d.id, d.status FROM dead_letters d
+		WHERE d.id = ANY($1) AND ` + reservable + `
+			AND (d.job_id IS NULL OR d.job_id = $5 OR NOT ` + activeJobOfRow + `)),
+	leased AS (
+		INSERT INTO replay_leases (record_id, job_id, owner, until, replay_id)
+		SELECT id, $5, $3, $4, coalesce($7, $6 || id::text) FROM page ORDER BY id
+		RETURNING record_id, replay_id)
+	SELECT l.record_id, l.replay_id, p.status = 'scheduled' FROM leased l JOIN page p ON p.id = l.record_id`
+
 // $1 new leases, $2 now, $3 actor, $4 owner, $5 lease until, $6 job (NULL: none), $7
-// leases taken over. A statement of its own, on a snapshot taken after sqlLeaseReplays
+// leases taken over, $8 the new leases whose record may be scheduled (its first statement
+// saw it scheduled; a record that became scheduled since is not parked, and loses its
+// lease below). A statement of its own, on a snapshot taken after sqlLeaseReplays
 // ended: it sees every writer that committed before (one that held a lease key the
 // insert waited for, above all). A new lease stays when its record is still parked and
 // not reserved by another active job, or still scheduled and not claimed by a redrive:

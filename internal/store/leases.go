@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The replay lease protocol. A replay holds a record by its row in replay_leases, keyed
@@ -14,7 +16,8 @@ import (
 // of WAL per 1,000 records and most of a lease's time).
 //
 // A lease (beginReplays) is two statements in one READ COMMITTED transaction:
-//  1. sqlLeaseReplays inserts the leases of the records its snapshot sees reservable;
+//  1. sqlLeaseReplays (or sqlLeaseFresh, which fails on any lease key it meets) inserts
+//     the leases of the records its snapshot sees reservable;
 //  2. sqlRecheckReplays, on a new snapshot, deletes the new leases whose record is no
 //     longer reservable, and writes the lease into a scheduled record's row (lease_until),
 //     which a redrive's claim reads.
@@ -46,31 +49,56 @@ import (
 // beginReplays leases ids for owner until until, under job ($6, nil for none), with the
 // replay ids prefix+id or replayID (when not nil; both nil: none): the two statements of the protocol above.
 // It returns the replay id of each record it leased.
-func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, actor, owner string, until time.Time, job, prefix, replayID any) (map[int64]string, error) {
-	rows, err := tx.Query(ctx, sqlLeaseReplays, ids, now, owner, until, job, prefix, replayID)
-	if err != nil {
-		return nil, err
-	}
+//
+// With fresh, the first statement is sqlLeaseFresh, for the records no lease holds, which a
+// job's page nearly always is: a plain insert, which costs half of sqlLeaseReplays'
+// INSERT ... ON CONFLICT DO UPDATE. A lease key it meets (a lease or a writer's key that
+// committed) fails the statement and the transaction: it returns errLeaseKeyTaken, and the
+// caller runs the transaction again without fresh.
+func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, actor, owner string, until time.Time,
+	job, prefix, replayID any, fresh bool) (map[int64]string, error) {
 	begun := make(map[int64]string, len(ids))
-	var fresh, held []int64
+	var inserted, held, scheduled []int64
 	var id int64
 	var rid *string // NULL: a lease without a replay id
-	var inserted bool
-	if _, err := pgx.ForEachRow(rows, []any{&id, &rid, &inserted}, func() error {
+	var flag bool   // sqlLeaseFresh: the record is scheduled; sqlLeaseReplays: the lease is new
+	add := func() error {
 		begun[id] = deref(rid)
-		if inserted {
-			fresh = append(fresh, id)
-		} else {
+		switch {
+		case fresh:
+			inserted = append(inserted, id)
+			if flag {
+				scheduled = append(scheduled, id)
+			}
+		case flag:
+			inserted = append(inserted, id)
+		default:
 			held = append(held, id)
 		}
 		return nil
-	}); err != nil {
+	}
+	query := sqlLeaseReplays
+	if fresh {
+		query = sqlLeaseFresh
+	}
+	rows, err := tx.Query(ctx, query, ids, now, owner, until, job, prefix, replayID)
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&id, &rid, &flag}, add)
+	}
+	var pgErr *pgconn.PgError
+	if fresh && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "replay_leases_pkey" {
+		return nil, errLeaseKeyTaken
+	}
+	if err != nil {
 		return nil, err
 	}
 	if len(begun) == 0 {
 		return begun, nil
 	}
-	lost, err := changedIDs(ctx, tx, sqlRecheckReplays, fresh, now, actor, owner, until, job, held)
+	if !fresh {
+		scheduled = inserted // not known: the recheck looks at each
+	}
+	lost, err := changedIDs(ctx, tx, sqlRecheckReplays, inserted, now, actor, owner, until, job, held, scheduled)
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +107,9 @@ func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, ac
 	}
 	return begun, nil
 }
+
+// errLeaseKeyTaken: sqlLeaseFresh met a lease key; the transaction is aborted.
+var errLeaseKeyTaken = errors.New("store: a record of the page has a lease")
 
 // lockRecords takes the lease keys of ids (see the protocol above), then locks their rows
 // in id order, and returns how many rows exist. The statements that follow, each on a

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -99,6 +100,79 @@ func TestLeaseAndWriterOneWins(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Two jobs lease one record, the first held open at its audit row with the record's key
+// taken: the second's insert waits for it, meets the lease once it commits, and takes the
+// page again with the statement that leaves a held record alone (the first statement
+// fails on any lease key it meets). The second leases the record only when the first
+// rolled back.
+func TestTwoLeasesOfOneRecordOneWins(t *testing.T) {
+	t.Parallel()
+	ada := store.Actor{Name: "ada"}
+	for _, firstCommits := range []bool{true, false} {
+		t.Run(map[bool]string{true: "first commits", false: "first rolls back"}[firstCommits], func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			_, s, pool := leaseStore(t)
+			_, err := s.StoreBatch(ctx, parked("dlq.two", 0, 3), nil)
+			require.NoError(t, err)
+			first := claimedReplay(t, s, "dlq.two", ada)
+			second, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
+				Filter: &store.Filter{DLQTopic: "dlq.two"}}}, ada)
+			require.NoError(t, err)
+			_, err = s.ClaimJob(ctx, "w2", time.Minute)
+			require.NoError(t, err)
+
+			type leaseResult struct {
+				leased map[int64]string
+				err    error
+			}
+			// The first lease runs in a transaction of the test's: held open after its
+			// statements until the second waits for its key, then committed or rolled back.
+			tx, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(ctx) }()
+			var me int
+			require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&me))
+			_, err = tx.Exec(ctx, `INSERT INTO replay_leases (record_id, job_id, owner, until, replay_id)
+				VALUES (2, $1, 'w1', now() + interval '1 minute', $2)`, first.ID, fmt.Sprintf("%d-2", first.ID))
+			require.NoError(t, err)
+			leased := make(chan leaseResult, 1)
+			go func() {
+				l, err := s.BeginReplays(ctx, second.ID, []int64{1, 2, 3}, "w2", time.Minute, ada)
+				leased <- leaseResult{l, err}
+			}()
+			waitBlockedBy(t, pool, me)
+			if firstCommits {
+				require.NoError(t, tx.Commit(ctx))
+			} else {
+				require.NoError(t, tx.Rollback(ctx))
+			}
+
+			l := <-leased
+			require.NoError(t, l.err)
+			want := map[int64]string{1: fmt.Sprintf("%d-1", second.ID), 3: fmt.Sprintf("%d-3", second.ID)}
+			if !firstCommits {
+				want[2] = fmt.Sprintf("%d-2", second.ID)
+			}
+			require.Equal(t, want, l.leased)
+			rows, err := pool.Query(ctx, `SELECT record_id, job_id FROM replay_leases ORDER BY record_id`)
+			require.NoError(t, err)
+			holders := map[int64]int64{}
+			for rows.Next() {
+				var id, job int64
+				require.NoError(t, rows.Scan(&id, &job))
+				holders[id] = job
+			}
+			require.NoError(t, rows.Err())
+			wantHolders := map[int64]int64{1: second.ID, 2: first.ID, 3: second.ID}
+			if !firstCommits {
+				wantHolders[2] = second.ID
+			}
+			require.Equal(t, wantHolders, holders)
+		})
 	}
 }
 
