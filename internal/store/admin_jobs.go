@@ -559,7 +559,7 @@ const sqlLeaseFresh = `WITH page AS (
 // ids.
 const sqlRecheckReplays = `WITH kept AS (
 		UPDATE dead_letters d SET lease_owner = $4, lease_until = $5, changed_at = $2, changed_by = $3
-		WHERE d.status = 'scheduled' AND (d.id = ANY($7) OR d.id = ANY($1)
+		WHERE d.status = 'scheduled' AND (d.id = ANY($7) OR d.id = ANY($8)
 			AND (d.lease_until IS NULL OR d.lease_until <= $2)
 			AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `))
 		RETURNING d.id)
