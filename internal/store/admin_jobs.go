@@ -556,17 +556,18 @@ const sqlLeaseFresh = `WITH page AS (
 // its row then carries the lease in lease_until, so that no redrive claims it (the UPDATE
 // waits for a claim in progress and re-reads the row it committed). A scheduled record
 // taken over carries its new holder. It deletes the other new leases and returns their
-// ids.
+// ids: it reads only the records' rows, and the lease rows of those it deletes.
 const sqlRecheckReplays = `WITH kept AS (
 		UPDATE dead_letters d SET lease_owner = $4, lease_until = $5, changed_at = $2, changed_by = $3
 		WHERE d.status = 'scheduled' AND (d.id = ANY($7) OR d.id = ANY($8)
 			AND (d.lease_until IS NULL OR d.lease_until <= $2)
 			AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `))
-		RETURNING d.id)
-	DELETE FROM replay_leases l WHERE l.record_id = ANY($1) AND l.owner = $4
-		AND l.record_id NOT IN (SELECT id FROM kept)
-		AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.id = l.record_id AND d.status = 'parked'
-			AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `))
+		RETURNING d.id),
+	lost AS (
+		SELECT u.id FROM unnest($1::bigint[]) u(id) WHERE u.id NOT IN (SELECT id FROM kept)
+			AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.id = u.id AND d.status = 'parked'
+				AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `)))
+	DELETE FROM replay_leases l WHERE l.record_id IN (SELECT id FROM lost) AND l.owner = $4
 	RETURNING l.record_id`
 
 // sqlGuard takes the lease keys of $1 for a writer that must not change a record a replay
