@@ -530,43 +530,37 @@ const sqlLeaseReplays = `INSERT INTO replay_leases AS l (record_id, job_id, owne
 		WHERE l.replayed_at IS NULL AND (l.job_id = $5 OR l.until <= $2 AND NOT ` + activeJobOfLease + `)
 	RETURNING record_id, replay_id, xmax = 0`
 
-// sqlLeaseFresh is sqlLeaseReplays for records no lease holds ($1 to $7 alike): it inserts
-// the lease of each record of $1 its snapshot sees reservable and not reserved by another
-// active job, and fails (unique_violation on replay_leases_pkey) on a record a lease key
-// holds, once the transaction that inserted the key committed. It returns the leased ids,
-// their replay ids, and whether each record is scheduled (the recheck writes the lease
-// into those rows).
-const sqlLeaseFresh = `WITH page AS (
-		SELECT d.id, d.status FROM dead_letters d
-		WHERE d.id = ANY($1) AND ` + reservable + `
-			AND (d.job_id IS NULL OR d.job_id = $5 OR NOT ` + activeJobOfRow + `)),
-	leased AS (
-		INSERT INTO replay_leases (record_id, job_id, owner, until, replay_id)
-		SELECT id, $5, $3, $4, coalesce($7, $6 || id::text) FROM page ORDER BY id
-		RETURNING record_id, replay_id)
-	SELECT l.record_id, l.replay_id, p.status = 'scheduled' FROM leased l JOIN page p ON p.id = l.record_id`
+// sqlLeaseFresh is sqlLeaseReplays for records no lease holds: $1 ids, $2 owner, $3
+// lease until, $4 job (NULL: none), $5 replay id prefix, $6 replay id (NULL: the prefix
+// and the record id). It inserts the lease of each record of $1, reading nothing: the
+// recheck drops those whose record may not be leased. It fails (unique_violation on
+// replay_leases_pkey) on a record a lease key holds, once the transaction that inserted
+// the key committed. It returns the leased ids and their replay ids.
+const sqlLeaseFresh = `INSERT INTO replay_leases (record_id, job_id, owner, until, replay_id)
+	SELECT id, $4, $2, $3, coalesce($6, $5 || id::text) FROM unnest($1::bigint[]) id ORDER BY id
+	RETURNING record_id, replay_id`
 
 // $1 new leases, $2 now, $3 actor, $4 owner, $5 lease until, $6 job (NULL: none), $7
-// leases taken over, $8 the new leases whose record may be scheduled (its first statement
-// saw it scheduled; a record that became scheduled since is not parked, and loses its
-// lease below). A statement of its own, on a snapshot taken after sqlLeaseReplays
+// leases taken over. A statement of its own, on a snapshot taken after the lease's insert
 // ended: it sees every writer that committed before (one that held a lease key the
-// insert waited for, above all). A new lease stays when its record is still parked and
-// not reserved by another active job, or still scheduled and not claimed by a redrive:
-// its row then carries the lease in lease_until, so that no redrive claims it (the UPDATE
-// waits for a claim in progress and re-reads the row it committed). A scheduled record
-// taken over carries its new holder. It deletes the other new leases and returns their
-// ids: it reads only the records' rows, and the lease rows of those it deletes.
-const sqlRecheckReplays = `WITH kept AS (
+// insert waited for, above all). It reads each record's row once (seen). A new lease
+// stays when its record is parked and not reserved by another active job, or scheduled
+// and not claimed by a redrive (nor reserved): its row then carries the lease in
+// lease_until, so that no redrive claims it (the UPDATE waits for a claim in progress and
+// re-reads the row it committed). A scheduled record taken over carries its new holder.
+// It deletes the other new leases and returns their ids.
+const sqlRecheckReplays = `WITH seen AS (
+		SELECT d.id, d.status = 'parked' AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `) AS parked
+		FROM dead_letters d WHERE d.id = ANY($1) OR d.id = ANY($7)),
+	kept AS (
 		UPDATE dead_letters d SET lease_owner = $4, lease_until = $5, changed_at = $2, changed_by = $3
-		WHERE d.status = 'scheduled' AND (d.id = ANY($7) OR d.id = ANY($8)
-			AND (d.lease_until IS NULL OR d.lease_until <= $2)
+		WHERE d.id IN (SELECT id FROM seen WHERE NOT parked) AND d.status = 'scheduled' AND (d.id = ANY($7)
+			OR (d.lease_until IS NULL OR d.lease_until <= $2)
 			AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `))
 		RETURNING d.id),
 	lost AS (
-		SELECT u.id FROM unnest($1::bigint[]) u(id) WHERE u.id NOT IN (SELECT id FROM kept)
-			AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.id = u.id AND d.status = 'parked'
-				AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `)))
+		SELECT u.id FROM unnest($1::bigint[]) u(id)
+		WHERE u.id NOT IN (SELECT id FROM kept) AND u.id NOT IN (SELECT id FROM seen WHERE parked))
 	DELETE FROM replay_leases l WHERE l.record_id IN (SELECT id FROM lost) AND l.owner = $4
 	RETURNING l.record_id`
 

@@ -16,8 +16,8 @@ import (
 // of WAL per 1,000 records and most of a lease's time).
 //
 // A lease (beginReplays) is two statements in one READ COMMITTED transaction:
-//  1. sqlLeaseReplays (or sqlLeaseFresh, which fails on any lease key it meets) inserts
-//     the leases of the records its snapshot sees reservable;
+//  1. sqlLeaseReplays inserts the leases of the records its snapshot sees reservable (or
+//     sqlLeaseFresh those of every record, and fails on any lease key it meets);
 //  2. sqlRecheckReplays, on a new snapshot, deletes the new leases whose record is no
 //     longer reservable, and writes the lease into a scheduled record's row (lease_until),
 //     which a redrive's claim reads.
@@ -51,54 +51,51 @@ import (
 // It returns the replay id of each record it leased.
 //
 // With fresh, the first statement is sqlLeaseFresh, for the records no lease holds, which a
-// job's page nearly always is: a plain insert, which costs half of sqlLeaseReplays'
-// INSERT ... ON CONFLICT DO UPDATE. A lease key it meets (a lease or a writer's key that
-// committed) fails the statement and the transaction: it returns errLeaseKeyTaken, and the
-// caller runs the transaction again without fresh.
+// job's page nearly always is: a plain insert of their keys, which reads nothing (the
+// recheck reads each record's row once, and drops the leases of those it may not take),
+// and costs half of sqlLeaseReplays' INSERT ... ON CONFLICT DO UPDATE. A lease key it
+// meets (a lease, or a writer's key, that committed) fails the statement and the
+// transaction: it returns errLeaseKeyTaken, and the caller runs the transaction again
+// without fresh.
 func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, actor, owner string, until time.Time,
 	job, prefix, replayID any, fresh bool) (map[int64]string, error) {
 	begun := make(map[int64]string, len(ids))
-	var inserted, held, scheduled []int64
+	var inserted, held []int64
 	var id int64
 	var rid *string // NULL: a lease without a replay id
-	var flag bool   // sqlLeaseFresh: the record is scheduled; sqlLeaseReplays: the lease is new
-	add := func() error {
-		begun[id] = deref(rid)
-		switch {
-		case fresh:
-			inserted = append(inserted, id)
-			if flag {
-				scheduled = append(scheduled, id)
-			}
-		case flag:
-			inserted = append(inserted, id)
-		default:
-			held = append(held, id)
-		}
-		return nil
-	}
-	query := sqlLeaseReplays
+	var err error
 	if fresh {
-		query = sqlLeaseFresh
+		var rows pgx.Rows
+		if rows, err = tx.Query(ctx, sqlLeaseFresh, ids, owner, until, job, prefix, replayID); err == nil {
+			_, err = pgx.ForEachRow(rows, []any{&id, &rid}, func() error {
+				begun[id] = deref(rid)
+				inserted = append(inserted, id)
+				return nil
+			})
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "replay_leases_pkey" {
+			return nil, errLeaseKeyTaken
+		}
+	} else {
+		var rows pgx.Rows
+		var isNew bool
+		if rows, err = tx.Query(ctx, sqlLeaseReplays, ids, now, owner, until, job, prefix, replayID); err == nil {
+			_, err = pgx.ForEachRow(rows, []any{&id, &rid, &isNew}, func() error {
+				begun[id] = deref(rid)
+				if isNew {
+					inserted = append(inserted, id)
+				} else {
+					held = append(held, id)
+				}
+				return nil
+			})
+		}
 	}
-	rows, err := tx.Query(ctx, query, ids, now, owner, until, job, prefix, replayID)
-	if err == nil {
-		_, err = pgx.ForEachRow(rows, []any{&id, &rid, &flag}, add)
+	if err != nil || len(begun) == 0 {
+		return begun, err
 	}
-	var pgErr *pgconn.PgError
-	if fresh && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "replay_leases_pkey" {
-		return nil, errLeaseKeyTaken
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(begun) == 0 {
-		return begun, nil
-	}
-	if !fresh {
-		scheduled = inserted // not known: the recheck looks at each
-	}
-	lost, err := changedIDs(ctx, tx, sqlRecheckReplays, inserted, now, actor, owner, until, job, held, scheduled)
+	lost, err := changedIDs(ctx, tx, sqlRecheckReplays, inserted, now, actor, owner, until, job, held)
 	if err != nil {
 		return nil, err
 	}
