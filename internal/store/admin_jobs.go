@@ -290,7 +290,7 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 	}
 	var begun map[int64]string
 	now := s.now()
-	lease1 := func(fresh bool) error {
+	leasePage := func(fresh bool) error {
 		return s.inTx(ctx, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
 				return err
@@ -327,9 +327,9 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 	// insert; one that meets a lease key (a lease of another job or of an earlier holder,
 	// an outcome not folded yet, a writer's key) is leased again by the statement that
 	// takes each case in turn.
-	err := lease1(true)
+	err := leasePage(true)
 	if errors.Is(err, errLeaseKeyTaken) {
-		err = lease1(false)
+		err = leasePage(false)
 	}
 	if err != nil {
 		return nil, err
