@@ -158,15 +158,7 @@ func TestTwoLeasesOfOneRecordOneWins(t *testing.T) {
 				want[2] = fmt.Sprintf("%d-2", second.ID)
 			}
 			require.Equal(t, want, l.leased)
-			rows, err := pool.Query(ctx, `SELECT record_id, job_id FROM replay_leases ORDER BY record_id`)
-			require.NoError(t, err)
-			holders := map[int64]int64{}
-			for rows.Next() {
-				var id, job int64
-				require.NoError(t, rows.Scan(&id, &job))
-				holders[id] = job
-			}
-			require.NoError(t, rows.Err())
+			holders := int64Map(t, pool, `SELECT record_id, job_id FROM replay_leases`)
 			wantHolders := map[int64]int64{1: second.ID, 2: first.ID, 3: second.ID}
 			if !firstCommits {
 				wantHolders[2] = second.ID
@@ -244,16 +236,7 @@ func TestReplayOutcomeStaysOnItsLeasePage(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, leased, n)
 	pages := func() map[int64]int64 {
-		rows, err := pool.Query(ctx, `SELECT record_id, (ctid::text::point)[0]::bigint FROM replay_leases`)
-		require.NoError(t, err)
-		out := map[int64]int64{}
-		for rows.Next() {
-			var id, page int64
-			require.NoError(t, rows.Scan(&id, &page))
-			out[id] = page
-		}
-		require.NoError(t, rows.Err())
-		return out
+		return int64Map(t, pool, `SELECT record_id, (ctid::text::point)[0]::bigint FROM replay_leases`)
 	}
 	before := pages()
 	finished, err := s.FinishReplays(ctx, job.ID, "w1", done, ada)
@@ -268,6 +251,22 @@ func TestReplayOutcomeStaysOnItsLeasePage(t *testing.T) {
 		}
 	}
 	require.Zero(t, moved, "outcomes that left their lease's page (each wrote a new index entry)")
+}
+
+// int64Map runs query, whose rows are two bigints, and returns the first mapped to the
+// second.
+func int64Map(t *testing.T, pool *pgxpool.Pool, query string) map[int64]int64 {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), query)
+	require.NoError(t, err)
+	out := map[int64]int64{}
+	for rows.Next() {
+		var k, v int64
+		require.NoError(t, rows.Scan(&k, &v))
+		out[k] = v
+	}
+	require.NoError(t, rows.Err())
+	return out
 }
 
 // blockAudit holds a lock on audit_log that makes every insert of an audit row wait, until
