@@ -46,10 +46,7 @@ func TestLeaseAndWriterOneWins(t *testing.T) {
 			t.Run(name+map[bool]string{true: "/writer first", false: "/lease first"}[writerFirst], func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
-				_, s, pool := leaseStore(t)
-				_, err := s.StoreBatch(ctx, parked("dlq.proto", 0, 1), nil)
-				require.NoError(t, err)
-				job := claimedReplay(t, s, "dlq.proto", ada)
+				s, pool, job := parkedReplay(t, "dlq.proto", 1, ada)
 				type leaseResult struct {
 					leased map[int64]string
 					err    error
@@ -115,10 +112,7 @@ func TestTwoLeasesOfOneRecordOneWins(t *testing.T) {
 		t.Run(map[bool]string{true: "first commits", false: "first rolls back"}[firstCommits], func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			_, s, pool := leaseStore(t)
-			_, err := s.StoreBatch(ctx, parked("dlq.two", 0, 3), nil)
-			require.NoError(t, err)
-			first := claimedReplay(t, s, "dlq.two", ada)
+			s, pool, first := parkedReplay(t, "dlq.two", 3, ada)
 			second, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
 				Filter: &store.Filter{DLQTopic: "dlq.two"}}}, ada)
 			require.NoError(t, err)
@@ -220,12 +214,9 @@ func TestClaimBetweenLeaseAndRecheckWins(t *testing.T) {
 func TestReplayOutcomeStaysOnItsLeasePage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, s, pool := leaseStore(t)
 	ada := store.Actor{Name: "ada"}
 	const n = 1000
-	_, err := s.StoreBatch(ctx, parked("dlq.hot", 0, n), nil)
-	require.NoError(t, err)
-	job := claimedReplay(t, s, "dlq.hot", ada)
+	s, pool, job := parkedReplay(t, "dlq.hot", n, ada)
 	ids := make([]int64, n)
 	done := make([]store.Redriven, n)
 	for i := range ids {
@@ -251,6 +242,16 @@ func TestReplayOutcomeStaysOnItsLeasePage(t *testing.T) {
 		}
 	}
 	require.Zero(t, moved, "outcomes that left their lease's page (each wrote a new index entry)")
+}
+
+// parkedReplay is a lease store (leaseStore) with n records parked from dlqTopic and a
+// replay of them claimed by w1 (claimedReplay).
+func parkedReplay(t *testing.T, dlqTopic string, n int, actor store.Actor) (*store.Store, *pgxpool.Pool, store.Job) {
+	t.Helper()
+	_, s, pool := leaseStore(t)
+	_, err := s.StoreBatch(context.Background(), parked(dlqTopic, 0, n), nil)
+	require.NoError(t, err)
+	return s, pool, claimedReplay(t, s, dlqTopic, actor)
 }
 
 // int64Map runs query, whose rows are two bigints, and returns the first mapped to the
