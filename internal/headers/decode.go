@@ -395,6 +395,9 @@ func (dec *decoder[H]) time(c int, f field) time.Time {
 		return time.Time{}
 	}
 	if c == ours {
+		if t, ok := parseLayout(v); ok {
+			return t // how we write them: UTC, milliseconds, years 0 to 9999 already
+		}
 		t, err := parseTime(v)
 		if t = t.UTC().Truncate(time.Millisecond); err != nil || t.Year() < 0 || t.Year() > 9999 {
 			dec.warn(dec.key(c, f), errTime.Error()+": "+quote(v))
@@ -499,9 +502,19 @@ func text(s string) string {
 	return s[:n]
 }
 
-// plainASCII reports whether s is ASCII without NUL.
+// plainASCII reports whether s is ASCII without NUL. It looks at eight bytes at a time:
+// a byte with its high bit set, or a zero byte, sets its high bit in the mask below.
 func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
+	const lows, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if (x|(x-lows)&^x)&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		if c := s[i]; c == 0 || c >= utf8.RuneSelf {
 			return false
 		}
@@ -518,29 +531,67 @@ func quote(v []byte) string {
 	return strconv.Quote(string(v))
 }
 
-// parseTime is time.Parse(time.RFC3339Nano, string(v)), reading TimeLayout,
-// which is how we write timestamps, directly and without allocating.
+// parseTime is time.Parse(time.RFC3339Nano, string(v)), reading TimeLayout, which is
+// how we write timestamps, directly and without allocating.
 func parseTime(v []byte) (time.Time, error) {
-	if len(v) == len(TimeLayout) && v[4] == '-' && v[7] == '-' && v[10] == 'T' && v[13] == ':' &&
-		v[16] == ':' && v[19] == '.' && v[23] == 'Z' {
-		n := func(i, j int) int {
-			x := 0
-			for _, c := range v[i:j] {
-				if c < '0' || c > '9' {
-					return -1
-				}
-				x = x*10 + int(c-'0')
-			}
-			return x
-		}
-		year, month, day, hour, minute, sec, ms := n(0, 4), n(5, 7), n(8, 10), n(11, 13), n(14, 16), n(17, 19), n(20, 23)
-		if year >= 0 && month >= 1 && month <= 12 && day >= 1 && hour >= 0 && hour <= 23 &&
-			minute >= 0 && minute <= 59 && sec >= 0 && sec <= 59 && ms >= 0 {
-			// time.Date normalizes an out-of-range day: that one is left to time.Parse.
-			if t := time.Date(year, time.Month(month), day, hour, minute, sec, ms*1e6, time.UTC); t.Day() == day {
-				return t, nil
-			}
-		}
+	if t, ok := parseLayout(v); ok {
+		return t, nil
 	}
 	return time.Parse(time.RFC3339Nano, string(v))
+}
+
+// parseLayout reads v written in TimeLayout as a UTC time, computing it from the
+// calendar date directly (time.Date and the checks after it cost more than the rest of
+// a decode); ok is false for anything else, a day the month does not have included.
+func parseLayout(v []byte) (t time.Time, ok bool) {
+	if len(v) != len(TimeLayout) || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' ||
+		v[16] != ':' || v[19] != '.' || v[23] != 'Z' {
+		return time.Time{}, false
+	}
+	n := func(i, j int) int {
+		x := 0
+		for _, c := range v[i:j] {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			x = x*10 + int(c-'0')
+		}
+		return x
+	}
+	year, month, day, hour, minute, sec, ms := n(0, 4), n(5, 7), n(8, 10), n(11, 13), n(14, 16), n(17, 19), n(20, 23)
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour < 0 || hour > 23 ||
+		minute < 0 || minute > 59 || sec < 0 || sec > 59 || ms < 0 {
+		return time.Time{}, false
+	}
+	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+	return time.Unix(secs, int64(ms)*1e6).UTC(), true
+}
+
+// daysIn is the number of days of month in year (proleptic Gregorian, as package time).
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to year-month-day, for years 0
+// to 9999 (Howard Hinnant's days_from_civil).
+func daysFromCivil(year, month, day int) int64 {
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := (y+400)/400 - 1 // floor(y/400) for y >= -1
+	yoe := y - era*400
+	mp := int64((month + 9) % 12)
+	doy := (153*mp+2)/5 + int64(day) - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }

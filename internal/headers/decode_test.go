@@ -165,7 +165,10 @@ func TestParseTimeMatchesTimeParse(t *testing.T) {
 		"2026-13-01T00:00:00.000Z", "2026-00-01T00:00:00.000Z", "2026-01-00T00:00:00.000Z", "2026-01-01T24:00:00.000Z",
 		"2026-01-01T23:60:00.000Z", "2026-01-01T23:59:60.000Z", "0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z",
 		"2026-01-01T00:00:00.000+01:00", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.1234Z", "2026-01-01t00:00:00.000Z",
-		"-026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.-00Z", "+026-01-01T00:00:00.000Z"}
+		"-026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.-00Z", "+026-01-01T00:00:00.000Z",
+		"0000-02-29T00:00:00.000Z", "0100-02-29T00:00:00.000Z", "2000-02-29T23:59:59.999Z", "2100-02-29T00:00:00.000Z",
+		"2400-02-29T00:00:00.000Z", "1969-12-31T23:59:59.999Z", "1970-01-01T00:00:00.000Z", "2026-06-31T00:00:00.000Z",
+		"2026-12-31T00:00:00.000Z", "2026-12-32T00:00:00.000Z", "0000-01-01T00:00:00.000Z"}
 	for range 5000 {
 		b := []byte(time.UnixMilli(r.Int64N(maxMillis)).UTC().Format(TimeLayout))
 		inputs = append(inputs, string(b))
@@ -231,5 +234,29 @@ func TestTextShortcut(t *testing.T) {
 			full = full[:MaxTextBytes]
 		}
 		require.Equal(t, full, text(s), "%q", s)
+	}
+}
+
+// plainASCII, which reads eight bytes at a time, says what a byte-by-byte check says,
+// whatever the length and wherever the NUL or the non-ASCII byte is.
+func TestPlainASCIIMatchesByteByByte(t *testing.T) {
+	naive := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] == 0 || s[i] >= 0x80 {
+				return false
+			}
+		}
+		return true
+	}
+	r := rand.New(rand.NewPCG(13, 17))
+	for range 20000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = byte(1 + r.IntN(0x7f))
+		}
+		if len(b) > 0 && r.IntN(2) == 0 {
+			b[r.IntN(len(b))] = []byte{0, 0x80, 0xff, 0x7f, 0x01}[r.IntN(5)]
+		}
+		require.Equal(t, naive(string(b)), plainASCII(string(b)), "%q", b)
 	}
 }

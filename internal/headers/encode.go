@@ -163,22 +163,50 @@ func (c *canonicalValues) encode(e Envelope) {
 }
 
 // appendTime appends t.UTC().AppendFormat(buf, TimeLayout), formatting the
-// fixed layout directly for the years it covers (0 to 9999).
+// fixed layout directly from t's Unix milliseconds for the years it covers (0 to 9999).
 func appendTime(buf []byte, t time.Time) []byte {
-	t = t.UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return t.AppendFormat(buf, TimeLayout)
+	ms := t.UnixMilli() // floored, as the layout's .000 truncates
+	if ms < minMillis || ms > maxMillis {
+		return t.UTC().AppendFormat(buf, TimeLayout)
 	}
-	hour, minute, sec := t.Clock()
-	ms := t.Nanosecond() / 1e6 // truncated, as the layout's .000 does
+	days, rem := (ms-minMillis)/86_400_000, int((ms-minMillis)%86_400_000)
+	year, month, day := civilFromDays(minDays + days)
 	buf = append(buf, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-')
-	buf = appendTwo(buf, int(month), '-')
+	buf = appendTwo(buf, month, '-')
 	buf = appendTwo(buf, day, 'T')
-	buf = appendTwo(buf, hour, ':')
-	buf = appendTwo(buf, minute, ':')
-	buf = appendTwo(buf, sec, '.')
-	return append(buf, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+	buf = appendTwo(buf, rem/3_600_000, ':')
+	buf = appendTwo(buf, rem/60_000%60, ':')
+	buf = appendTwo(buf, rem/1000%60, '.')
+	ms3 := rem % 1000
+	return append(buf, byte('0'+ms3/100), byte('0'+ms3/10%10), byte('0'+ms3%10), 'Z')
+}
+
+// minMillis and minDays are the start of year 0, the first TimeLayout can write, in Unix
+// milliseconds and days.
+var (
+	minMillis = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	minDays   = daysFromCivil(0, 1, 1)
+)
+
+// civilFromDays is the date days after 1970-01-01, for dates in years 0 to 9999 (Howard
+// Hinnant's civil_from_days, the inverse of daysFromCivil).
+func civilFromDays(days int64) (year, month, day int) {
+	z := days + 719468
+	era := (z+146097)/146097 - 1 // floor(z/146097) for z >= -146097
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	day = int(doy - (153*mp+2)/5 + 1)
+	month = int(mp + 3)
+	if month > 12 {
+		month -= 12
+	}
+	year = int(yoe + era*400)
+	if month <= 2 {
+		year++
+	}
+	return year, month, day
 }
 
 func appendTwo(buf []byte, n int, sep byte) []byte {

@@ -326,7 +326,10 @@ func TestAppendTimeMatchesFormat(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	times := []time.Time{{}, t0, time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.FixedZone("X", -3600)),
-		time.Date(2026, 3, 1, 0, 0, 0, 999e6, time.FixedZone("CET", 3600))}
+		time.Date(2026, 3, 1, 0, 0, 0, 999e6, time.FixedZone("CET", 3600)),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 2, 29, 12, 0, 0, 0, time.UTC), time.Date(0, 12, 31, 23, 59, 59, 999e6, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2000, 2, 29, 0, 0, 0, 0, time.UTC),
+		time.Date(2100, 2, 28, 23, 59, 59, 0, time.UTC), time.Date(2100, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2400, 2, 29, 0, 0, 0, 0, time.UTC)}
 	for range 10000 {
 		times = append(times, time.Unix(r.Int64N(300e9)-62e9, r.Int64N(1e9)).In(time.FixedZone("Z", r.IntN(86400)-43200)))
 	}
