@@ -107,8 +107,8 @@ func BenchmarkAllParked(b *testing.B) {
 // every second, backoff none, everything else as documented) against rawpipe, a process
 // that moves the same backlog to the same target with acks=all, idempotence and the same
 // read-ahead and producer queue sizes, and no bookkeeping. They take turns on one backlog,
-// each with a fresh group, for DLQ_BENCH_ROUNDS rounds (default 3), the order swapped every
-// round; benchratio pairs each round's two sides. Each process times itself: ours from the
+// each with a fresh group, for DLQ_BENCH_ROUNDS rounds (default 3), the order rotated every
+// round; benchratio pairs each round's sides. Each process times itself: ours from the
 // start of its run (after the cron tick) to its "run finished" (reading the high
 // watermarks, every record, the commit and the ledger included), rawpipe from its
 // assignment to its commit. Process start-up and the group join are outside both. peak-MiB is each process's VmHWM (ours once the DLQ is committed): it
@@ -132,6 +132,12 @@ func BenchmarkWorker(b *testing.B) {
 		},
 	}
 	order := []string{"raw", "ours"}
+	if before := os.Getenv("DLQ_BENCH_BEFORE_BIN"); before != "" {
+		// Another build of dlq-worker (main's, before a change) as a third side in the
+		// same rounds: benchratio pairs ours with it round by round, as with raw.
+		sides["before"] = func(b *testing.B) procRun { return e.runWorker(b, before, dlq) }
+		order = append(order, "before")
+	}
 	for range rounds {
 		for _, side := range order {
 			b.Run(side, func(b *testing.B) {
@@ -142,7 +148,7 @@ func BenchmarkWorker(b *testing.B) {
 				runs.report(b, e.n)
 			})
 		}
-		slices.Reverse(order)
+		order = append(order[1:], order[0]) // rotated: each side runs first, last, between
 	}
 	// Every record went to the target once per run of either side.
 	if got := sum(e.highWatermarks(b, target)); got%int64(e.n) != 0 || got == 0 {
