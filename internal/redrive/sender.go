@@ -33,6 +33,7 @@ type sender struct {
 	producer *kafka.Producer
 	opts     headers.EncodeOptions
 	in       chan []sendJob
+	free     chan []sendJob // batches the goroutine produced, emptied, for queue to fill again
 	failed   chan sendFailure
 	life     lifecycle.Base // the goroutine, from Start to Stop
 
@@ -46,7 +47,7 @@ const senderBatches = 4
 
 func newSender(p *kafka.Producer, opts headers.EncodeOptions) *sender {
 	return &sender{producer: p, opts: opts, in: make(chan []sendJob, senderBatches),
-		failed: make(chan sendFailure, 64)}
+		free: make(chan []sendJob, senderBatches+1), failed: make(chan sendFailure, 64)}
 }
 
 // Start starts the goroutine; its work ends with ctx too.
@@ -63,8 +64,17 @@ func (s *sender) Start(ctx context.Context) error {
 // no longer reads failed.
 func (s *sender) Stop(ctx context.Context) error { return s.life.Stop(ctx) }
 
-// queue adds j to the records the loop hands over at the end of its turn (flush).
-func (s *sender) queue(j sendJob) { s.queued = append(s.queued, j) }
+// queue adds j to the records the loop hands over at the end of its turn (flush), in a
+// batch the goroutine handed back when there is one: a turn's batch is tens of KiB.
+func (s *sender) queue(j sendJob) {
+	if s.queued == nil {
+		select {
+		case s.queued = <-s.free:
+		default:
+		}
+	}
+	s.queued = append(s.queued, j)
+}
 
 // flush hands the queued records to the goroutine unless it is still busy with earlier
 // ones; they wait for the next turn then. It runs on the loop.
@@ -106,6 +116,11 @@ func (s *sender) run(ctx context.Context) {
 					return
 				}
 			}
+		}
+		clear(jobs) // holds no record for the garbage collector
+		select {
+		case s.free <- jobs[:0]:
+		default:
 		}
 	}
 }
