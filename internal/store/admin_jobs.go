@@ -225,14 +225,24 @@ func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit in
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
-	var rows pgx.Rows
-	var err error
+	// One round trip, one implicit transaction: the settings hold for the page's query.
+	// Its plan probes replay_leases by key for each record: without enable_seqscan off, a
+	// plan cached while the table was known empty scanned all of it for each record once
+	// a job had filled it.
+	batch := &pgx.Batch{}
+	batch.Queue(sqlBatchSettings)
 	if job.Filter != nil {
 		cond, args := job.Filter.whereInPage([]any{afterID, limit, job.ID})
-		rows, err = s.pool.Query(ctx, fmt.Sprintf(sqlJobRecordsByFilter, cond), args...)
+		batch.Queue(fmt.Sprintf(sqlJobRecordsByFilter, cond), args...)
 	} else {
-		rows, err = s.pool.Query(ctx, sqlJobRecordsByIDs, afterID, limit, job.RecordIDs)
+		batch.Queue(sqlJobRecordsByIDs, afterID, limit, job.RecordIDs)
 	}
+	results := s.pool.SendBatch(ctx, batch)
+	defer results.Close()
+	if _, err := results.Exec(); err != nil {
+		return nil, interpretError(err)
+	}
+	rows, err := results.Query()
 	if err != nil {
 		return nil, interpretError(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/store"
@@ -191,4 +192,54 @@ func TestClaimRecordJob(t *testing.T) {
 	got, err = s.ClaimJob(ctx, "w1", time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, bulk.ID, got.ID)
+}
+
+// A job reads its pages with a plan that probes replay_leases by key, also when its
+// connection made that plan while replay_leases was known to be empty: the generic plan a connection
+// settles on after five executions was made then (a sequential scan of an empty table
+// costs nothing) and kept once the job had filled the table, scanning all of it for each
+// record of each page (a 100,000-record replay slowed to ~2,000 records a second,
+// BenchmarkBulkReplay's later rounds). The counts are replay_leases' own, in the test's
+// schema.
+func TestJobPagesProbeLeasesByKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, url := storetest.NewWithURL(t)
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = 1 // every page on one connection, with its cached plans
+	one, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(one.Close)
+	s := store.New(one)
+	ada := store.Actor{Name: "ada"}
+	_, err = s.StoreBatch(ctx, parked("dlq.page", 0, 100), nil)
+	require.NoError(t, err)
+	job := claimedReplay(t, s, "dlq.page", ada)
+	// Known empty, as once a job's outcomes were folded and autovacuum came by.
+	_, err = one.Exec(ctx, `VACUUM ANALYZE replay_leases`)
+	require.NoError(t, err)
+	for range 8 {
+		recs, err := s.JobRecords(ctx, job, 0, 100)
+		require.NoError(t, err)
+		require.Len(t, recs, 100)
+	}
+	_, err = one.Exec(ctx, `INSERT INTO replay_leases (record_id, owner, until)
+		SELECT g, 'elsewhere', now() FROM generate_series(1000000, 1020000) g`)
+	require.NoError(t, err)
+	seqScans := func() int64 {
+		// Counts reach the statistics when the backend flushes them: the next time it
+		// goes idle after this.
+		_, err := one.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, err)
+		var n int64
+		require.NoError(t, one.QueryRow(ctx,
+			`SELECT seq_scan FROM pg_stat_user_tables WHERE relid = 'replay_leases'::regclass`).Scan(&n))
+		return n
+	}
+	before := seqScans()
+	recs, err := s.JobRecords(ctx, job, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, recs, 100)
+	require.Equal(t, before, seqScans(), "sequential scans of replay_leases by a page read")
 }
