@@ -225,12 +225,9 @@ func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit in
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
-	// One round trip, one implicit transaction: the settings hold for the page's query.
-	// Its plan probes replay_leases by key for each record: without enable_seqscan off, a
-	// plan cached while the table was known empty scanned all of it for each record once
-	// a job had filled it.
+	// One round trip, one implicit transaction: sqlPageSettings hold for the page's query.
 	batch := &pgx.Batch{}
-	batch.Queue(sqlBatchSettings)
+	batch.Queue(sqlPageSettings)
 	if job.Filter != nil {
 		cond, args := job.Filter.whereInPage([]any{afterID, limit, job.ID})
 		batch.Queue(fmt.Sprintf(sqlJobRecordsByFilter, cond), args...)
@@ -478,6 +475,16 @@ func hashJoin(ctx context.Context, tx pgx.Tx, _ []int64) error {
 }
 
 const sqlBatchSettings = `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)`
+
+// sqlPageSettings make a job's page read its records by id and stop at the page's end,
+// probing each record's lease by key. The planner cannot estimate the page's test of a
+// lease (a column of a lateral subquery): it takes it to pass 0.5 % of the records, and
+// when that made fewer than a page it chose to read every record after the cursor and
+// sort them (and to compile that plan with JIT), for each page. A sequential scan of
+// replay_leases for each record came from a plan a connection cached while the table was
+// known empty.
+const sqlPageSettings = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true),
+	set_config('jit', 'off', true)`
 
 const sqlSubmitJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key, topics, edit)
