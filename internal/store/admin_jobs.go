@@ -477,13 +477,13 @@ func hashJoin(ctx context.Context, tx pgx.Tx, _ []int64) error {
 const sqlBatchSettings = `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)`
 
 // sqlPageSettings make a job's page read its records by id and stop at the page's end,
-// probing each record's lease by key. The planner cannot estimate the page's test of a
-// lease (a column of a lateral subquery): it takes it to pass 0.5 % of the records, and
-// when that made fewer than a page it chose to read every record after the cursor and
-// sort them (and to compile that plan with JIT), for each page. A sequential scan of
-// replay_leases for each record came from a plan a connection cached while the table was
-// known empty.
+// merging in its leases in the same order (jobPage). The planner cannot estimate the
+// page's test of a lease: it takes it to pass 0.5 % of the records, and when that made
+// fewer than a page it chose to read every record after the cursor and sort them (and to
+// compile that plan with JIT), for each page. A sequential scan of replay_leases for each
+// record came from a plan a connection cached while the table was known empty.
 const sqlPageSettings = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true),
+	set_config('enable_nestloop', 'off', true), set_config('enable_hashjoin', 'off', true),
 	set_config('jit', 'off', true)`
 
 const sqlSubmitJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,

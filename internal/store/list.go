@@ -35,8 +35,8 @@ type Filter struct {
 func (f *Filter) where(args []any) (string, []any) { return f.render(args, leased) }
 
 // whereInPage is where for a page of a job's records (FROM jobPage), read while the job's
-// leases pile up: whether a record is leased is the row's one probe of replay_leases'
-// primary key, never a scan of the whole table (a hashed subplan) per page.
+// leases pile up: whether a record is leased is read from the lease merged with its row,
+// never from a scan of the whole table (a hashed subplan) per page.
 func (f *Filter) whereInPage(args []any) (string, []any) { return f.render(args, leasedInPage) }
 
 // render is where with isLeased as the test of a record's lease.

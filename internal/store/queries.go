@@ -15,14 +15,17 @@ const jobRecordColumns = `id, original_topic, original_partition, record_timesta
 	CASE WHEN lp.lease_done THEN 'replayed' ELSE status END,
 	CASE WHEN lp.lease_done THEN lp.lease_job ELSE job_id END`
 
-// jobPage is dead_letters with the replay lease of each row (lp: lease_job, lease_done;
-// NULLs without one), probed once per row by its key: a page of a job reads each record's
-// lease once, where a probe per use (the status, the job, the filter's test, the job's
-// own leases) read it four times. OFFSET 0 keeps the planner from hashing the whole
-// lease table, which a running job fills faster than its statistics follow.
-const jobPage = `dead_letters LEFT JOIN LATERAL (
-		SELECT l.job_id AS lease_job, l.replayed_at IS NOT NULL AS lease_done
-		FROM replay_leases l WHERE l.record_id = dead_letters.id OFFSET 0) lp ON true`
+// jobPage is dead_letters with the replay lease of each row after the cursor ($1) (lp:
+// lease_job, lease_done; NULLs without one): a page of a job reads each record's lease
+// once, where a probe per use (the status, the job, the filter's test, the job's own
+// leases) read it four times. Under sqlPageSettings the two are merged in id order, each
+// read by its key from the cursor on, so that a page reads the leases of its range once
+// instead of looking each record's up (a probe per record was as much of the database's
+// work for a page as reading its records), and never hashes the whole lease table, which
+// a running job fills faster than its statistics follow.
+const jobPage = `dead_letters LEFT JOIN (
+		SELECT l.record_id AS lease_record, l.job_id AS lease_job, l.replayed_at IS NOT NULL AS lease_done
+		FROM replay_leases l WHERE l.record_id > $1) lp ON lp.lease_record = dead_letters.id`
 
 // summaryColumns is a record without its key, value and headers, in recordColumns' shape:
 // what a listing reads, so that a page of 1 MiB records costs what a page of small ones does.
@@ -59,7 +62,7 @@ const derivedStatus = `CASE ` + ofLease + `replayed_at IS NULL` + leaseEnd + `
 // its status, and no other transition may take it.
 const leased = `EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id)`
 
-// leasedInPage is leased for a row of jobPage: its lease was probed already.
+// leasedInPage is leased for a row of jobPage: its lease is merged with it already.
 const leasedInPage = `lp.lease_done IS NOT NULL`
 
 // ofLease is the start of a read of a column of the lease on a dead_letters row (named
