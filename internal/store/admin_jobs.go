@@ -552,10 +552,11 @@ const sqlLeaseReplays = `INSERT INTO replay_leases AS l (record_id, job_id, owne
 // and the record id). It inserts the lease of each record of $1, reading nothing: the
 // recheck drops those whose record may not be leased. It fails (unique_violation on
 // replay_leases_pkey) on a record a lease key holds, once the transaction that inserted
-// the key committed. It returns the leased ids and their replay ids.
+// the key committed. It returns the leased ids, their replay ids and true (each lease is
+// new), as sqlLeaseReplays does.
 const sqlLeaseFresh = `INSERT INTO replay_leases (record_id, job_id, owner, until, replay_id)
 	SELECT id, $4, $2, $3, coalesce($6, $5 || id::text) FROM unnest($1::bigint[]) id ORDER BY id
-	RETURNING record_id, replay_id`
+	RETURNING record_id, replay_id, true`
 
 // $1 new leases, $2 now, $3 actor, $4 owner, $5 lease until, $6 job (NULL: none), $7
 // leases taken over. A statement of its own, on a snapshot taken after the lease's insert

@@ -59,38 +59,30 @@ import (
 // without fresh.
 func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, actor, owner string, until time.Time,
 	job, prefix, replayID any, fresh bool) (map[int64]string, error) {
+	query, args := sqlLeaseReplays, []any{ids, now, owner, until, job, prefix, replayID}
+	if fresh {
+		query, args = sqlLeaseFresh, []any{ids, owner, until, job, prefix, replayID}
+	}
 	begun := make(map[int64]string, len(ids))
 	var inserted, held []int64
 	var id int64
 	var rid *string // NULL: a lease without a replay id
-	var err error
-	if fresh {
-		var rows pgx.Rows
-		if rows, err = tx.Query(ctx, sqlLeaseFresh, ids, owner, until, job, prefix, replayID); err == nil {
-			_, err = pgx.ForEachRow(rows, []any{&id, &rid}, func() error {
-				begun[id] = deref(rid)
+	var isNew bool
+	rows, err := tx.Query(ctx, query, args...)
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&id, &rid, &isNew}, func() error {
+			begun[id] = deref(rid)
+			if isNew {
 				inserted = append(inserted, id)
-				return nil
-			})
-		}
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "replay_leases_pkey" {
-			return nil, errLeaseKeyTaken
-		}
-	} else {
-		var rows pgx.Rows
-		var isNew bool
-		if rows, err = tx.Query(ctx, sqlLeaseReplays, ids, now, owner, until, job, prefix, replayID); err == nil {
-			_, err = pgx.ForEachRow(rows, []any{&id, &rid, &isNew}, func() error {
-				begun[id] = deref(rid)
-				if isNew {
-					inserted = append(inserted, id)
-				} else {
-					held = append(held, id)
-				}
-				return nil
-			})
-		}
+			} else {
+				held = append(held, id)
+			}
+			return nil
+		})
+	}
+	var pgErr *pgconn.PgError
+	if fresh && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "replay_leases_pkey" {
+		return nil, errLeaseKeyTaken
 	}
 	if err != nil || len(begun) == 0 {
 		return begun, err
