@@ -12,9 +12,13 @@ import (
 
 // ProducerConfig is the producer every delivery uses: kafkaclient's (acks=all,
 // idempotence) that never creates a topic, whether by a metadata lookup or a produce.
+// Its delivery reports carry the record's position and opaque only: copying each key and
+// value back into Go was per-record work nobody reads (a retry builds its record again
+// from the source).
 func ProducerConfig(cfg config.Kafka) kafka.ConfigMap {
 	m := kafkaclient.ProducerConfig(cfg)
 	m["allow.auto.create.topics"] = false
+	m["go.delivery.report.fields"] = "none"
 	return m
 }
 

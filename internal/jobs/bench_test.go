@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
-	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -58,7 +58,7 @@ func BenchmarkBulkReplay(b *testing.B) {
 	b.Cleanup(pool.Close)
 	seed(b, pool, n)
 	target := kafkatest.CreateTopic(b, bootstrap, 3, nil)
-	cm := kafkaclient.ProducerConfig(config.Kafka{BootstrapServers: bootstrap})
+	cm := delivery.ProducerConfig(config.Kafka{BootstrapServers: bootstrap})
 	p, err := kafka.NewProducer(&cm)
 	if err != nil {
 		b.Fatal(err)
