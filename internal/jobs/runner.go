@@ -260,22 +260,23 @@ func (r *Runner) sweep(ctx context.Context) {
 // folded everything.
 func (r *Runner) fold(ctx context.Context, job int64) bool {
 	for !r.stopRequested() {
-		n, err := r.cfg.Store.FoldReplays(ctx, job, foldBatch)
+		n, err := r.cfg.Store.FoldReplays(ctx, job, foldBatches)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn().Err(err).Int64("job_id", job).Msg("fold replay outcomes into their records; the sweeper retries")
 			}
 			return false
 		}
-		if n < foldBatch {
+		if n < foldBatches {
 			return true
 		}
 	}
 	return false
 }
 
-// foldBatch is how many replay outcomes one fold transaction moves.
-const foldBatch = 1000
+// foldBatches is how many batches of replay outcomes one fold transaction moves: a job's
+// batch is up to a thousand records.
+const foldBatches = 1
 
 // publishTargets stores the allowed_targets of the runner's routes, which dlq-admin
 // applies to a replay before accepting it (the runner applies them again when it
@@ -439,6 +440,7 @@ type batch struct {
 	why      string         // the first refusal
 	whyID    int64          // its record
 	sent     []store.Record // leased and produced, awaiting reports
+	leases   store.ReplayBatch
 	results  []produced
 	reports  chan kafka.Event
 	inFlight int
@@ -727,9 +729,9 @@ func (x *execution) lease(ctx context.Context, recs []store.Record) (*batch, err
 		return nil, err
 	}
 	first, n := todo[0].ID, len(todo)
-	b.sent = todo[:0]
+	b.sent, b.leases = todo[:0], leased
 	for i := range todo {
-		if replayID, ok := leased[todo[i].ID]; ok {
+		if replayID, ok := leased.ReplayIDs[todo[i].ID]; ok {
 			todo[i].ReplayID = replayID
 			b.sent = append(b.sent, todo[i])
 		}
@@ -835,7 +837,7 @@ func (x *execution) settle(ctx context.Context, b *batch) error {
 		b.refuse(b.sent[i].ID, res.err.Error(), 1)
 	}
 	if len(done) > 0 {
-		n, err := x.cfg.Store.FinishReplays(ctx, x.job.ID, x.owner, done, x.actor())
+		n, err := x.cfg.Store.FinishReplays(ctx, x.job.ID, x.owner, b.leases, done, x.actor())
 		if err != nil {
 			return err
 		}

@@ -288,13 +288,17 @@ func scanJobRecords(rows pgx.Rows, limit int) ([]Record, error) {
 // scheduled (and not claimed by a redrive), held by an earlier holder of the job, or held
 // under an expired lease by a job that ended. Each keeps the replay id it was first given
 // by the job, "<job>-<record>", so a record produced again after a crash carries the same
-// one. It returns the replay id of each leased record, or ErrConflict when the job is not
-// running under owner any more (cancelled, or taken over): a cancel that committed is
-// never followed by a lease of its job.
-func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner string, lease time.Duration, actor Actor) (map[int64]string, error) {
+// one. It returns the batch the leases form, or ErrConflict when the job is not running
+// under owner any more (cancelled, or taken over): a cancel that committed is never
+// followed by a lease of its job.
+func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner string, lease time.Duration, actor Actor) (ReplayBatch, error) {
 	if owner == "" || lease <= 0 {
-		return nil, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
+		return ReplayBatch{}, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
 	}
+	if !slices.IsSorted(ids) {
+		return ReplayBatch{}, &ValidationError{Field: "ids", Reason: "must be in ascending order"}
+	}
+	var batch int64
 	var begun map[int64]string
 	now := s.now()
 	leasePage := func(fresh bool) error {
@@ -303,7 +307,7 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 				return err
 			}
 			var err error
-			if begun, err = beginReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID,
+			if batch, begun, err = beginReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID,
 				strconv.FormatInt(jobID, 10)+"-", nil, fresh); err != nil {
 				return err
 			}
@@ -339,22 +343,68 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 		err = leasePage(false)
 	}
 	if err != nil {
-		return nil, err
+		return ReplayBatch{}, err
 	}
-	return begun, nil
+	return ReplayBatch{ID: batch, IDs: ids, ReplayIDs: begun}, nil
 }
 
-// FinishReplays marks records owner replays as replayed where they were produced, and
-// returns how many it marked: rows whose lease another holder took are left alone.
-func (s *Store) FinishReplays(ctx context.Context, jobID int64, owner string, done []Redriven, actor Actor) (int, error) {
+// ReplayBatch is a page of a job's records leased together (BeginReplays). Its outcome is
+// one row, written once, when the batch is finished (FinishReplays).
+type ReplayBatch struct {
+	ID int64
+	// IDs are the records the batch was asked for: a record's place in the batch is its
+	// index here. ReplayIDs has the replay id of each record leased.
+	IDs       []int64
+	ReplayIDs map[int64]string
+}
+
+// FinishReplays marks the records of batch in done as replayed where they were produced,
+// with one write for the batch, and returns how many it marked: none when the batch was
+// finished already; when job is no longer running under owner (cancelled, taken over),
+// only those whose lease is still the batch's (another holder may have taken some).
+func (s *Store) FinishReplays(ctx context.Context, jobID int64, owner string, batch ReplayBatch, done []Redriven, actor Actor) (int, error) {
+	topics := make([]*string, len(batch.IDs))
+	partitions := make([]*int32, len(batch.IDs))
+	offsets := make([]*int64, len(batch.IDs))
 	ids := make([]int64, len(done))
-	topics := make([]string, len(done))
-	partitions := make([]int32, len(done))
-	offsets := make([]int64, len(done))
 	for i, d := range done {
-		ids[i], topics[i], partitions[i], offsets[i] = d.ID, d.Produced.Topic, d.Produced.Partition, d.Produced.Offset
+		at, ok := slices.BinarySearch(batch.IDs, d.ID)
+		if !ok {
+			return 0, fmt.Errorf("store: record %d is not in replay batch %d", d.ID, batch.ID)
+		}
+		topics[at], partitions[at], offsets[at] = &done[i].Produced.Topic, &done[i].Produced.Partition, &done[i].Produced.Offset
+		ids[i] = d.ID
 	}
-	return s.batchTransition(ctx, jobID, actor, "finish_replay", ids, hashJoin, sqlFinishReplays, owner, topics, partitions, offsets)
+	slices.Sort(ids)
+	var changed []int64
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
+			return err
+		}
+		// Held, no other holder can have taken a lease of the job's (a lease of a running
+		// job goes only to a holder of the job), and the share lock keeps it so until commit.
+		var held bool
+		if err := tx.QueryRow(ctx, sqlJobHeld, jobID, owner).Scan(&held); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, sqlFinishBatch, batch.ID, now, actor.Name, topics, partitions, offsets)
+		switch {
+		case err != nil:
+			return err
+		case tag.RowsAffected() == 0:
+			changed = nil
+		case held:
+			changed = ids
+		default:
+			if changed, err = changedIDs(ctx, tx, sqlLeasesOfBatch, ids, batch.ID); err != nil {
+				return err
+			}
+		}
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
+			Action: "finish_replay", RecordIDs: changed, JobID: jobID, Affected: int64(len(changed)), Outcome: "ok"})
+	})
+	return len(changed), err
 }
 
 // AbortReplays returns records owner replays that were not produced: with reason (why they
@@ -393,7 +443,7 @@ func changedIDs(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]in
 // batchTransition runs query ($1 ids, $2 now, $3 actor, then args), which returns the ids
 // it changed, with one audit row for the batch. before, unless nil, runs first with ids:
 // lockRecords takes their lease keys and rows, in statements of their own, so that query
-// sees a replay lease committed while it waited; hashJoin settles query's plan.
+// sees a replay lease committed while it waited.
 func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64,
 	before func(context.Context, pgx.Tx, []int64) error, query string, args ...any) (int, error) {
 	var changed []int64
@@ -435,17 +485,24 @@ func (s *Store) ReturnExpiredReplays(ctx context.Context, actor Actor) (int, err
 	return len(returned), err
 }
 
-// FoldReplays moves up to limit replay outcomes of job (0: of every job) from their lease
-// rows into their records' rows, and returns how many it moved; only jobs that are no
-// longer pending or running are folded, so that folding never competes with a job for the
-// database. Readers see no change: a replayed record reads the same before and after (its
-// finish_replay audit row was written when it was replayed).
+// FoldReplays moves the replay outcomes of up to limit batches of job (0: of every job)
+// into their records' rows and deletes the batches, and returns how many batches it
+// folded; only jobs that are no longer pending or running are folded, so that folding
+// never competes with a job for the database. Readers see no change: a replayed record
+// reads the same before and after (its finish_replay audit row was written when it was
+// replayed). When fewer than limit were left, it also deletes the batches never finished
+// that no lease names.
 func (s *Store) FoldReplays(ctx context.Context, job int64, limit int) (int, error) {
-	tag, err := s.pool.Exec(ctx, sqlFoldReplays, limit, job)
-	if err != nil {
+	var n int
+	if err := s.pool.QueryRow(ctx, sqlFoldReplays, limit, job).Scan(&n); err != nil {
 		return 0, interpretError(err)
 	}
-	return int(tag.RowsAffected()), nil
+	if n < limit {
+		if _, err := s.pool.Exec(ctx, sqlDropSpentBatches); err != nil {
+			return n, interpretError(err)
+		}
+	}
+	return n, nil
 }
 
 // ReleaseJob ends owner's lease on a running job now, so that another worker resumes it
@@ -464,16 +521,6 @@ func (s *Store) ReleaseJob(ctx context.Context, id int64, owner string) error {
 // replay_leases grows by a row per record while a job runs, faster than its statistics
 // follow, and a plan costed on stale ones (a holder the last ANALYZE never saw is
 // estimated at one row) scanned the whole table for each of the batch's records.
-// sqlHashJoin keeps sqlFinishReplays from joining the batch's outcomes to its leases by a
-// nested loop: when stale statistics estimate the leases at one row, that loop unnests
-// the outcome arrays once per lease (seconds per batch).
-const sqlHashJoin = `SELECT set_config('enable_nestloop', 'off', true)`
-
-func hashJoin(ctx context.Context, tx pgx.Tx, _ []int64) error {
-	_, err := tx.Exec(ctx, sqlHashJoin)
-	return err
-}
-
 const sqlBatchSettings = `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)`
 
 // sqlPageSettings make a job's page read its records by id and stop at the page's end,
@@ -521,20 +568,26 @@ const (
 	activeJobOfLease = `EXISTS (SELECT 1 FROM jobs j WHERE j.id = l.job_id AND j.status IN ('pending', 'running'))`
 )
 
+// leaseReplayed is true when a lease (l) is replayed: its batch holds an offset at its place.
+const leaseReplayed = `EXISTS (SELECT 1 FROM replay_batches rb WHERE rb.id = l.batch_id AND rb.offsets[l.batch_idx] IS NOT NULL)`
+
 // $1 ids, $2 now, $3 owner, $4 lease until, $5 job (NULL: none), $6 replay id prefix, $7
 // replay id (NULL: the prefix and the record id). A record is leased when no
 // replay holds it and it is reservable and not reserved by another active job; when an
 // earlier holder of the same job holds it (the caller holds the job, sqlJobHeld in the
 // same transaction, so that holder lost it), keeping its replay id; or when a job that
-// ended left it under an expired lease. A replay that holds its outcome (replayed_at) is
+// ended left it under an expired lease. A replay whose batch holds its outcome is
 // never leased again. The record's row is not locked: the lease key is the lock (see
 // BeginReplays), and sqlRecheckReplays confirms the new leases on a later snapshot. It
-// returns the leased ids, their replay ids, and whether each lease is new (xmax = 0: an
-// insert, not the update of a lease taken over).
-const sqlLeaseReplays = `INSERT INTO replay_leases AS l (record_id, job_id, owner, until, replay_id)
-	SELECT d.id, $5, $3, $4, coalesce($7, CASE WHEN h.job_id = $5 THEN h.replay_id ELSE $6 || d.id::text END)
+// returns the leased ids, their replay ids, whether each lease is new (xmax = 0: an
+// insert, not the update of a lease taken over) and the batch, a row the statement
+// inserts, each lease at its place in $1.
+const sqlLeaseReplays = `WITH batch AS (INSERT INTO replay_batches (job_id, record_ids) VALUES ($5, $1) RETURNING id)
+	INSERT INTO replay_leases AS l (record_id, job_id, owner, until, replay_id, batch_id, batch_idx)
+	SELECT d.id, $5, $3, $4, coalesce($7, CASE WHEN h.job_id = $5 THEN h.replay_id ELSE $6 || d.id::text END),
+		(SELECT id FROM batch), array_position($1::bigint[], d.id)
 	FROM dead_letters d LEFT JOIN LATERAL (
-		SELECT * FROM replay_leases h WHERE h.record_id = d.id OFFSET 0) h ON true
+		SELECT * FROM replay_states h WHERE h.record_id = d.id OFFSET 0) h ON true
 	WHERE d.id = ANY($1) AND (
 		h.record_id IS NULL AND ` + reservable + `
 			AND (d.job_id IS NULL OR d.job_id = $5 OR NOT ` + activeJobOfRow + `)
@@ -543,20 +596,22 @@ const sqlLeaseReplays = `INSERT INTO replay_leases AS l (record_id, job_id, owne
 			AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = h.job_id AND j.status IN ('pending', 'running')))
 	ORDER BY d.id
 	ON CONFLICT (record_id) DO UPDATE SET job_id = excluded.job_id, owner = excluded.owner, until = excluded.until,
-		replay_id = excluded.replay_id
-		WHERE l.replayed_at IS NULL AND (l.job_id = $5 OR l.until <= $2 AND NOT ` + activeJobOfLease + `)
-	RETURNING record_id, replay_id, xmax = 0`
+		replay_id = excluded.replay_id, batch_id = excluded.batch_id, batch_idx = excluded.batch_idx
+		WHERE NOT ` + leaseReplayed + ` AND (l.job_id = $5 OR l.until <= $2 AND NOT ` + activeJobOfLease + `)
+	RETURNING record_id, replay_id, xmax = 0, batch_id`
 
 // sqlLeaseFresh is sqlLeaseReplays for records no lease holds: $1 ids, $2 owner, $3
 // lease until, $4 job (NULL: none), $5 replay id prefix, $6 replay id (NULL: the prefix
 // and the record id). It inserts the lease of each record of $1, reading nothing: the
 // recheck drops those whose record may not be leased. It fails (unique_violation on
 // replay_leases_pkey) on a record a lease key holds, once the transaction that inserted
-// the key committed. It returns the leased ids, their replay ids and true (each lease is
-// new), as sqlLeaseReplays does.
-const sqlLeaseFresh = `INSERT INTO replay_leases (record_id, job_id, owner, until, replay_id)
-	SELECT id, $4, $2, $3, coalesce($6, $5 || id::text) FROM unnest($1::bigint[]) id ORDER BY id
-	RETURNING record_id, replay_id, true`
+// the key committed. It returns the leased ids, their replay ids, true (each lease is
+// new) and the batch, as sqlLeaseReplays does.
+const sqlLeaseFresh = `WITH batch AS (INSERT INTO replay_batches (job_id, record_ids) VALUES ($4, $1) RETURNING id)
+	INSERT INTO replay_leases (record_id, job_id, owner, until, replay_id, batch_id, batch_idx)
+	SELECT u.id, $4, $2, $3, coalesce($6, $5 || u.id::text), (SELECT id FROM batch), u.idx
+	FROM unnest($1::bigint[]) WITH ORDINALITY u(id, idx) ORDER BY u.id
+	RETURNING record_id, replay_id, true, batch_id`
 
 // $1 new leases, $2 now, $3 actor, $4 owner, $5 lease until, $6 job (NULL: none), $7
 // leases taken over. A statement of its own, on a snapshot taken after the lease's insert
@@ -592,39 +647,70 @@ const (
 	sqlUnguard = `DELETE FROM replay_leases WHERE record_id = ANY($1)`
 )
 
-// $1 ids, $2 now, $3 actor, $4 owner, then parallel arrays of topic, partition, offset in
-// the order of $1: each record whose lease owner holds is replayed: its lease keeps where
-// it was produced, when and by whom, an update of a narrow row that changes no indexed
-// column (HOT); the record reads as replayed from now on, and its row changes once the
-// job has ended (sqlFoldReplays). The leases are found by their keys (= ANY($1)), not by a
-// scan of a table a running job fills.
-const sqlFinishReplays = `UPDATE replay_leases l SET replayed_at = $2, replayed_by = $3,
-		target_topic = u.topic, produced_partition = u.part, produced_offset = u.off
-	FROM unnest($1::bigint[], $5::text[], $6::integer[], $7::bigint[]) AS u(id, topic, part, off)
-	WHERE l.record_id = ANY($1) AND l.record_id = u.id AND l.owner = $4 AND l.replayed_at IS NULL
+// $1 batch, $2 now, $3 actor, then the topic, partition and offset of each record at its
+// place in the batch (NULL: not produced). A batch is finished once.
+const sqlFinishBatch = `UPDATE replay_batches SET replayed_at = $2, replayed_by = $3,
+		topics = $4, partitions = $5, offsets = $6
+	WHERE id = $1 AND replayed_at IS NULL`
+
+// $1 ids, $2 batch: the records of ids whose lease is in the batch.
+const sqlLeasesOfBatch = `SELECT record_id FROM replay_leases WHERE record_id = ANY($1) AND batch_id = $2`
+
+// $1 ids, $2 now, $3 actor, $4 owner, then parallel arrays of topic, partition and offset
+// in the order of $1: each record whose lease owner holds is replayed there, at its place
+// in its lease's batch (FinishReplay: one record; a job finishes a whole batch at once,
+// FinishReplays).
+const sqlFinishReplays = `UPDATE replay_batches b SET replayed_at = $2, replayed_by = $3,
+		topics[l.batch_idx] = u.topic, partitions[l.batch_idx] = u.part, offsets[l.batch_idx] = u.off
+	FROM replay_leases l JOIN unnest($1::bigint[], $5::text[], $6::integer[], $7::bigint[]) AS u(id, topic, part, off)
+		ON u.id = l.record_id
+	WHERE l.record_id = ANY($1) AND l.owner = $4 AND b.id = l.batch_id AND NOT ` + leaseReplayed + `
 	RETURNING l.record_id`
 
-// $1 limit, $2 job (0: any): up to $1 replayed leases of jobs that ended move into their records' rows
-// (status replayed, with the lease's job, replay id, produced position and change) and
-// are deleted; what readers see does not change. SKIP LOCKED lets several runners fold
-// at once; the leases are deleted by their keys, not by a scan joined to them.
-const sqlFoldReplays = `WITH done AS (
-		SELECT l.record_id FROM replay_leases l
-		WHERE l.replayed_at IS NOT NULL AND ($2::bigint = 0 OR l.job_id = $2) AND NOT ` + activeJobOfLease + `
-		ORDER BY l.record_id LIMIT $1
+// $1 limit, $2 job (0: any): up to $1 finished batches of jobs that ended move into their
+// records' rows (status replayed, with the lease's job and replay id, the produced
+// position and change) and are deleted, with the leases that held their outcomes; what
+// readers see does not change. Each batch's arrays are read once (an array read per
+// record unpacked each batch's arrays once per record). A lease taken over into a later
+// batch is that batch's; one without an outcome (not produced) reads as replaying once its
+// batch is gone, as before, until it is returned. SKIP LOCKED lets several runners fold
+// at once; each lease is found by its key. It returns
+// how many batches it folded.
+const sqlFoldReplays = `WITH spent AS (
+		SELECT b.id FROM replay_batches b
+		WHERE b.replayed_at IS NOT NULL AND ($2::bigint = 0 OR b.job_id = $2)
+			AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = b.job_id AND j.status IN ('pending', 'running'))
+		ORDER BY b.id LIMIT $1
 		FOR UPDATE SKIP LOCKED),
+	dropped AS (
+		DELETE FROM replay_batches b WHERE b.id IN (SELECT id FROM spent)
+		RETURNING b.*),
+	outcome AS (
+		SELECT b.id AS batch_id, b.replayed_at, b.replayed_by, o.*
+		FROM dropped b, unnest(b.record_ids, b.topics, b.partitions, b.offsets) WITH ORDINALITY
+			AS o(record_id, topic, part, off, idx)
+		WHERE o.off IS NOT NULL),
 	gone AS (
-		DELETE FROM replay_leases l WHERE l.record_id = ANY(ARRAY(SELECT record_id FROM done))
-		RETURNING l.*)
-	UPDATE dead_letters d SET status = 'replayed', lease_owner = NULL, lease_until = NULL,
-		job_id = g.job_id, replay_id = g.replay_id,
-		target_topic = g.target_topic, produced_partition = g.produced_partition, produced_offset = g.produced_offset,
-		changed_at = g.replayed_at, changed_by = g.replayed_by
-	FROM gone g WHERE d.id = g.record_id`
+		DELETE FROM replay_leases l USING outcome o
+		WHERE l.record_id = o.record_id AND l.batch_id = o.batch_id AND l.batch_idx = o.idx
+		RETURNING l.record_id, l.job_id, l.replay_id, o.topic, o.part, o.off, o.replayed_at, o.replayed_by),
+	moved AS (
+		UPDATE dead_letters d SET status = 'replayed', lease_owner = NULL, lease_until = NULL,
+			job_id = g.job_id, replay_id = g.replay_id,
+			target_topic = g.topic, produced_partition = g.part, produced_offset = g.off,
+			changed_at = g.replayed_at, changed_by = g.replayed_by
+		FROM gone g WHERE d.id = g.record_id)
+	SELECT count(*) FROM dropped`
+
+// sqlDropSpentBatches deletes the batches never finished that no lease names any more
+// (their holder died, or none of their records could be leased): a lease names a batch
+// only from its transaction's commit on and is never moved to an older batch.
+const sqlDropSpentBatches = `DELETE FROM replay_batches b
+	WHERE b.replayed_at IS NULL AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.batch_id = b.id)`
 
 // $1 now, $2 actor: the expired leases of jobs that ended.
 const sqlReturnExpiredReplays = `WITH gone AS (
-		DELETE FROM replay_leases l WHERE l.replayed_at IS NULL AND l.until <= $1 AND NOT ` + activeJobOfLease + `
+		DELETE FROM replay_leases l WHERE NOT ` + leaseReplayed + ` AND l.until <= $1 AND NOT ` + activeJobOfLease + `
 		RETURNING l.record_id, l.owner),
 	back AS (
 		UPDATE dead_letters d SET lease_owner = NULL, lease_until = NULL, changed_at = $1, changed_by = $2
@@ -638,7 +724,7 @@ const sqlJobHeld = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND status =
 // with a reason (why they cannot go) the records are parked with it, else they stay where
 // they were (parked, or scheduled with their due time and reason).
 const sqlAbortReplays = `WITH gone AS (
-		DELETE FROM replay_leases l WHERE l.record_id = ANY($1) AND l.owner = $4 AND l.replayed_at IS NULL
+		DELETE FROM replay_leases l WHERE l.record_id = ANY($1) AND l.owner = $4 AND NOT ` + leaseReplayed + `
 		RETURNING l.record_id),
 	back AS (
 		UPDATE dead_letters d SET

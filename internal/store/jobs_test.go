@@ -141,7 +141,7 @@ func TestCancelledJobLeasesComeBack(t *testing.T) {
 	}
 	leased, err := s.BeginReplays(ctx, cancelled.ID, []int64{1}, "w1", time.Minute, ada)
 	require.NoError(t, err)
-	require.Len(t, leased, 1)
+	require.Len(t, leased.ReplayIDs, 1)
 	_, err = s.BeginReplays(ctx, running.ID, []int64{3, 4}, "w1", time.Minute, ada)
 	require.NoError(t, err)
 	_, err = s.CancelJob(ctx, cancelled.ID, ada)
@@ -243,8 +243,11 @@ func TestJobPagesReadOnlyTheirRecords(t *testing.T) {
 		`DROP INDEX shuffled`,
 		`VACUUM ANALYZE dead_letters`,
 		// Replayed outcomes, analyzed, as while a job fills the table.
-		`INSERT INTO replay_leases (record_id, owner, until, replayed_at)
-			SELECT g, 'elsewhere', now(), now() FROM generate_series(1000000, 1020000) g`,
+		`INSERT INTO replay_batches (replayed_at, record_ids, offsets)
+			SELECT now(), array_agg(g + 999999), array_agg(g) FROM generate_series(1, 20001) g`,
+		`INSERT INTO replay_leases (record_id, owner, until, batch_id, batch_idx)
+			SELECT g, 'elsewhere', now(), (SELECT max(id) FROM replay_batches), g - 999999
+			FROM generate_series(1000000, 1020000) g`,
 		`ANALYZE replay_leases`,
 	} {
 		_, err := one.Exec(ctx, q)

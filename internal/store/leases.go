@@ -17,7 +17,8 @@ import (
 //
 // A lease (beginReplays) is two statements in one READ COMMITTED transaction:
 //  1. sqlLeaseReplays inserts the leases of the records its snapshot sees reservable (or
-//     sqlLeaseFresh those of every record, and fails on any lease key it meets);
+//     sqlLeaseFresh those of every record, and fails on any lease key it meets), with the
+//     batch they form (replay_batches), where their outcome is written once (FinishReplays);
 //  2. sqlRecheckReplays, on a new snapshot, deletes the new leases whose record is no
 //     longer reservable, and writes the lease into a scheduled record's row (lease_until),
 //     which a redrive's claim reads.
@@ -48,7 +49,8 @@ import (
 
 // beginReplays leases ids for owner until until, under job ($6, nil for none), with the
 // replay ids prefix+id or replayID (when not nil; both nil: none): the two statements of the protocol above.
-// It returns the replay id of each record it leased.
+// The leases form a new batch (replay_batches), each at its place in ids, counted from 1:
+// it returns the batch's id and the replay id of each record it leased.
 //
 // With fresh, the first statement is sqlLeaseFresh, for the records no lease holds, which a
 // job's page nearly always is: a plain insert of their keys, which reads nothing (the
@@ -58,19 +60,19 @@ import (
 // transaction: it returns errLeaseKeyTaken, and the caller runs the transaction again
 // without fresh.
 func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, actor, owner string, until time.Time,
-	job, prefix, replayID any, fresh bool) (map[int64]string, error) {
+	job, prefix, replayID any, fresh bool) (batch int64, begun map[int64]string, err error) {
 	query, args := sqlLeaseReplays, []any{ids, now, owner, until, job, prefix, replayID}
 	if fresh {
 		query, args = sqlLeaseFresh, []any{ids, owner, until, job, prefix, replayID}
 	}
-	begun := make(map[int64]string, len(ids))
+	begun = make(map[int64]string, len(ids))
 	var inserted, held []int64
 	var id int64
 	var rid *string // NULL: a lease without a replay id
 	var isNew bool
 	rows, err := tx.Query(ctx, query, args...)
 	if err == nil {
-		_, err = pgx.ForEachRow(rows, []any{&id, &rid, &isNew}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&id, &rid, &isNew, &batch}, func() error {
 			begun[id] = deref(rid)
 			if isNew {
 				inserted = append(inserted, id)
@@ -82,19 +84,19 @@ func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, ac
 	}
 	var pgErr *pgconn.PgError
 	if fresh && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "replay_leases_pkey" {
-		return nil, errLeaseKeyTaken
+		return 0, nil, errLeaseKeyTaken
 	}
 	if err != nil || len(begun) == 0 {
-		return begun, err
+		return batch, begun, err
 	}
 	lost, err := changedIDs(ctx, tx, sqlRecheckReplays, inserted, now, actor, owner, until, job, held)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	for _, id := range lost {
 		delete(begun, id)
 	}
-	return begun, nil
+	return batch, begun, nil
 }
 
 // errLeaseKeyTaken: sqlLeaseFresh met a lease key; the transaction is aborted.

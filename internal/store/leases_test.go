@@ -31,8 +31,9 @@ func TestReplayLeaseLeavesTheRowAlone(t *testing.T) {
 	version := func(id int64) string { return rowVersion(t, pool, id) }
 	before := version(1)
 
-	leased, err := s.BeginReplays(ctx, job.ID, []int64{1, 2, 3, 4}, "w1", time.Minute, ada)
+	batch, err := s.BeginReplays(ctx, job.ID, []int64{1, 2, 3, 4}, "w1", time.Minute, ada)
 	require.NoError(t, err)
+	leased := batch.ReplayIDs
 	require.Len(t, leased, 4)
 	require.Equal(t, before, version(1), "leasing a parked record writes no new version of its row")
 	require.Equal(t, "0", rowLocker(t, pool, 1), "nor a lock: the lease key is the lock")
@@ -73,7 +74,7 @@ func TestReplayLeaseLeavesTheRowAlone(t *testing.T) {
 	_, err = s.RetryNow(ctx, 4, ada)
 	require.ErrorIs(t, err, store.ErrConflict)
 
-	done, err := s.FinishReplays(ctx, job.ID, "w1", []store.Redriven{
+	done, err := s.FinishReplays(ctx, job.ID, "w1", batch, []store.Redriven{
 		{ID: 1, Produced: store.Coordinates{Topic: "orders", Partition: 2, Offset: 70}},
 		{ID: 2, Produced: store.Coordinates{Topic: "orders", Partition: 0, Offset: 71}},
 	}, ada)
@@ -120,13 +121,14 @@ func TestReplayOutcomeLivesInTheLeaseUntilFolded(t *testing.T) {
 	require.NoError(t, err)
 	job := claimedReplay(t, s, "dlq.fold", ada)
 	version := func(id int64) string { return rowVersion(t, pool, id) }
-	leased, err := s.BeginReplays(ctx, job.ID, []int64{1, 2, 3, 4}, "w1", time.Minute, ada)
+	batch, err := s.BeginReplays(ctx, job.ID, []int64{1, 2, 3, 4}, "w1", time.Minute, ada)
 	require.NoError(t, err)
+	leased := batch.ReplayIDs
 	require.Len(t, leased, 4)
 	before := version(1)
 	clock.Advance(time.Second)
 	replayedAt := clock.Now()
-	done, err := s.FinishReplays(ctx, job.ID, "w1", []store.Redriven{
+	done, err := s.FinishReplays(ctx, job.ID, "w1", batch, []store.Redriven{
 		{ID: 1, Produced: store.Coordinates{Topic: "orders", Partition: 2, Offset: 70}},
 		{ID: 2, Produced: store.Coordinates{Topic: "orders", Partition: 0, Offset: 71}},
 		{ID: 4, Produced: store.Coordinates{Topic: "orders", Partition: 1, Offset: 72}},
@@ -134,7 +136,7 @@ func TestReplayOutcomeLivesInTheLeaseUntilFolded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, done)
 	require.Equal(t, before, version(1), "finishing a replay writes no new version of the record's row")
-	again, err := s.FinishReplays(ctx, job.ID, "w1", []store.Redriven{{ID: 1, Produced: store.Coordinates{Topic: "orders", Offset: 99}}}, ada)
+	again, err := s.FinishReplays(ctx, job.ID, "w1", batch, []store.Redriven{{ID: 1, Produced: store.Coordinates{Topic: "orders", Offset: 99}}}, ada)
 	require.NoError(t, err)
 	require.Zero(t, again, "a replayed record is not finished twice")
 
@@ -235,18 +237,20 @@ func TestReplayOutcomeLivesInTheLeaseUntilFolded(t *testing.T) {
 	require.Equal(t, 1, aborted, "a replayed record is not put back")
 	_, err = s.FinishJob(ctx, job.ID, "w1", store.JobSucceeded, "")
 	require.NoError(t, err)
-	n, err = s.FoldReplays(ctx, job.ID, 2)
+	n, err = s.FoldReplays(ctx, job.ID, 10)
 	require.NoError(t, err)
-	require.Equal(t, 2, n, "a batch at a time")
+	require.Equal(t, 1, n, "one batch")
 	n, err = s.FoldReplays(ctx, 0, 10)
 	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	require.Zero(t, n, "none left")
 	require.NotEqual(t, before, version(1), "folded into the row")
 	var status string
-	var left int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM replay_leases) FROM dead_letters WHERE id = 1`).Scan(&status, &left))
+	var left, batches int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM replay_leases), (SELECT count(*) FROM replay_batches)
+		FROM dead_letters WHERE id = 1`).Scan(&status, &left, &batches))
 	require.Equal(t, "replayed", status)
 	require.Zero(t, left)
+	require.Zero(t, batches, "a batch no lease names is deleted after the fold")
 	folded := read()
 	require.Equal(t, store.StatusParked, folded.recs[3].Status, "the aborted one is back")
 	seen.recs[3], seen.replaying, seen.parked = folded.recs[3], nil, []int64{3}
@@ -256,6 +260,53 @@ func TestReplayOutcomeLivesInTheLeaseUntilFolded(t *testing.T) {
 	claim, err = s.ClaimDue(ctx, "", "redrive", 10, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, claim.Records, "a folded scheduled record is replayed, not due")
+}
+
+// A holder that no longer holds its job (taken over, or cancelled) and finishes a batch
+// counts only the records whose lease is still the batch's: a record the job's new
+// holder leased again reads as that holder's replay, not as the old holder's.
+func TestFinishWithoutTheJobCountsOnlyTheBatchsLeases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock, s, _ := leaseStore(t)
+	ada := store.Actor{Name: "ada"}
+	_, err := s.StoreBatch(ctx, parked("dlq.takeover", 0, 2), nil)
+	require.NoError(t, err)
+	job := claimedReplay(t, s, "dlq.takeover", ada)
+	first, err := s.BeginReplays(ctx, job.ID, []int64{1, 2}, "w1", time.Minute, ada)
+	require.NoError(t, err)
+	require.Len(t, first.ReplayIDs, 2)
+	clock.Advance(2 * time.Minute) // w1's hold on the job and its leases expire
+	_, err = s.ClaimJob(ctx, "w2", time.Minute)
+	require.NoError(t, err)
+	second, err := s.BeginReplays(ctx, job.ID, []int64{2}, "w2", time.Minute, ada)
+	require.NoError(t, err)
+	require.Equal(t, first.ReplayIDs[2], second.ReplayIDs[2], "a record keeps its replay id in its job")
+
+	produced := func(id int64, offset int64) store.Redriven {
+		return store.Redriven{ID: id, Produced: store.Coordinates{Topic: "orders", Offset: offset}}
+	}
+	n, err := s.FinishReplays(ctx, job.ID, "w1", first, []store.Redriven{produced(1, 10), produced(2, 11)}, ada)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the old holder's batch keeps only record 1")
+	rec, err := s.Get(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusReplayed, rec.Status)
+	require.Equal(t, int64(10), rec.Produced.Offset)
+	rec, err = s.Get(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusReplaying, rec.Status)
+	require.Equal(t, "w2", rec.LeaseOwner)
+
+	_, err = s.CancelJob(ctx, job.ID, ada)
+	require.NoError(t, err)
+	n, err = s.FinishReplays(ctx, job.ID, "w2", second, []store.Redriven{produced(2, 12)}, ada)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "produced before the cancel, still the batch's")
+	rec, err = s.Get(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusReplayed, rec.Status)
+	require.Equal(t, int64(12), rec.Produced.Offset)
 }
 
 // leaseStore is the lease tests' set-up: a store on a schema of its own with a fixed clock,

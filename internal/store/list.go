@@ -53,9 +53,9 @@ func (f *Filter) render(args []any, isLeased string) (string, []any) {
 	case len(f.Statuses) > 1:
 		add("("+derivedStatus+") = ANY($%d)", statusStrings(f.Statuses))
 	case f.Statuses[0] == StatusReplaying:
-		conds = append(conds, "id IN (SELECT record_id FROM replay_leases WHERE replayed_at IS NULL)")
+		conds = append(conds, "id IN (SELECT record_id FROM replay_states WHERE replayed_at IS NULL)")
 	case f.Statuses[0] == StatusReplayed:
-		add("(status = $%d OR id IN (SELECT record_id FROM replay_leases WHERE replayed_at IS NOT NULL))", string(f.Statuses[0]))
+		add("(status = $%d OR id IN (SELECT record_id FROM replay_states WHERE replayed_at IS NOT NULL))", string(f.Statuses[0]))
 	case f.Statuses[0] == StatusParked || f.Statuses[0] == StatusScheduled:
 		// Equality, not ANY, lets the (…, status, id) indexes return rows in id order.
 		add("status = $%d AND NOT "+isLeased, string(f.Statuses[0]))

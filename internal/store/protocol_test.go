@@ -54,7 +54,7 @@ func TestLeaseAndWriterOneWins(t *testing.T) {
 				leased := make(chan leaseResult, 1)
 				lease := func() {
 					l, err := s.BeginReplays(ctx, job.ID, []int64{1}, "w1", time.Minute, ada)
-					leased <- leaseResult{l, err}
+					leased <- leaseResult{l.ReplayIDs, err}
 				}
 				type writeResult struct {
 					changed bool
@@ -136,7 +136,7 @@ func TestTwoLeasesOfOneRecordOneWins(t *testing.T) {
 			leased := make(chan leaseResult, 1)
 			go func() {
 				l, err := s.BeginReplays(ctx, second.ID, []int64{1, 2, 3}, "w2", time.Minute, ada)
-				leased <- leaseResult{l, err}
+				leased <- leaseResult{l.ReplayIDs, err}
 			}()
 			waitBlockedBy(t, pool, me)
 			if firstCommits {
@@ -186,7 +186,7 @@ func TestClaimBetweenLeaseAndRecheckWins(t *testing.T) {
 	leased := make(chan leaseResult, 1)
 	go func() {
 		l, err := s.BeginReplays(ctx, job.ID, []int64{1}, "w1", time.Minute, ada)
-		leased <- leaseResult{l, err}
+		leased <- leaseResult{l.ReplayIDs, err}
 	}()
 	waitBlockedBy(t, pool, me) // its lease inserted, its recheck waiting for the row
 	var inserted bool
@@ -208,40 +208,41 @@ func TestClaimBetweenLeaseAndRecheckWins(t *testing.T) {
 	require.Equal(t, "redrive/1", rec.LeaseOwner)
 }
 
-// A replay's outcome is written in place: the UPDATE of each lease row stays on the row's
-// page (a HOT update, no index entry), also when the job leased a whole page of records
-// at once and packed their leases into pages of their own (migration 00017).
-func TestReplayOutcomeStaysOnItsLeasePage(t *testing.T) {
+// A job's batch is finished with one write however many records it has: each record's
+// outcome lands at its place in the batch's row (migration 00018), no lease row is
+// written (an update of each was a quarter of a bulk replay's database work), and every
+// record reads as replayed where it was produced.
+func TestFinishingABatchWritesOneRow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ada := store.Actor{Name: "ada"}
 	const n = 1000
-	s, pool, job := parkedReplay(t, "dlq.hot", n, ada)
+	s, one, job := pageReader(t, n)
 	ids := make([]int64, n)
 	done := make([]store.Redriven, n)
 	for i := range ids {
 		ids[i] = int64(i + 1)
 		done[i] = store.Redriven{ID: ids[i], Produced: store.Coordinates{Topic: "orders.replayed-somewhere", Partition: int32(i % 3), Offset: int64(i)}}
 	}
-	leased, err := s.BeginReplays(ctx, job.ID, ids, "w1", time.Minute, ada)
+	batch, err := s.BeginReplays(ctx, job.ID, ids, "w1", time.Minute, ada)
 	require.NoError(t, err)
-	require.Len(t, leased, n)
-	pages := func() map[int64]int64 {
-		return int64Map(t, pool, `SELECT record_id, (ctid::text::point)[0]::bigint FROM replay_leases`)
-	}
-	before := pages()
-	finished, err := s.FinishReplays(ctx, job.ID, "w1", done, ada)
+	require.Len(t, batch.ReplayIDs, n)
+	leases, batches := tableStat(t, one, "replay_leases", "n_tup_upd"), tableStat(t, one, "replay_batches", "n_tup_upd")
+	finished, err := s.FinishReplays(ctx, job.ID, "w1", batch, done, ada)
 	require.NoError(t, err)
 	require.Equal(t, n, finished)
-	after := pages()
-	require.Len(t, after, n)
-	moved := 0
-	for id, page := range before {
-		if after[id] != page {
-			moved++
-		}
+	require.Equal(t, leases, tableStat(t, one, "replay_leases", "n_tup_upd"), "lease rows written by finishing a batch")
+	require.Equal(t, batches+1, tableStat(t, one, "replay_batches", "n_tup_upd"), "batch rows written by finishing a batch")
+	replayed, err := s.Count(ctx, store.Filter{Statuses: []store.Status{store.StatusReplayed}})
+	require.NoError(t, err)
+	require.Equal(t, int64(n), replayed)
+	for _, i := range []int{0, 1, 500, n - 1} {
+		rec, err := s.Get(ctx, ids[i])
+		require.NoError(t, err)
+		require.Equal(t, store.StatusReplayed, rec.Status)
+		require.Equal(t, &done[i].Produced, rec.Produced)
+		require.Equal(t, batch.ReplayIDs[ids[i]], rec.ReplayID)
 	}
-	require.Zero(t, moved, "outcomes that left their lease's page (each wrote a new index entry)")
 }
 
 // parkedReplay is a lease store (leaseStore) with n records parked from dlqTopic and a

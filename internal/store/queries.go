@@ -24,7 +24,7 @@ const jobRecordColumns = `id, original_topic, original_partition, record_timesta
 // work for a page as reading its records), and never hashes the whole lease table, which
 // a running job fills faster than its statistics follow.
 const jobPage = `dead_letters LEFT JOIN (
-		SELECT l.record_id AS lease_record, l.job_id AS lease_job, l.replayed_at IS NOT NULL AS lease_done
+		SELECT l.record_id AS lease_record, l.job_id AS lease_job, ` + leaseReplayed + ` AS lease_done
 		FROM replay_leases l WHERE l.record_id > $1) lp ON lp.lease_record = dead_letters.id`
 
 // summaryColumns is a record without its key, value and headers, in recordColumns' shape:
@@ -36,9 +36,10 @@ const recordLead = `id, dlq_topic, dlq_partition, dlq_offset,
 
 // octet_length reads a bytea's size from its header, without fetching a TOASTed value. A
 // record with a replay lease (migration 00015) reads as replaying, with the lease's holder,
-// job and replay id; once the lease holds the replay's outcome (00016) and until the
-// runner folds it into the row, as replayed where it was produced, when and by whom. Each
-// lookup is one probe of the small replay_leases table's primary key.
+// job and replay id; once the lease's batch holds the replay's outcome (00018) and until
+// the runner folds it into the row, as replayed where it was produced, when and by whom
+// (replay_states). Each lookup is one probe of the small replay_leases table's primary
+// key, and of replay_batches' for the outcome.
 const recordTrail = `
 	retry_count, error_class, error_message, reason,
 	` + derivedStatus + `, route, due_at,
@@ -52,8 +53,8 @@ const recordTrail = `
 	coalesce(` + ofLease + `replayed_by` + leaseEnd + `, changed_by), octet_length(key), octet_length(value)`
 
 // derivedStatus is the status of a dead_letters row (named so, not aliased) as every
-// reader sees it: replaying while a replay holds it, replayed once its lease holds the
-// outcome, else the row's.
+// reader sees it: replaying while a replay holds it, replayed once its lease's batch holds
+// its outcome, else the row's.
 const derivedStatus = `CASE ` + ofLease + `replayed_at IS NULL` + leaseEnd + `
 		WHEN true THEN 'replaying' WHEN false THEN 'replayed' ELSE dead_letters.status END`
 
@@ -71,7 +72,7 @@ const leasedInPage = `lp.lease_done IS NOT NULL`
 const (
 	ofLease      = `(SELECT l.`
 	ofOpenLease  = `(SELECT CASE WHEN l.replayed_at IS NULL THEN l.`
-	leaseEnd     = ` FROM replay_leases l WHERE l.record_id = dead_letters.id)`
+	leaseEnd     = ` FROM replay_states l WHERE l.record_id = dead_letters.id)`
 	openLeaseEnd = ` END` + leaseEnd
 )
 

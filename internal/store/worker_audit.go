@@ -10,7 +10,7 @@ import (
 const sqlDLQRows = `SELECT d.dlq_partition, d.dlq_offset, coalesce(l.status, d.status),
 		coalesce(l.target_topic, d.target_topic, ''), coalesce(l.replay_id, d.replay_id, '')
 	FROM dead_letters d LEFT JOIN (SELECT record_id, 'replayed' AS status, target_topic, replay_id
-		FROM replay_leases WHERE replayed_at IS NOT NULL) l ON l.record_id = d.id
+		FROM replay_states WHERE replayed_at IS NOT NULL) l ON l.record_id = d.id
 	WHERE d.dlq_topic = $1`
 
 // AuditRow is what the conservation audit needs of a stored record: its status and, once
