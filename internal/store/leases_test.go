@@ -262,6 +262,34 @@ func TestReplayOutcomeLivesInTheLeaseUntilFolded(t *testing.T) {
 	require.Empty(t, claim.Records, "a folded scheduled record is replayed, not due")
 }
 
+// A batch that is never finished (its holder put its records back, or died and the
+// sweeper returned them) is deleted once no lease names it.
+func TestUnfinishedBatchIsDeletedOnceNoLeaseNamesIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, s, pool := leaseStore(t)
+	ada := store.Actor{Name: "ada"}
+	_, err := s.StoreBatch(ctx, parked("dlq.unfinished", 0, 2), nil)
+	require.NoError(t, err)
+	job := claimedReplay(t, s, "dlq.unfinished", ada)
+	batches := func() (n int) {
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM replay_batches`).Scan(&n))
+		return n
+	}
+	_, err = s.BeginReplays(ctx, job.ID, []int64{1, 2}, "w1", time.Minute, ada)
+	require.NoError(t, err)
+	_, err = s.FoldReplays(ctx, 0, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, batches(), "a batch its leases name is kept")
+	back, err := s.AbortReplays(ctx, job.ID, "w1", []int64{1, 2}, "", ada)
+	require.NoError(t, err)
+	require.Equal(t, 2, back)
+	n, err := s.FoldReplays(ctx, 0, 10)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing to fold")
+	require.Zero(t, batches())
+}
+
 // A holder that no longer holds its job (taken over, or cancelled) and finishes a batch
 // counts only the records whose lease is still the batch's: a record the job's new
 // holder leased again reads as that holder's replay, not as the old holder's.
