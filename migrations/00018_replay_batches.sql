@@ -5,7 +5,9 @@
 -- its place in it (batch_idx, from 1), and finishing the batch writes that one row:
 -- when and by whom, and the topic, partition and offset of each record at its place
 -- (NULL for a record not produced). A lease is replayed when its batch holds an offset at
--- its place. Readers see the lease with its outcome through the replay_states view.
+-- its place, or every record of its batch was produced (all_produced, which spares the
+-- readers unpacking the batch's arrays for each record). Readers see the lease with its
+-- outcome through the replay_states view.
 --
 -- Leases are no longer updated, so their pages no longer keep room for it (00017).
 -- Outcomes not folded yet are folded here, as the runner would once their job ended.
@@ -34,8 +36,9 @@ CREATE TABLE replay_batches (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     job_id      bigint,
     record_ids  bigint[] NOT NULL,
-    replayed_at timestamptz,
-    replayed_by text,
+    replayed_at  timestamptz,
+    replayed_by  text,
+    all_produced boolean NOT NULL DEFAULT false,
     topics      text[],
     partitions  integer[],
     offsets     bigint[]
@@ -46,7 +49,7 @@ CREATE VIEW replay_states AS
         b.replayed_at, b.replayed_by, b.topics[l.batch_idx] AS target_topic,
         b.partitions[l.batch_idx] AS produced_partition, b.offsets[l.batch_idx] AS produced_offset
     FROM replay_leases l
-    LEFT JOIN replay_batches b ON b.id = l.batch_id AND b.offsets[l.batch_idx] IS NOT NULL;
+    LEFT JOIN replay_batches b ON b.id = l.batch_id AND (b.all_produced OR b.offsets[l.batch_idx] IS NOT NULL);
 
 -- +goose Down
 ALTER TABLE replay_leases

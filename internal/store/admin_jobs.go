@@ -388,7 +388,8 @@ func (s *Store) FinishReplays(ctx context.Context, jobID int64, owner string, ba
 		if err := tx.QueryRow(ctx, sqlJobHeld, jobID, owner).Scan(&held); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, sqlFinishBatch, batch.ID, now, actor.Name, topics, partitions, offsets)
+		tag, err := tx.Exec(ctx, sqlFinishBatch, batch.ID, now, actor.Name, topics, partitions, offsets,
+			len(done) == len(batch.ReplayIDs))
 		switch {
 		case err != nil:
 			return err
@@ -568,8 +569,10 @@ const (
 	activeJobOfLease = `EXISTS (SELECT 1 FROM jobs j WHERE j.id = l.job_id AND j.status IN ('pending', 'running'))`
 )
 
-// leaseReplayed is true when a lease (l) is replayed: its batch holds an offset at its place.
-const leaseReplayed = `EXISTS (SELECT 1 FROM replay_batches rb WHERE rb.id = l.batch_id AND rb.offsets[l.batch_idx] IS NOT NULL)`
+// leaseReplayed is true when a lease (l) is replayed: every record of its batch was
+// produced, or its batch holds an offset at its place (read only when some were not).
+const leaseReplayed = `EXISTS (SELECT 1 FROM replay_batches rb WHERE rb.id = l.batch_id
+	AND (rb.all_produced OR rb.offsets[l.batch_idx] IS NOT NULL))`
 
 // $1 ids, $2 now, $3 owner, $4 lease until, $5 job (NULL: none), $6 replay id prefix, $7
 // replay id (NULL: the prefix and the record id). A record is leased when no
@@ -648,9 +651,10 @@ const (
 )
 
 // $1 batch, $2 now, $3 actor, then the topic, partition and offset of each record at its
-// place in the batch (NULL: not produced). A batch is finished once.
+// place in the batch (NULL: not produced), and whether every record leased was produced.
+// A batch is finished once.
 const sqlFinishBatch = `UPDATE replay_batches SET replayed_at = $2, replayed_by = $3,
-		topics = $4, partitions = $5, offsets = $6
+		topics = $4, partitions = $5, offsets = $6, all_produced = $7
 	WHERE id = $1 AND replayed_at IS NULL`
 
 // $1 ids, $2 batch: the records of ids whose lease is in the batch.

@@ -245,6 +245,44 @@ func TestFinishingABatchWritesOneRow(t *testing.T) {
 	}
 }
 
+// Whether a record is replayed is read from its batch's row without unpacking the batch's
+// outcome arrays when every record of the batch was produced: counting a thousand
+// replayed records read each one's place in the batch's arrays, a few kilobytes fetched
+// and decompressed per record.
+func TestReplayedStatusReadsNoOutcomeArrays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ada := store.Actor{Name: "ada"}
+	const n = 1000
+	s, one, job := pageReader(t, n)
+	ids := make([]int64, n)
+	done := make([]store.Redriven, n)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+		done[i] = store.Redriven{ID: ids[i], Produced: store.Coordinates{Topic: "orders.replayed-somewhere", Partition: int32(i % 3), Offset: int64(i) * 7919}}
+	}
+	batch, err := s.BeginReplays(ctx, job.ID, ids, "w1", time.Minute, ada)
+	require.NoError(t, err)
+	_, err = s.FinishReplays(ctx, job.ID, "w1", batch, done, ada)
+	require.NoError(t, err)
+	toast := func() int64 {
+		_, err := one.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, err)
+		var blocks int64
+		require.NoError(t, one.QueryRow(ctx, `SELECT coalesce(toast_blks_hit, 0) + coalesce(toast_blks_read, 0)
+			FROM pg_statio_user_tables WHERE relid = 'replay_batches'::regclass`).Scan(&blocks))
+		return blocks
+	}
+	before := toast()
+	replayed, err := s.Count(ctx, store.Filter{Statuses: []store.Status{store.StatusReplayed}})
+	require.NoError(t, err)
+	require.Equal(t, int64(n), replayed)
+	replaying, err := s.Count(ctx, store.Filter{Statuses: []store.Status{store.StatusReplaying}})
+	require.NoError(t, err)
+	require.Zero(t, replaying)
+	require.Equal(t, before, toast(), "blocks of the batch's outcome arrays read to count its records")
+}
+
 // parkedReplay is a lease store (leaseStore) with n records parked from dlqTopic and a
 // replay of them claimed by w1 (claimedReplay).
 func parkedReplay(t *testing.T, dlqTopic string, n int, actor store.Actor) (*store.Store, *pgxpool.Pool, store.Job) {
