@@ -29,10 +29,12 @@ func TestMemorySettingsCollectAtTheLimit(t *testing.T) {
 	require.Nil(t, limit, "GOMEMLIMIT in the environment wins")
 
 	require.Equal(t, int64(64<<20), limitFor(64<<20, 10<<20), "a small live heap: the budget")
-	require.Equal(t, int64(100<<20), limitFor(64<<20, 50<<20), "more than half the budget live: twice the live heap")
+	require.Equal(t, int64(64<<20), limitFor(64<<20, 40<<20), "a burst of records in flight, up to three quarters of the budget live: the budget")
+	require.Equal(t, int64(64<<20), limitFor(64<<20, 48<<20), "three quarters of the budget live: the budget")
+	require.Equal(t, int64(100<<20), limitFor(64<<20, 50<<20), "more than three quarters of the budget live: twice the live heap")
 }
 
-// setMemory applies them to the runtime, and a live heap above half the budget raises the
+// setMemory applies them to the runtime, and a live heap above three quarters of the budget raises the
 // limit to twice its size after a collection, so that the collector does not run back to
 // back (large records, a high max_in_flight).
 func TestSetMemoryFollowsALargeLiveHeap(t *testing.T) {
