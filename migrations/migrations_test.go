@@ -134,6 +134,66 @@ func TestAuditRowsGetTheirRecordRuns(t *testing.T) {
 	require.Equal(t, []string{"{[1,4),[7,8)}", "-"}, runs)
 }
 
+// Outcomes that a runner of an earlier version wrote into lease rows and did not fold yet
+// are folded into their records' rows when the batches arrive (migration 00018); a lease
+// without an outcome stays, replaying; the way back moves a batch's outcome into its lease.
+func TestUnfoldedOutcomesFoldWhenBatchesArrive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, p := provider(t)
+	_, err := p.UpTo(ctx, 17)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO dead_letters (dlq_topic, dlq_partition, dlq_offset, record_timestamp,
+			header_keys, header_values, retry_count, error_class, error_message, reason, status, route,
+			stored_at, changed_at, changed_by)
+		SELECT 'd', 0, g, now(), '{}', '{}', 0, 'e', 'm', 'exhausted', 'parked', 'r', now(), now(), 'w'
+		FROM generate_series(1, 2) g`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO replay_leases (record_id, job_id, owner, until, replay_id,
+			replayed_at, replayed_by, target_topic, produced_partition, produced_offset)
+		VALUES (1, 7, 'w/0', now(), '7-1', '2026-03-01 12:00:00+00', 'ada', 'orders', 2, 40),
+			(2, 7, 'w/0', now() + interval '1 minute', '7-2', NULL, NULL, NULL, NULL, NULL)`)
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 18)
+	require.NoError(t, err)
+
+	var status, topic, replayID, by string
+	var partition, offset int64
+	var at time.Time
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT status, target_topic, produced_partition, produced_offset,
+			replay_id, changed_at, changed_by FROM dead_letters WHERE dlq_offset = 1`).
+		Scan(&status, &topic, &partition, &offset, &replayID, &at, &by))
+	require.Equal(t, "replayed", status)
+	require.Equal(t, "orders", topic)
+	require.Equal(t, int64(2), partition)
+	require.Equal(t, int64(40), offset)
+	require.Equal(t, "7-1", replayID)
+	require.Equal(t, "ada", by)
+	require.True(t, at.Equal(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)))
+	var leases []int64
+	rows, err := db.QueryContext(ctx, `SELECT record_id FROM replay_states WHERE replayed_at IS NULL ORDER BY record_id`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		leases = append(leases, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []int64{2}, leases, "the folded lease is gone, the one without an outcome stays")
+
+	// Replayed in a batch: the way back puts the outcome into the lease row.
+	_, err = db.ExecContext(ctx, `WITH b AS (INSERT INTO replay_batches (job_id, record_ids, replayed_at, replayed_by,
+			topics, partitions, offsets) VALUES (7, '{2}', now(), 'ada', '{orders}', '{1}', '{41}') RETURNING id)
+		UPDATE replay_leases SET batch_id = (SELECT id FROM b), batch_idx = 1 WHERE record_id = 2`)
+	require.NoError(t, err)
+	_, err = p.DownTo(ctx, 17)
+	require.NoError(t, err)
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT target_topic, produced_offset FROM replay_leases
+		WHERE record_id = 2 AND replayed_at IS NOT NULL`).Scan(&topic, &offset))
+	require.Equal(t, "orders", topic)
+	require.Equal(t, int64(41), offset)
+}
+
 // provider opens a fresh schema of its own and a goose provider of the migrations on it;
 // both are closed when the test ends.
 func provider(t *testing.T) (*sql.DB, *goose.Provider) {
