@@ -180,7 +180,7 @@ func (w *worker) onProduceFailure(o *inflight, err error) {
 		w.park.enqueue(o.part, o.src, headers.DecodeOf(o.src.Headers).Envelope, decision{act: actPark, reason: reason, detail: err.Error()})
 	default:
 		// Built again from the record as read: a failed acknowledgement carries no key,
-		// value or headers (go.delivery.report.fields is none).
+		// value or headers (delivery.ProducerConfig: go.delivery.report.fields is none).
 		o.part.counts.errors++
 		w.retries = append(w.retries, retry{at: time.Now().Add(w.health.stall("produce", err, "produce failed; retrying after a backoff")), o: o})
 	}

@@ -136,7 +136,6 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		cc["group.instance.id"] = e.groupInst + "." + r.Name
 	}
 	pc := delivery.ProducerConfig(e.kafka)
-	pc["go.delivery.report.fields"] = "none"
 	pc["client.id"] = e.instanceID
 	kafkaclient.PipeQueues(cc, pc, r.MaxInFlight)
 	var err error
