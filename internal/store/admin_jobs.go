@@ -676,10 +676,9 @@ const sqlFinishReplays = `UPDATE replay_batches b SET replayed_at = $2, replayed
 // position and change) and are deleted, with the leases that held their outcomes; what
 // readers see does not change. Each batch's arrays are read once (an array read per
 // record unpacked each batch's arrays once per record). A lease taken over into a later
-// batch is that batch's; one without an outcome (not produced) reads as replaying once its
-// batch is gone, as before, until it is returned. SKIP LOCKED lets several runners fold
-// at once; each lease is found by its key. It returns
-// how many batches it folded.
+// batch is that batch's; one without an outcome (not produced) reads as replaying once
+// its batch is gone, as before, until it is returned. SKIP LOCKED lets several runners
+// fold at once; each lease is found by its key. It returns how many batches it folded.
 const sqlFoldReplays = `WITH spent AS (
 		SELECT b.id FROM replay_batches b
 		WHERE b.replayed_at IS NOT NULL AND ($2::bigint = 0 OR b.job_id = $2)
