@@ -218,15 +218,7 @@ func TestFinishingABatchWritesOneRow(t *testing.T) {
 	ada := store.Actor{Name: "ada"}
 	const n = 1000
 	s, one, job := pageReader(t, n)
-	ids := make([]int64, n)
-	done := make([]store.Redriven, n)
-	for i := range ids {
-		ids[i] = int64(i + 1)
-		done[i] = store.Redriven{ID: ids[i], Produced: store.Coordinates{Topic: "orders.replayed-somewhere", Partition: int32(i % 3), Offset: int64(i)}}
-	}
-	batch, err := s.BeginReplays(ctx, job.ID, ids, "w1", time.Minute, ada)
-	require.NoError(t, err)
-	require.Len(t, batch.ReplayIDs, n)
+	batch, done := leasedPage(t, s, job, n, ada)
 	leases, batches := tableStat(t, one, "replay_leases", "n_tup_upd"), tableStat(t, one, "replay_batches", "n_tup_upd")
 	finished, err := s.FinishReplays(ctx, job.ID, "w1", batch, done, ada)
 	require.NoError(t, err)
@@ -237,11 +229,11 @@ func TestFinishingABatchWritesOneRow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(n), replayed)
 	for _, i := range []int{0, 1, 500, n - 1} {
-		rec, err := s.Get(ctx, ids[i])
+		rec, err := s.Get(ctx, done[i].ID)
 		require.NoError(t, err)
 		require.Equal(t, store.StatusReplayed, rec.Status)
 		require.Equal(t, &done[i].Produced, rec.Produced)
-		require.Equal(t, batch.ReplayIDs[ids[i]], rec.ReplayID)
+		require.Equal(t, batch.ReplayIDs[done[i].ID], rec.ReplayID)
 	}
 }
 
@@ -255,15 +247,8 @@ func TestReplayedStatusReadsNoOutcomeArrays(t *testing.T) {
 	ada := store.Actor{Name: "ada"}
 	const n = 1000
 	s, one, job := pageReader(t, n)
-	ids := make([]int64, n)
-	done := make([]store.Redriven, n)
-	for i := range ids {
-		ids[i] = int64(i + 1)
-		done[i] = store.Redriven{ID: ids[i], Produced: store.Coordinates{Topic: "orders.replayed-somewhere", Partition: int32(i % 3), Offset: int64(i) * 7919}}
-	}
-	batch, err := s.BeginReplays(ctx, job.ID, ids, "w1", time.Minute, ada)
-	require.NoError(t, err)
-	_, err = s.FinishReplays(ctx, job.ID, "w1", batch, done, ada)
+	batch, done := leasedPage(t, s, job, n, ada)
+	_, err := s.FinishReplays(ctx, job.ID, "w1", batch, done, ada)
 	require.NoError(t, err)
 	toast := func() int64 {
 		_, err := one.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
@@ -281,6 +266,23 @@ func TestReplayedStatusReadsNoOutcomeArrays(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, replaying)
 	require.Equal(t, before, toast(), "blocks of the batch's outcome arrays read to count its records")
+}
+
+// leasedPage leases records 1 to n for job as w1 and returns the batch and an outcome for
+// each of its records, their offsets spread as a topic's are (the batch's arrays then do
+// not compress into its row).
+func leasedPage(t *testing.T, s *store.Store, job store.Job, n int, actor store.Actor) (store.ReplayBatch, []store.Redriven) {
+	t.Helper()
+	ids := make([]int64, n)
+	done := make([]store.Redriven, n)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+		done[i] = store.Redriven{ID: ids[i], Produced: store.Coordinates{Topic: "orders.replayed-somewhere", Partition: int32(i % 3), Offset: int64(i) * 7919}}
+	}
+	batch, err := s.BeginReplays(context.Background(), job.ID, ids, "w1", time.Minute, actor)
+	require.NoError(t, err)
+	require.Len(t, batch.ReplayIDs, n)
+	return batch, done
 }
 
 // parkedReplay is a lease store (leaseStore) with n records parked from dlqTopic and a
