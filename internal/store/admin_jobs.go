@@ -307,8 +307,13 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 				return err
 			}
 			var err error
-			if batch, begun, err = beginReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID,
-				strconv.FormatInt(jobID, 10)+"-", nil, fresh); err != nil {
+			prefix := strconv.FormatInt(jobID, 10) + "-"
+			if fresh {
+				batch, begun, err = beginFreshReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID, prefix)
+			} else {
+				batch, begun, err = beginReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID, prefix, nil)
+			}
+			if err != nil {
 				return err
 			}
 			leased := make([]int64, 0, len(begun))
@@ -334,8 +339,8 @@ func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owne
 			return nil
 		})
 	}
-	// A page whose records no lease holds, which is nearly every page, is leased by a plain
-	// insert; one that meets a lease key (a lease of another job or of an earlier holder,
+	// A page whose records no lease holds, which is nearly every page, is leased by a copy
+	// of its leases; one that meets a lease key (a lease of another job or of an earlier holder,
 	// an outcome not folded yet, a writer's key) is leased again by the statement that
 	// takes each case in turn.
 	err := leasePage(true)
@@ -603,18 +608,8 @@ const sqlLeaseReplays = `WITH batch AS (INSERT INTO replay_batches (job_id, reco
 		WHERE NOT ` + leaseReplayed + ` AND (l.job_id = $5 OR l.until <= $2 AND NOT ` + activeJobOfLease + `)
 	RETURNING record_id, replay_id, xmax = 0, batch_id`
 
-// sqlLeaseFresh is sqlLeaseReplays for records no lease holds: $1 ids, $2 owner, $3
-// lease until, $4 job (NULL: none), $5 replay id prefix, $6 replay id (NULL: the prefix
-// and the record id). It inserts the lease of each record of $1, reading nothing: the
-// recheck drops those whose record may not be leased. It fails (unique_violation on
-// replay_leases_pkey) on a record a lease key holds, once the transaction that inserted
-// the key committed. It returns the leased ids, their replay ids, true (each lease is
-// new) and the batch, as sqlLeaseReplays does.
-const sqlLeaseFresh = `WITH batch AS (INSERT INTO replay_batches (job_id, record_ids) VALUES ($4, $1) RETURNING id)
-	INSERT INTO replay_leases (record_id, job_id, owner, until, replay_id, batch_id, batch_idx)
-	SELECT u.id, $4, $2, $3, coalesce($6, $5 || u.id::text), (SELECT id FROM batch), u.idx
-	FROM unnest($1::bigint[]) WITH ORDINALITY u(id, idx) ORDER BY u.id
-	RETURNING record_id, replay_id, true, batch_id`
+// $1 job (NULL: none), $2 the records asked for: a new batch (beginFreshReplays).
+const sqlNewBatch = `INSERT INTO replay_batches (job_id, record_ids) VALUES ($1, $2) RETURNING id`
 
 // $1 new leases, $2 now, $3 actor, $4 owner, $5 lease until, $6 job (NULL: none), $7
 // leases taken over. A statement of its own, on a snapshot taken after the lease's insert

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,8 +18,8 @@ import (
 //
 // A lease (beginReplays) is two statements in one READ COMMITTED transaction:
 //  1. sqlLeaseReplays inserts the leases of the records its snapshot sees reservable (or
-//     sqlLeaseFresh those of every record, and fails on any lease key it meets), with the
-//     batch they form (replay_batches), where their outcome is written once (FinishReplays);
+//     beginFreshReplays copies in those of every record, and fails on any lease key it
+//     meets), with the batch they form (replay_batches), where their outcome is written once (FinishReplays);
 //  2. sqlRecheckReplays, on a new snapshot, deletes the new leases whose record is no
 //     longer reservable, and writes the lease into a scheduled record's row (lease_until),
 //     which a redrive's claim reads.
@@ -51,26 +52,14 @@ import (
 // replay ids prefix+id or replayID (when not nil; both nil: none): the two statements of the protocol above.
 // The leases form a new batch (replay_batches), each at its place in ids, counted from 1:
 // it returns the batch's id and the replay id of each record it leased.
-//
-// With fresh, the first statement is sqlLeaseFresh, for the records no lease holds, which a
-// job's page nearly always is: a plain insert of their keys, which reads nothing (the
-// recheck reads each record's row once, and drops the leases of those it may not take),
-// and costs half of sqlLeaseReplays' INSERT ... ON CONFLICT DO UPDATE. A lease key it
-// meets (a lease, or a writer's key, that committed) fails the statement and the
-// transaction: it returns errLeaseKeyTaken, and the caller runs the transaction again
-// without fresh.
 func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, actor, owner string, until time.Time,
-	job, prefix, replayID any, fresh bool) (batch int64, begun map[int64]string, err error) {
-	query, args := sqlLeaseReplays, []any{ids, now, owner, until, job, prefix, replayID}
-	if fresh {
-		query, args = sqlLeaseFresh, []any{ids, owner, until, job, prefix, replayID}
-	}
+	job, prefix, replayID any) (batch int64, begun map[int64]string, err error) {
 	begun = make(map[int64]string, len(ids))
 	var inserted, held []int64
 	var id int64
 	var rid *string // NULL: a lease without a replay id
 	var isNew bool
-	rows, err := tx.Query(ctx, query, args...)
+	rows, err := tx.Query(ctx, sqlLeaseReplays, ids, now, owner, until, job, prefix, replayID)
 	if err == nil {
 		_, err = pgx.ForEachRow(rows, []any{&id, &rid, &isNew, &batch}, func() error {
 			begun[id] = deref(rid)
@@ -82,24 +71,58 @@ func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, ac
 			return nil
 		})
 	}
-	var pgErr *pgconn.PgError
-	if fresh && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "replay_leases_pkey" {
-		return 0, nil, errLeaseKeyTaken
-	}
 	if err != nil || len(begun) == 0 {
 		return batch, begun, err
 	}
-	lost, err := changedIDs(ctx, tx, sqlRecheckReplays, inserted, now, actor, owner, until, job, held)
+	return batch, begun, recheckReplays(ctx, tx, begun, inserted, held, now, actor, owner, until, job)
+}
+
+// beginFreshReplays is beginReplays for a job's page whose records no lease holds, which
+// nearly every page is: it copies in the lease of each record of ids (sorted), with the
+// replay id prefix+id, reading nothing (the recheck reads each record's row once, and
+// drops the leases of those it may not take). COPY writes the leases a heap page at a
+// time, where an INSERT writes them one by one. A lease key it meets (a lease, or a
+// writer's key, that committed) fails the copy and the transaction: it returns
+// errLeaseKeyTaken, and the caller runs the transaction again with beginReplays.
+func beginFreshReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, actor, owner string, until time.Time,
+	job int64, prefix string) (batch int64, begun map[int64]string, err error) {
+	if err := tx.QueryRow(ctx, sqlNewBatch, job, ids).Scan(&batch); err != nil {
+		return 0, nil, err
+	}
+	begun = make(map[int64]string, len(ids))
+	_, err = tx.CopyFrom(ctx, pgx.Identifier{"replay_leases"}, leaseColumns, pgx.CopyFromSlice(len(ids), func(i int) ([]any, error) {
+		rid := prefix + strconv.FormatInt(ids[i], 10)
+		begun[ids[i]] = rid
+		return []any{ids[i], job, owner, until, rid, batch, int32(i + 1)}, nil
+	}))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "replay_leases_pkey" {
+		return 0, nil, errLeaseKeyTaken
+	}
 	if err != nil {
 		return 0, nil, err
+	}
+	return batch, begun, recheckReplays(ctx, tx, begun, ids, nil, now, actor, owner, until, job)
+}
+
+// leaseColumns are the columns beginFreshReplays copies, in its rows' order.
+var leaseColumns = []string{"record_id", "job_id", "owner", "until", "replay_id", "batch_id", "batch_idx"}
+
+// recheckReplays is the protocol's second statement: it drops from begun the records of
+// the new leases (inserted) and of those taken over (held) that may not be leased.
+func recheckReplays(ctx context.Context, tx pgx.Tx, begun map[int64]string, inserted, held []int64,
+	now time.Time, actor, owner string, until time.Time, job any) error {
+	lost, err := changedIDs(ctx, tx, sqlRecheckReplays, inserted, now, actor, owner, until, job, held)
+	if err != nil {
+		return err
 	}
 	for _, id := range lost {
 		delete(begun, id)
 	}
-	return batch, begun, nil
+	return nil
 }
 
-// errLeaseKeyTaken: sqlLeaseFresh met a lease key; the transaction is aborted.
+// errLeaseKeyTaken: beginFreshReplays met a lease key; the transaction is aborted.
 var errLeaseKeyTaken = errors.New("store: a record of the page has a lease")
 
 // lockRecords takes the lease keys of ids (see the protocol above), then locks their rows

@@ -379,3 +379,61 @@ func rowVersion(t *testing.T, pool *pgxpool.Pool, id int64) string {
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT xmin::text FROM dead_letters WHERE id = $1`, id).Scan(&v))
 	return v
 }
+
+// A job's page whose records no lease holds is leased by copying its leases in: the
+// server writes them a heap page at a time (one MULTI_INSERT WAL record per page of
+// leases), where an INSERT ... SELECT wrote one record per lease, 1,000 per page.
+func TestAFreshPageIsLeasedAHeapPageAtATime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, s, pool := leaseStore(t)
+	const n = 1000
+	_, err := s.StoreBatch(ctx, parked("dlq.copy", 0, n), nil)
+	require.NoError(t, err)
+	job := claimedReplay(t, s, "dlq.copy", store.Actor{Name: "ada"})
+	walRecords := walInspector(t, pool)
+	var from string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&from))
+
+	batch, _ := leasedPage(t, s, job, n, store.Actor{Name: "ada"})
+
+	var xid, file string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT xmin::text, pg_relation_filenode('replay_leases')::text
+		FROM replay_leases WHERE batch_id = $1 LIMIT 1`, batch.ID).Scan(&xid, &file))
+	counts := walRecords(from, xid, file)
+	require.Zero(t, counts["INSERT"], "no lease is written by a record of its own")
+	require.Positive(t, counts["MULTI_INSERT"])
+	require.Less(t, counts["MULTI_INSERT"], n/10, "a record writes a heap page of leases")
+}
+
+// walInspector returns a function that counts, by type (INSERT+INIT counts as INSERT),
+// the heap WAL records that transaction xid wrote into the relation file file since the WAL position from
+// (pg_walinspect, created in the database's public schema if missing).
+func walInspector(t *testing.T, pool *pgxpool.Pool) func(from, xid, file string) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA public`)
+	if err != nil { // two test processes may create it at once
+		_, err = pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA public`)
+	}
+	require.NoError(t, err)
+	return func(from, xid, file string) map[string]int {
+		// A transaction id committed synchronously flushes the WAL written before it (the
+		// lease commits asynchronously); only flushed WAL can be read.
+		_, err := pool.Exec(ctx, `SELECT txid_current()`)
+		require.NoError(t, err)
+		rows, err := pool.Query(ctx, `SELECT split_part(record_type, '+', 1), count(*) FROM public.pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn())
+			WHERE resource_manager IN ('Heap', 'Heap2') AND xid::text = $2 AND block_ref LIKE '%/' || $3 || ' fork main %'
+			GROUP BY 1`, from, xid, file)
+		require.NoError(t, err)
+		counts := map[string]int{}
+		for rows.Next() {
+			var kind string
+			var c int
+			require.NoError(t, rows.Scan(&kind, &c))
+			counts[kind] = c
+		}
+		require.NoError(t, rows.Err())
+		return counts
+	}
+}

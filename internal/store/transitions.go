@@ -41,7 +41,7 @@ func (s *Store) BeginReplay(ctx context.Context, id int64, lease ReplayLease, ac
 	}
 	return s.audited(ctx, id, actor, "begin_replay", lease.JobID, func(tx pgx.Tx, now time.Time) (Record, int64, error, error) {
 		_, begun, err := beginReplays(ctx, tx, []int64{id}, now, actor.Name, lease.Owner, now.Add(lease.Duration),
-			nullIfZeroID(lease.JobID), nil, nullIfEmpty(lease.ReplayID), false)
+			nullIfZeroID(lease.JobID), nil, nullIfEmpty(lease.ReplayID))
 		if err != nil {
 			return Record{}, 0, nil, err
 		}
