@@ -612,20 +612,24 @@ const sqlLeaseReplays = `WITH batch AS (INSERT INTO replay_batches (job_id, reco
 const sqlNewBatch = `INSERT INTO replay_batches (job_id, record_ids) VALUES ($1, $2) RETURNING id`
 
 // $1 new leases, $2 now, $3 actor, $4 owner, $5 lease until, $6 job (NULL: none), $7
-// leases taken over. A statement of its own, on a snapshot taken after the lease's insert
-// ended: it sees every writer that committed before (one that held a lease key the
-// insert waited for, above all). It reads each record's row once (seen). A new lease
-// stays when its record is parked and not reserved by another active job, or scheduled
-// and not claimed by a redrive (nor reserved): its row then carries the lease in
-// lease_until, so that no redrive claims it (the UPDATE waits for a claim in progress and
-// re-reads the row it committed). A scheduled record taken over carries its new holder.
-// It deletes the other new leases and returns their ids.
+// leases taken over, and where to read the rows of $1: from $8 to $9 (a page whose ids
+// are close together), else $10 ($1 itself). A statement of its own, on a snapshot taken
+// after the lease's insert ended: it sees every writer that committed before (one that
+// held a lease key the insert waited for, above all). It reads each record's row once
+// (seen). A new lease stays when its record is parked and not reserved by another active
+// job, or scheduled and not claimed by a redrive (nor reserved): its row then carries the
+// lease in lease_until, so that no redrive claims it (the UPDATE waits for a claim in
+// progress and re-reads the row it committed). A scheduled record taken over carries its
+// new holder. It deletes the other new leases and returns their ids. Read as a range, a
+// page's rows cost one descent of the index, where finding each id costs one per record;
+// the rows in the range that are not the page's are read and left alone.
 const sqlRecheckReplays = `WITH seen AS (
 		SELECT d.id, d.status = 'parked' AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `) AS parked
-		FROM dead_letters d WHERE d.id = ANY($1) OR d.id = ANY($7)),
+		FROM dead_letters d WHERE d.id BETWEEN $8 AND $9 OR d.id = ANY($10) OR d.id = ANY($7)),
 	kept AS (
 		UPDATE dead_letters d SET lease_owner = $4, lease_until = $5, changed_at = $2, changed_by = $3
-		WHERE d.id IN (SELECT id FROM seen WHERE NOT parked) AND d.status = 'scheduled' AND (d.id = ANY($7)
+		WHERE d.id IN (SELECT id FROM seen WHERE NOT parked AND (id = ANY($1) OR id = ANY($7)))
+			AND d.status = 'scheduled' AND (d.id = ANY($7)
 			OR (d.lease_until IS NULL OR d.lease_until <= $2)
 			AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `))
 		RETURNING d.id),

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -112,7 +113,8 @@ var leaseColumns = []string{"record_id", "job_id", "owner", "until", "replay_id"
 // the new leases (inserted) and of those taken over (held) that may not be leased.
 func recheckReplays(ctx context.Context, tx pgx.Tx, begun map[int64]string, inserted, held []int64,
 	now time.Time, actor, owner string, until time.Time, job any) error {
-	lost, err := changedIDs(ctx, tx, sqlRecheckReplays, inserted, now, actor, owner, until, job, held)
+	from, to, each := readRange(inserted)
+	lost, err := changedIDs(ctx, tx, sqlRecheckReplays, inserted, now, actor, owner, until, job, held, from, to, each)
 	if err != nil {
 		return err
 	}
@@ -120,6 +122,20 @@ func recheckReplays(ctx context.Context, tx pgx.Tx, begun map[int64]string, inse
 		delete(begun, id)
 	}
 	return nil
+}
+
+// readRange says how sqlRecheckReplays reads the rows of ids: as the range from..to when
+// it holds at most twice as many ids (a job's page nearly always does), else id by id
+// (each).
+func readRange(ids []int64) (from, to *int64, each []int64) {
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	lo, hi := slices.Min(ids), slices.Max(ids)
+	if hi-lo < 2*int64(len(ids)) {
+		return &lo, &hi, nil
+	}
+	return nil, nil, ids
 }
 
 // errLeaseKeyTaken: beginFreshReplays met a lease key; the transaction is aborted.

@@ -437,3 +437,68 @@ func walInspector(t *testing.T, pool *pgxpool.Pool) func(from, xid, file string)
 		return counts
 	}
 }
+
+// Leasing a page rechecks its records' rows reading them as the range they span: a
+// descent of dead_letters' key index for the page, where finding each record by its id
+// read two to three index blocks per record.
+func TestLeasingAPageReadsItsRowsAsARange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 1000
+	s, one, job := pageReader(t, n)
+	keyBlocks := func() int64 {
+		_, err := one.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, err)
+		var blocks int64
+		require.NoError(t, one.QueryRow(ctx, `SELECT idx_blks_hit + idx_blks_read
+			FROM pg_statio_user_indexes WHERE indexrelid = 'dead_letters_pkey'::regclass`).Scan(&blocks))
+		return blocks
+	}
+	before := keyBlocks()
+	leasedPage(t, s, job, n, store.Actor{Name: "ada"})
+	require.Less(t, keyBlocks()-before, int64(n/10), "blocks of dead_letters_pkey read to lease %d records", n)
+}
+
+// The rows a page's range read meets that are not the page's are left alone: scheduled
+// records between the page's records keep no lease and are still redriven. A page whose
+// records are far apart is read id by id, and leased the same.
+func TestARangeReadLeavesTheRowsBetweenAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock, s, _ := leaseStore(t)
+	ada := store.Actor{Name: "ada"}
+	due := clock.Now().Add(-time.Minute)
+	var recs []store.NewRecord
+	for off := int64(0); off < 5; off++ { // ids 1 to 5: odd ones parked, even ones scheduled
+		if off%2 == 0 {
+			recs = append(recs, parked("dlq.range", off, 1)...)
+		} else {
+			recs = append(recs, scheduled("dlq.range", off, 1, due)...)
+		}
+	}
+	recs = append(recs, parked("dlq.range", 5, 95)...) // ids 6 to 100
+	_, err := s.StoreBatch(ctx, recs, nil)
+	require.NoError(t, err)
+	job := claimedReplay(t, s, "dlq.range", ada)
+
+	batch, err := s.BeginReplays(ctx, job.ID, []int64{1, 3, 5}, "w1", time.Minute, ada)
+	require.NoError(t, err)
+	require.Len(t, batch.ReplayIDs, 3)
+	far, err := s.BeginReplays(ctx, job.ID, []int64{6, 100}, "w1", time.Minute, ada)
+	require.NoError(t, err)
+	require.Len(t, far.ReplayIDs, 2)
+	for _, id := range []int64{1, 3, 5, 6, 100} {
+		rec, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusReplaying, rec.Status, "record %d", id)
+	}
+	for _, id := range []int64{2, 4} {
+		rec, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusScheduled, rec.Status, "record %d", id)
+		require.Empty(t, rec.LeaseOwner, "record %d", id)
+	}
+	claim, err := s.ClaimDue(ctx, "", "redrive", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, claim.Records, 2, "the scheduled records between the page's are redriven")
+}
