@@ -620,9 +620,11 @@ const sqlNewBatch = `INSERT INTO replay_batches (job_id, record_ids) VALUES ($1,
 // job, or scheduled and not claimed by a redrive (nor reserved): its row then carries the
 // lease in lease_until, so that no redrive claims it (the UPDATE waits for a claim in
 // progress and re-reads the row it committed). A scheduled record taken over carries its
-// new holder. It deletes the other new leases and returns their ids. Read as a range, a
-// page's rows cost one descent of the index, where finding each id costs one per record;
-// the rows in the range that are not the page's are read and left alone.
+// new holder. It deletes the other new leases, found by their keys, and returns their
+// ids (joined to the leases, the planner could read every lease of the holder for each
+// page: it takes replay_leases for smaller than a running job makes it). Read as a range,
+// a page's rows cost one descent of the index, where finding each id costs one per
+// record; the rows in the range that are not the page's are read and left alone.
 const sqlRecheckReplays = `WITH seen AS (
 		SELECT d.id, d.status = 'parked' AND (d.job_id IS NULL OR d.job_id = $6 OR NOT ` + activeJobOfRow + `) AS parked
 		FROM dead_letters d WHERE d.id BETWEEN $8 AND $9 OR d.id = ANY($10) OR d.id = ANY($7)),
@@ -636,7 +638,7 @@ const sqlRecheckReplays = `WITH seen AS (
 	lost AS (
 		SELECT u.id FROM unnest($1::bigint[]) u(id)
 		WHERE u.id NOT IN (SELECT id FROM kept) AND u.id NOT IN (SELECT id FROM seen WHERE parked))
-	DELETE FROM replay_leases l WHERE l.record_id IN (SELECT id FROM lost) AND l.owner = $4
+	DELETE FROM replay_leases l WHERE l.record_id = ANY (ARRAY(SELECT id FROM lost)) AND l.owner = $4
 	RETURNING l.record_id`
 
 // sqlGuard takes the lease keys of $1 for a writer that must not change a record a replay

@@ -520,3 +520,45 @@ func TestReplayBatchArraysAreCompressedWithLz4(t *testing.T) {
 		Scan(&ids, &topics, &partitions, &offsets))
 	require.Equal(t, []string{"lz4", "lz4", "lz4", "lz4"}, []string{ids, topics, partitions, offsets})
 }
+
+// A page's recheck finds the leases it drops by their keys, however many leases its
+// holder has: when replay_leases' statistics were taken while another holder's leases
+// filled it (autovacuum analyzes it as soon as a job's first pages are in), the planner
+// took the new holder for one lease and joined each of its leases to the page's ids, so
+// that each page's recheck read every lease the holder had (a second of the server's
+// time per page once it held 100,000).
+func TestRecheckFindsTheLeasesItDropsByKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const page, pages = 1000, 12
+	s, one, first := pageReader(t, page*pages)
+	ada := store.Actor{Name: "ada"}
+	leasePage := func(job store.Job, owner string, p int) {
+		ids := make([]int64, page)
+		for i := range ids {
+			ids[i] = int64(p*page + i + 1)
+		}
+		_, err := s.BeginReplays(ctx, job.ID, ids, owner, time.Minute, ada)
+		require.NoError(t, err)
+	}
+	leasePage(first, "w1", 0)
+	_, err := one.Exec(ctx, `ANALYZE replay_leases`)
+	require.NoError(t, err)
+	second, _, err := s.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{Kind: store.JobReplay,
+		Filter: &store.Filter{Statuses: []store.Status{store.StatusParked}}}}, ada)
+	require.NoError(t, err)
+	_, err = s.ClaimJob(ctx, "w2", time.Minute)
+	require.NoError(t, err)
+	leaseTuples := func() int64 {
+		return tableStat(t, one, "replay_leases", "idx_tup_fetch") + tableStat(t, one, "replay_leases", "seq_tup_read")
+	}
+	var read []int64
+	for p := 1; p < pages; p++ {
+		before := leaseTuples()
+		leasePage(second, "w2", p)
+		read = append(read, leaseTuples()-before)
+	}
+	for p, n := range read {
+		require.Less(t, n, int64(page), "leases read to lease page %d, when w2 held %d: %v", p+2, p*page, read)
+	}
+}
