@@ -56,7 +56,8 @@ type Config struct {
 	Lease time.Duration
 	// Poll is how often an idle runner looks for a job. Default 1s.
 	Poll time.Duration
-	// BatchSize is how many records one step leases, produces and marks. Default 1000.
+	// BatchSize is how many records one step leases, produces and marks. Default and
+	// most: store.MaxJobPage (2,000).
 	BatchSize int
 	// Concurrency is how many jobs this runner executes at once. Default 4. One more slot
 	// takes only jobs that name their records (single-record replays and discards), so
@@ -103,8 +104,8 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 4
 	}
-	if cfg.BatchSize <= 0 || cfg.BatchSize > store.MaxPageSize {
-		cfg.BatchSize = store.MaxPageSize
+	if cfg.BatchSize <= 0 || cfg.BatchSize > store.MaxJobPage {
+		cfg.BatchSize = store.MaxJobPage
 	}
 	if cfg.Registerer == nil {
 		cfg.Registerer = prometheus.NewRegistry()

@@ -168,3 +168,28 @@ func TestKilledMidJobResumes(t *testing.T) {
 	seen := jobstest.CheckReplayed(t, st, msgs, job.ID, "ada", false)
 	require.Len(t, seen, n, "every record reached the topic")
 }
+
+// A job leases, produces and finishes its records store.MaxJobPage (2,000) at a time, twice
+// a listing's page: each page costs a share of work of its own.
+func TestAJobWorksInPagesOfTwoThousand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	target := kafkatest.CreateTopic(t, testenv.KafkaBootstrap(t), 3, nil)
+	jobstest.Park(t, st, "orders", 4000)
+	job, _, err := st.SubmitJob(ctx, store.JobRequest{JobSpec: store.JobSpec{
+		Kind: store.JobReplay, Filter: &store.Filter{Statuses: []store.Status{store.StatusParked}},
+		TargetTopic: target, ConfirmedCount: 4000}}, store.Actor{Name: "ada"})
+	require.NoError(t, err)
+	startRunner(t, st, "w1", 30*time.Second, jobstest.Route("orders"))
+	job = waitJob(t, st, job.ID)
+	require.Equal(t, store.JobSucceeded, job.Status, job.Error)
+	require.EqualValues(t, 4000, job.Done)
+	leases, err := st.SearchAudit(ctx, store.AuditFilter{Action: "begin_replay", JobID: job.ID}, 0, store.MaxPageSize)
+	require.NoError(t, err)
+	require.Equal(t, 2, len(leases), "pages leased")
+	for _, e := range leases {
+		require.EqualValues(t, 2000, e.Affected)
+	}
+	require.EqualValues(t, 4000, jobstest.Records(t, target))
+}
