@@ -20,7 +20,8 @@ import (
 // A lease (beginReplays) is two statements in one READ COMMITTED transaction:
 //  1. sqlLeaseReplays inserts the leases of the records its snapshot sees reservable (or
 //     beginFreshReplays copies in those of every record, and fails on any lease key it
-//     meets), with the batch they form (replay_batches), where their outcome is written once (FinishReplays);
+//     meets), with the batch they form (replay_batches), where their outcome is written
+//     once (FinishReplays);
 //  2. sqlRecheckReplays, on a new snapshot, deletes the new leases whose record is no
 //     longer reservable, and writes the lease into a scheduled record's row (lease_until),
 //     which a redrive's claim reads.
