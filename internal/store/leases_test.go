@@ -407,8 +407,8 @@ func TestAFreshPageIsLeasedAHeapPageAtATime(t *testing.T) {
 }
 
 // walInspector returns a function that counts, by type (INSERT+INIT counts as INSERT),
-// the heap WAL records that transaction xid wrote into the relation file file since the WAL position from
-// (pg_walinspect, created in the database's public schema if missing).
+// the heap WAL records that transaction xid wrote into the relation file file since the
+// WAL position from (pg_walinspect, created in the database's public schema if missing).
 func walInspector(t *testing.T, pool *pgxpool.Pool) func(from, xid, file string) map[string]int {
 	t.Helper()
 	ctx := context.Background()
@@ -418,13 +418,18 @@ func walInspector(t *testing.T, pool *pgxpool.Pool) func(from, xid, file string)
 	}
 	require.NoError(t, err)
 	return func(from, xid, file string) map[string]int {
-		// A transaction id committed synchronously flushes the WAL written before it (the
-		// lease commits asynchronously); only flushed WAL can be read.
-		_, err := pool.Exec(ctx, `SELECT txid_current()`)
-		require.NoError(t, err)
-		rows, err := pool.Query(ctx, `SELECT split_part(record_type, '+', 1), count(*) FROM public.pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn())
-			WHERE resource_manager IN ('Heap', 'Heap2') AND xid::text = $2 AND block_ref LIKE '%/' || $3 || ' fork main %'
-			GROUP BY 1`, from, xid, file)
+		// Only flushed WAL can be read, and the lease commits without waiting for the flush:
+		// the WAL writer flushes it within its delay (200 ms by default).
+		var to string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&to))
+		require.Eventually(t, func() bool {
+			var flushed bool
+			err := pool.QueryRow(ctx, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, to).Scan(&flushed)
+			return err == nil && flushed
+		}, time.Minute, 10*time.Millisecond)
+		rows, err := pool.Query(ctx, `SELECT split_part(record_type, '+', 1), count(*) FROM public.pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn)
+			WHERE resource_manager IN ('Heap', 'Heap2') AND xid::text = $3 AND block_ref LIKE '%/' || $4 || ' fork main %'
+			GROUP BY 1`, from, to, xid, file)
 		require.NoError(t, err)
 		counts := map[string]int{}
 		for rows.Next() {
