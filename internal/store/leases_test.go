@@ -513,12 +513,7 @@ func TestARangeReadLeavesTheRowsBetweenAlone(t *testing.T) {
 func TestReplayBatchArraysAreCompressedWithLz4(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ada := store.Actor{Name: "ada"}
-	const n = 1000
-	s, one, job := pageReader(t, n)
-	batch, done := leasedPage(t, s, job, n, ada)
-	_, err := s.FinishReplays(ctx, job.ID, "w1", batch, done, ada)
-	require.NoError(t, err)
+	_, one, batch := finishedPage(t, 1000)
 	var ids, topics, partitions, offsets string
 	require.NoError(t, one.QueryRow(ctx, `SELECT pg_column_compression(record_ids), pg_column_compression(topics),
 		pg_column_compression(partitions), pg_column_compression(offsets) FROM replay_batches WHERE id = $1`, batch.ID).

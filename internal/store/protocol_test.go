@@ -244,12 +244,8 @@ func TestFinishingABatchWritesOneRow(t *testing.T) {
 func TestReplayedStatusReadsNoOutcomeArrays(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ada := store.Actor{Name: "ada"}
 	const n = 1000
-	s, one, job := pageReader(t, n)
-	batch, done := leasedPage(t, s, job, n, ada)
-	_, err := s.FinishReplays(ctx, job.ID, "w1", batch, done, ada)
-	require.NoError(t, err)
+	s, one, _ := finishedPage(t, n)
 	toast := func() int64 {
 		_, err := one.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
 		require.NoError(t, err)
@@ -266,6 +262,19 @@ func TestReplayedStatusReadsNoOutcomeArrays(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, replaying)
 	require.Equal(t, before, toast(), "blocks of the batch's outcome arrays read to count its records")
+}
+
+// finishedPage is a store (pageReader) whose n parked records a job leased as one batch
+// (leasedPage) and finished, every record produced; it returns the store, its one
+// connection and the batch.
+func finishedPage(t *testing.T, n int) (*store.Store, *pgxpool.Pool, store.ReplayBatch) {
+	t.Helper()
+	ada := store.Actor{Name: "ada"}
+	s, one, job := pageReader(t, n)
+	batch, done := leasedPage(t, s, job, n, ada)
+	_, err := s.FinishReplays(context.Background(), job.ID, "w1", batch, done, ada)
+	require.NoError(t, err)
+	return s, one, batch
 }
 
 // leasedPage leases records 1 to n for job as w1 and returns the batch and an outcome for
