@@ -286,14 +286,20 @@ func pageReader(t *testing.T, n int) (*store.Store, *pgxpool.Pool, store.Job) {
 	return s, one, job
 }
 
-// tableStat is column of table's row in pg_stat_user_tables, once the connection of one
-// has flushed its counts (the next time it goes idle after asking to).
+// tableStat is column of table's row in pg_stat_user_tables (flushedStat).
 func tableStat(t *testing.T, one *pgxpool.Pool, table, column string) int64 {
+	t.Helper()
+	return flushedStat(t, one, `SELECT coalesce(`+column+`, 0) FROM pg_stat_user_tables WHERE relid = $1::regclass`, table)
+}
+
+// flushedStat is the count query reads from the statistics views, once the connection of
+// one has flushed its counts (the next time it goes idle after asking to).
+func flushedStat(t *testing.T, one *pgxpool.Pool, query string, args ...any) int64 {
 	t.Helper()
 	ctx := context.Background()
 	_, err := one.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
 	require.NoError(t, err)
 	var n int64
-	require.NoError(t, one.QueryRow(ctx, `SELECT coalesce(`+column+`, 0) FROM pg_stat_user_tables WHERE relid = $1::regclass`, table).Scan(&n))
+	require.NoError(t, one.QueryRow(ctx, query, args...).Scan(&n))
 	return n
 }

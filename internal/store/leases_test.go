@@ -448,16 +448,11 @@ func walInspector(t *testing.T, pool *pgxpool.Pool) func(from, xid, file string)
 // read two to three index blocks per record.
 func TestLeasingAPageReadsItsRowsAsARange(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	const n = 1000
 	s, one, job := pageReader(t, n)
 	keyBlocks := func() int64 {
-		_, err := one.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
-		require.NoError(t, err)
-		var blocks int64
-		require.NoError(t, one.QueryRow(ctx, `SELECT idx_blks_hit + idx_blks_read
-			FROM pg_statio_user_indexes WHERE indexrelid = 'dead_letters_pkey'::regclass`).Scan(&blocks))
-		return blocks
+		return flushedStat(t, one, `SELECT idx_blks_hit + idx_blks_read
+			FROM pg_statio_user_indexes WHERE indexrelid = 'dead_letters_pkey'::regclass`)
 	}
 	before := keyBlocks()
 	leasedPage(t, s, job, n, store.Actor{Name: "ada"})

@@ -247,12 +247,8 @@ func TestReplayedStatusReadsNoOutcomeArrays(t *testing.T) {
 	const n = 1000
 	s, one, _ := finishedPage(t, n)
 	toast := func() int64 {
-		_, err := one.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
-		require.NoError(t, err)
-		var blocks int64
-		require.NoError(t, one.QueryRow(ctx, `SELECT coalesce(toast_blks_hit, 0) + coalesce(toast_blks_read, 0)
-			FROM pg_statio_user_tables WHERE relid = 'replay_batches'::regclass`).Scan(&blocks))
-		return blocks
+		return flushedStat(t, one, `SELECT coalesce(toast_blks_hit, 0) + coalesce(toast_blks_read, 0)
+			FROM pg_statio_user_tables WHERE relid = 'replay_batches'::regclass`)
 	}
 	before := toast()
 	replayed, err := s.Count(ctx, store.Filter{Statuses: []store.Status{store.StatusReplayed}})
