@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // PGBinDir is where the PostgreSQL server binaries are installed (Debian's postgresql-15).
@@ -22,6 +26,7 @@ type PGServer struct {
 	port int
 	// asPostgres runs the server as the postgres user: PostgreSQL refuses to run as root.
 	asPostgres bool
+	probe      chan error // StallSynchronousCommits' waiting commit, for ResumeSynchronousCommits
 }
 
 // StartPGServer creates a cluster in a temporary directory (trust authentication, loopback
@@ -119,4 +124,91 @@ func freePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// StallSynchronousCommits makes every synchronous commit wait until
+// ResumeSynchronousCommits, as it waits for a synchronous standby that does not answer (or
+// for a flush that does not end); asynchronous commits go through. It returns once a
+// synchronous commit of its own is seen waiting.
+func (s *PGServer) StallSynchronousCommits() {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.exec(ctx, `CREATE TABLE IF NOT EXISTS testenv_stall_probe (at timestamptz)`,
+		`ALTER SYSTEM SET synchronous_standby_names = 'absent_standby'`, `SELECT pg_reload_conf()`)
+	probe, err := pgx.Connect(ctx, s.URL()+"&application_name=testenv_stall_probe")
+	if err != nil {
+		s.t.Fatalf("stall probe: %v", err)
+	}
+	s.probe = make(chan error, 1)
+	go func() {
+		// Until the reload reaches every process, a commit may still go through.
+		var err error
+		for err == nil && ctx.Err() == nil {
+			_, err = probe.Exec(context.Background(), `INSERT INTO testenv_stall_probe VALUES (now())`)
+		}
+		_ = probe.Close(context.Background())
+		s.probe <- err
+	}()
+	for {
+		var waiting bool
+		s.queryRow(ctx, &waiting, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE application_name = 'testenv_stall_probe' AND wait_event = 'SyncRep')`)
+		if waiting {
+			return
+		}
+		if ctx.Err() != nil {
+			s.t.Fatalf("no synchronous commit waits a minute after synchronous_standby_names was set")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ResumeSynchronousCommits ends StallSynchronousCommits: the waiting commits return.
+func (s *PGServer) ResumeSynchronousCommits() {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.exec(ctx, `ALTER SYSTEM RESET synchronous_standby_names`, `SELECT pg_reload_conf()`)
+	select {
+	case <-s.probe:
+	case <-ctx.Done():
+		s.t.Fatalf("the stalled commit did not return a minute after synchronous_standby_names was reset")
+	}
+}
+
+func (s *PGServer) exec(ctx context.Context, stmts ...string) {
+	s.t.Helper()
+	conn, err := pgx.Connect(ctx, s.URL())
+	if err != nil {
+		s.t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(context.Background())
+	for _, q := range stmts {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			s.t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+func (s *PGServer) queryRow(ctx context.Context, dst any, q string) {
+	s.t.Helper()
+	conn, err := pgx.Connect(ctx, s.URL())
+	if err != nil {
+		s.t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(context.Background())
+	if err := conn.QueryRow(ctx, q).Scan(dst); err != nil {
+		s.t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// Log is what the server has logged so far.
+func (s *PGServer) Log() string {
+	s.t.Helper()
+	log, err := os.ReadFile(filepath.Join(s.dir, "server.log"))
+	if err != nil {
+		s.t.Fatalf("server log: %v", err)
+	}
+	return string(log)
 }
