@@ -36,6 +36,19 @@ const sqlAdvancePositions = `INSERT INTO ledger_positions (consumer_group, dlq_t
 	SET committed_offset = EXCLUDED.committed_offset, updated_at = EXCLUDED.updated_at
 	WHERE ledger_positions.committed_offset < EXCLUDED.committed_offset`
 
+// sqlAdvancePositionsUnflushed is sqlAdvancePositions committed asynchronously: the
+// setting, local to the statement's own transaction, is read when it commits.
+const sqlAdvancePositionsUnflushed = `WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
+	INSERT INTO ledger_positions (consumer_group, dlq_topic, dlq_partition, committed_offset, updated_at)
+	SELECT $1, t, p, o, $5 FROM unflushed, unnest($2::text[], $3::integer[], $4::bigint[]) AS u(t, p, o)
+	ON CONFLICT (consumer_group, dlq_topic, dlq_partition) DO UPDATE
+	SET committed_offset = EXCLUDED.committed_offset, updated_at = EXCLUDED.updated_at
+	WHERE ledger_positions.committed_offset < EXCLUDED.committed_offset`
+
+// $1 group, $2 now.
+const sqlFlushLedger = `INSERT INTO ledger_flushes (consumer_group, flushed_at) VALUES ($1, $2)
+	ON CONFLICT (consumer_group) DO UPDATE SET flushed_at = EXCLUDED.flushed_at`
+
 // $1 group, $2 topics, $3 partitions, $4 now, $5 refreshed before. Only stale rows are
 // written, so a worker may call it on every run.
 const sqlTouchPositions = `UPDATE ledger_positions SET updated_at = $4
@@ -58,6 +71,27 @@ func (s *Store) AdvanceLedgerPositions(ctx context.Context, group string, pos []
 	}
 	topics, parts, offs := coordinateColumns(pos)
 	_, err := s.pool.Exec(ctx, sqlAdvancePositions, group, topics, parts, offs, s.now())
+	return interpretError(err)
+}
+
+// AdvanceLedgerPositionsUnflushed is AdvanceLedgerPositions without waiting for
+// PostgreSQL to flush the positions: they are visible to every reader at once (a worker
+// restarted after a kill resumes at them), but a PostgreSQL crash may lose them until a
+// FlushLedger that started after this call returned.
+func (s *Store) AdvanceLedgerPositionsUnflushed(ctx context.Context, group string, pos []Coordinates) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	topics, parts, offs := coordinateColumns(pos)
+	_, err := s.pool.Exec(ctx, sqlAdvancePositionsUnflushed, group, topics, parts, offs, s.now())
+	return interpretError(err)
+}
+
+// FlushLedger returns once every ledger write committed before it is durable: it commits
+// a write of its own synchronously, which waits for the WAL before it to be flushed (and
+// sent to synchronous standbys, where the server has them).
+func (s *Store) FlushLedger(ctx context.Context, group string) error {
+	_, err := s.pool.Exec(ctx, sqlFlushLedger, group, s.now())
 	return interpretError(err)
 }
 
