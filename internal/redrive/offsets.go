@@ -3,6 +3,7 @@ package redrive
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -15,8 +16,10 @@ import (
 )
 
 // The ledger is the truth (seed 003). Before librdkafka may commit an offset, the worker
-// writes it to the ledger (ledger_positions): the committed offset is never ahead of the
-// ledger by our doing. At assignment and before each run, a committed offset ahead of the
+// writes it to the ledger (ledger_positions) and has PostgreSQL confirm it flushed: the
+// committed offset is never ahead of the durable ledger by our doing. The position writes
+// themselves do not wait for the flush (an asynchronous commit, visible at once): a flush
+// that takes long holds the commit back, not the records (see flushLedger). At assignment and before each run, a committed offset ahead of the
 // ledger is a forward jump (records skipped unread: an offset reset, lost offsets, a hand
 // edit), one behind it a backward jump (records read again), and a start below the log
 // start means records deleted before they were read. Each is logged with its range,
@@ -24,8 +27,9 @@ import (
 // reads.
 
 // ledger keeps the route's committed offsets behind the ledger's positions and checks
-// them against it. It is owned by the loop goroutine, but for its position writer
-// goroutine, which shares posIn and posOut with it and runs between Start and Stop.
+// them against it. It is owned by the loop goroutine, but for its position writer and
+// flusher goroutines, which share posIn/posOut and flushIn/flushOut with it and run
+// between Start and Stop.
 type ledger struct {
 	consumer *kafka.Consumer // stores and commits; reads committed offsets and watermarks
 	store    *store.Store
@@ -42,31 +46,40 @@ type ledger struct {
 	posOut        chan *positionBatch
 	posBusy       bool
 	lastCommit    time.Time
-	committedOnce bool                // this life committed its first range (see storeLedgered)
-	adopt         []store.Coordinates // positions an assignment learned, written at its end
-	touchedAt     time.Time           // last touchPositions; zero after an assignment
-	windowMax     int64               // a partition's widest window past the ledger (throttle.go)
+	committedOnce bool // this life committed its first range (see storeLedgered)
+	// The flusher's input and output: one flush at a time (flushBusy).
+	flushIn   chan *positionBatch
+	flushOut  chan *positionBatch
+	flushBusy bool
+	lastFlush time.Time
+	adopt     []*partition // positions an assignment learned (ledgered), written at its end
+	touchedAt time.Time    // last touchPositions; zero after an assignment
+	windowMax int64        // a partition's widest window past the ledger (throttle.go)
 }
 
 func newLedger(c *kafka.Consumer, st *store.Store, r route, log zerolog.Logger, h *health, m *metrics) *ledger {
 	return &ledger{consumer: c, store: st, group: r.Group, route: r.Name, onJump: r.OnOffsetJump, log: log, health: h, metrics: m,
-		posIn: make(chan *positionBatch, 1), posOut: make(chan *positionBatch, 1), windowMax: int64(max(r.MaxInFlight, windowStart))}
+		posIn: make(chan *positionBatch, 1), posOut: make(chan *positionBatch, 1),
+		flushIn: make(chan *positionBatch, 1), flushOut: make(chan *positionBatch, 1), windowMax: int64(max(r.MaxInFlight, windowStart))}
 }
 
-// Start starts the position writer; its work ends with ctx too.
+// Start starts the position writer and the flusher; their work ends with ctx too.
 func (l *ledger) Start(ctx context.Context) error {
 	if _, err := l.life.Start(ctx); err != nil {
 		return err
 	}
 	l.life.Go(l.positionWriter)
+	l.life.Go(l.flusher)
 	return nil
 }
 
-// Stop stops the position writer; a position it has not written yet is not committed.
+// Stop stops the position writer and the flusher; a position they have not written or
+// flushed yet is not committed.
 func (l *ledger) Stop(ctx context.Context) error { return l.life.Stop(ctx) }
 
 // positionBatch is a write-ahead of the offsets about to be committed, handed from the
-// loop to the position writer goroutine and back.
+// loop to the position writer goroutine and back; or, for the flusher, the positions
+// that had landed when it started.
 type positionBatch struct {
 	parts []*partition
 	pos   []store.Coordinates // Offset: the offset to commit
@@ -83,7 +96,7 @@ func (l *ledger) positionWriter(ctx context.Context) {
 		case b = <-l.posIn:
 		}
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		b.err = l.store.AdvanceLedgerPositions(cctx, l.group, b.pos)
+		b.err = l.store.AdvanceLedgerPositionsUnflushed(cctx, l.group, b.pos)
 		cancel()
 		select {
 		case l.posOut <- b:
@@ -93,9 +106,31 @@ func (l *ledger) positionWriter(ctx context.Context) {
 	}
 }
 
+// flusher has PostgreSQL confirm, one batch at a time, that the positions of a batch are
+// flushed: they landed before its synchronous commit began.
+func (l *ledger) flusher(ctx context.Context) {
+	for {
+		var b *positionBatch
+		select {
+		case <-ctx.Done():
+			return
+		case b = <-l.flushIn:
+		}
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		b.err = l.store.FlushLedger(cctx, l.group)
+		cancel()
+		select {
+		case l.flushOut <- b:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // storeOffsets hands librdkafka (which commits them) the new watermarks the ledger already
-// holds, and writes the others to the ledger first.
+// holds flushed, writes the others to the ledger first and has the landed ones flushed.
 func (l *ledger) storeOffsets(parts *partitions) {
+	l.flushLedger(parts)
 	// Until the first commit of a life, every turn: a crash loop should commit its first
 	// acknowledged range as soon as it exists. Then once per ledgerEvery: the next life
 	// resumes at the ledger (checkAssigned), so only what the ledger does not hold yet is
@@ -124,13 +159,55 @@ func (l *ledger) storeOffsets(parts *partitions) {
 	}
 }
 
-// drainPositions takes the position writer's answer, if any.
+// flushLedger has the flusher confirm the positions that landed and are not known
+// flushed: at once for the first range of a life, then once per commitInterval (what
+// librdkafka's auto-commit waits anyway), so that a flush costs one synchronous commit
+// per commit, not one per position write.
+func (l *ledger) flushLedger(parts *partitions) {
+	if l.flushBusy || l.committedOnce && time.Since(l.lastFlush) < commitInterval {
+		return
+	}
+	b := &positionBatch{}
+	for _, p := range parts.byKey {
+		if p.ledgered > p.durable && p.trk != nil && p.trk.Watermark() > p.stored {
+			b.parts = append(b.parts, p)
+			b.pos = append(b.pos, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: p.ledgered})
+		}
+	}
+	if len(b.parts) == 0 {
+		return
+	}
+	l.lastFlush = time.Now()
+	l.flushBusy = true
+	l.flushIn <- b // buffered, and the flusher is idle
+}
+
+// drainPositions takes the position writer's and the flusher's answers, if any.
 func (l *ledger) drainPositions() {
 	select {
 	case b := <-l.posOut:
 		l.onPositions(b)
 	default:
 	}
+	select {
+	case b := <-l.flushOut:
+		l.onFlushed(b)
+	default:
+	}
+}
+
+// onFlushed takes the flusher's answer b: its positions are durable, and committed.
+func (l *ledger) onFlushed(b *positionBatch) {
+	l.flushBusy = false
+	if b.err != nil {
+		l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
+		l.health.warnEvery("ledger", b.err, "cannot have PostgreSQL flush the ledger; nothing is committed past what it flushed until it answers")
+		return
+	}
+	for i, p := range b.parts {
+		p.durable = max(p.durable, b.pos[i].Offset)
+	}
+	l.storeLedgered(b.parts)
 }
 
 // onPositions takes the position writer's answer b.
@@ -144,7 +221,6 @@ func (l *ledger) onPositions(b *positionBatch) {
 	for i, p := range b.parts {
 		l.landed(p, b.pos[i].Offset)
 	}
-	l.storeLedgered(b.parts)
 }
 
 // landed notes that the ledger holds pos for p, and widens p's window past it.
@@ -153,12 +229,20 @@ func (l *ledger) landed(p *partition, pos int64) {
 	p.window = min(2*p.window, l.windowMax)
 }
 
+// flushed notes that a synchronous commit returned: the positions of ps that had landed
+// before it are durable.
+func flushed(ps []*partition) {
+	for _, p := range ps {
+		p.durable = max(p.durable, p.ledgered)
+	}
+}
+
 // storeLedgered stores, for librdkafka to commit, the watermark of each live partition up
-// to its ledger position.
+// to its durable ledger position.
 func (l *ledger) storeLedgered(ps []*partition) {
 	var tps []kafka.TopicPartition
 	for _, p := range ps {
-		if off := min(p.trk.Watermark(), p.ledgered); !p.gone && off > p.stored {
+		if off := min(p.trk.Watermark(), p.durable); !p.gone && off > p.stored {
 			p.stored = off
 			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(off)})
 		}
@@ -185,18 +269,24 @@ func (l *ledger) storeLedgered(ps []*partition) {
 func (l *ledger) ledgerNow(ps []*partition) {
 	ahead, pos := aheadOfLedger(ps)
 	if len(pos) == 0 {
+		// Nothing to write: a flush makes what landed durable, if anything is not.
+		if !slices.ContainsFunc(ps, func(p *partition) bool { return p.ledgered > p.durable }) || !l.flushNow() {
+			return
+		}
+		flushed(ps)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	if err := l.store.AdvanceLedgerPositions(ctx, l.group, pos); err != nil {
 		l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
-		l.health.warnEvery("ledger", err, "cannot write the ledger position; the commit stops at the last position the ledger has")
+		l.health.warnEvery("ledger", err, "cannot write the ledger position; the commit stops at the last position the ledger has flushed")
 		return
 	}
 	for i, p := range ahead {
 		l.landed(p, pos[i].Offset)
 	}
+	flushed(ps)
 }
 
 // aheadOfLedger returns the partitions of ps whose watermark is past the ledger's
@@ -251,7 +341,7 @@ func (l *ledger) assigned(tps []kafka.TopicPartition) (ps, ahead []*partition) {
 		l.health.warnEvery("ledger", lerr, "cannot read the ledger positions; offset jumps at this assignment go unchecked")
 	}
 	for i, tp := range tps {
-		p := &partition{key: partKey{*tp.Topic, tp.Partition}, stored: -1, ledgered: -1, window: windowStart}
+		p := &partition{key: partKey{*tp.Topic, tp.Partition}, stored: -1, ledgered: -1, durable: -1, window: windowStart}
 		if err == nil && lerr == nil {
 			if start, ok := l.checkAssigned(p, int64(committed[i].Offset), positions); ok {
 				p.trk, p.stored = tracker.New(start), start
@@ -260,8 +350,8 @@ func (l *ledger) assigned(tps []kafka.TopicPartition) (ps, ahead []*partition) {
 					ahead = append(ahead, p) // resumed at the ledger: committed below
 				}
 				if _, known := positions[p.key]; !known {
-					l.adopt = append(l.adopt, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: start})
 					p.ledgered = start
+					l.adopt = append(l.adopt, p)
 				}
 			}
 		} else if err == nil && committed[i].Offset >= 0 {
@@ -270,9 +360,26 @@ func (l *ledger) assigned(tps []kafka.TopicPartition) (ps, ahead []*partition) {
 		}
 		ps = append(ps, p)
 	}
-	l.saveAdopted()
+	// A previous life may have written the positions read without waiting for their
+	// flush: they are durable once a synchronous commit after them returns (the one that
+	// writes what the assignment adopted, or a flush).
+	if l.saveAdopted() || l.flushNow() {
+		flushed(ps)
+	}
 	l.touchedAt = time.Time{}
 	return ps, ahead
+}
+
+// flushNow has PostgreSQL flush the ledger and reports whether it did.
+func (l *ledger) flushNow() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if err := l.store.FlushLedger(ctx, l.group); err != nil {
+		l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
+		l.health.warnEvery("ledger", err, "cannot have PostgreSQL flush the ledger; nothing is committed past what it flushed until it answers")
+		return false
+	}
+	return true
 }
 
 // ledgerPositions reads the ledger's position of every partition of the route's group.
@@ -337,7 +444,7 @@ func (l *ledger) forwardJump(p *partition, pos, committed int64) int64 {
 		l.recordGap(p, pos, committed, store.GapJump, true,
 			"committed offset jumped ahead of the ledger: records skipped unread, LOST (on_offset_jump: alarm)")
 		p.ledgered = committed
-		l.adopt = append(l.adopt, store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: committed})
+		l.adopt = append(l.adopt, p)
 		return committed
 	}
 	l.recordGap(p, pos, committed, store.GapJump, false,
@@ -365,18 +472,27 @@ func (l *ledger) recordGap(p *partition, from, to int64, cause store.GapCause, l
 	}
 }
 
-// saveAdopted writes the positions the ledger learned at an assignment (partitions it did
-// not know, or moved by an alarm).
-func (l *ledger) saveAdopted() {
+// saveAdopted writes the positions the ledger learned (partitions it did not know at an
+// assignment, or moved by an alarm) and reports whether it did: in a synchronous commit,
+// so they are durable, and every position written before them too.
+func (l *ledger) saveAdopted() bool {
 	if len(l.adopt) == 0 {
-		return
+		return false
+	}
+	adopted := l.adopt
+	l.adopt = nil
+	pos := make([]store.Coordinates, len(adopted))
+	for i, p := range adopted {
+		pos[i] = store.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: p.ledgered}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	if err := l.store.AdvanceLedgerPositions(ctx, l.group, l.adopt); err != nil {
+	if err := l.store.AdvanceLedgerPositions(ctx, l.group, pos); err != nil {
 		l.health.warnEvery("ledger", err, "cannot write the ledger positions of assigned partitions")
+		return false
 	}
-	l.adopt = l.adopt[:0]
+	flushed(adopted)
+	return true
 }
 
 // checkBeforeRun compares the committed offsets of the partitions the ledger knows with
@@ -452,12 +568,12 @@ func (l *ledger) commitNow(ps []*partition) error {
 }
 
 // commitLedgered stores and synchronously commits the watermarks of ps up to the
-// ledger's positions.
+// ledger's durable positions.
 func (l *ledger) commitLedgered(ps []*partition) error {
 	var tps []kafka.TopicPartition
 	for _, p := range ps {
-		if p.trk != nil && min(p.trk.Watermark(), p.ledgered) > 0 {
-			p.stored = min(p.trk.Watermark(), p.ledgered)
+		if p.trk != nil && min(p.trk.Watermark(), p.durable) > 0 {
+			p.stored = min(p.trk.Watermark(), p.durable)
 			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(p.stored)})
 		}
 	}

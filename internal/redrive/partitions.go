@@ -25,16 +25,20 @@ type partition struct {
 	key    partKey
 	trk    *tracker.Partition // nil until the start offset is known
 	stored int64              // last watermark handed to StoreOffsets
-	// ledgered is the ledger's position: nothing is stored for commit above it; -1 unknown.
+	// ledgered is the ledger's position, written and visible (a next life resumes there);
+	// -1 unknown.
 	ledgered int64
-	window   int64 // how far past the ledger's position it may take records (throttle.go)
-	checked  int64 // highest committed offset already checked against the ledger
-	gone     bool  // revoked: late acknowledgements are ignored
-	reading  bool  // in the current run and below its high watermark
-	paused   bool
-	hw       int64 // high watermark snapshot of the current run
-	from     int64 // watermark when the current run started on it
-	counts   counts
+	// durable is the part of ledgered PostgreSQL confirmed flushed: nothing is stored for
+	// commit above it; -1 unknown.
+	durable int64
+	window  int64 // how far past the ledger's position it may take records (throttle.go)
+	checked int64 // highest committed offset already checked against the ledger
+	gone    bool  // revoked: late acknowledgements are ignored
+	reading bool  // in the current run and below its high watermark
+	paused  bool
+	hw      int64 // high watermark snapshot of the current run
+	from    int64 // watermark when the current run started on it
+	counts  counts
 }
 
 type counts struct {

@@ -347,6 +347,7 @@ func (w *worker) endRun(ctx context.Context, r *runState, live []*partition, sta
 	for i, p := range ahead {
 		w.ledger.landed(p, pos[i].Offset)
 	}
+	flushed(live) // a synchronous commit
 	for _, p := range live {
 		p.counts.ledgerDone = true
 	}

@@ -54,7 +54,8 @@ const (
 //	               it again after the stall backoff (health.go)
 //	parker.go      store: the parker's storer goroutines write it to PostgreSQL → onStored
 //	offsets.go     the ledger: its new position written ahead by the position writer
-//	               goroutine, then handed to librdkafka to commit
+//	               goroutine, flushed by the flusher goroutine, then handed to
+//	               librdkafka to commit
 //
 // Around that walk: rebalance.go (assignments checked against the ledger, revocations),
 // run.go (a run's phases: the DLQ up to its high watermarks, then the due scheduled rows
@@ -62,8 +63,8 @@ const (
 // (readiness), headroom.go (share-group pointers close to their source's retention).
 //
 // The loop goroutine owns every field below unless its comment says otherwise. The
-// sender, the parker's storers and the ledger's position writer share only channels with
-// it (and the health atomics).
+// sender, the parker's storers and the ledger's position writer and flusher share only
+// channels with it (and the health atomics).
 type worker struct {
 	route route
 	log   zerolog.Logger
@@ -167,7 +168,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 // loop is the worker goroutine: it polls until stop delivers Stop's context, then drains
 // within that context's deadline and closes.
 func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done chan<- error) {
-	// The loop's services: the parker's storers and the ledger's position writer. They
+	// The loop's services: the parker's storers and the ledger's position writer and flusher. They
 	// stop after the shutdown, which still hands them work; their work ends with ctx too.
 	// New ones are never started twice.
 	_ = w.park.Start(ctx)
@@ -248,6 +249,8 @@ func (w *worker) waitWork() {
 		w.onProduceFailure(f.o, f.err)
 	case b := <-w.ledger.posOut: // a position landed: the window past the ledger widens
 		w.ledger.onPositions(b)
+	case b := <-w.ledger.flushOut: // positions flushed: they may be committed
+		w.ledger.onFlushed(b)
 	case w.send.input() <- w.send.queued:
 		w.send.handed()
 	case <-t.C:
