@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -120,42 +121,40 @@ func lookup(key string) (slot, bool) {
 	return s, ok
 }
 
-// ourField is the field of one of our keys: a switch, which compares a key's length and
-// a few bytes where a map lookup hashes all of it, for the keys of every record we wrote.
+// ourField is the field of one of our keys, for the keys of every record we wrote: it
+// compares a key with the one or two of our keys as long as it, where a map lookup
+// hashes all of it and a switch compares it with several.
 func ourField(key string) (field, bool) {
-	if len(key) < len("dlq-") || key[:4] != "dlq-" {
+	if len(key) >= len(ourByLen) {
 		return 0, false
 	}
-	switch key {
-	case KeyRetryCount:
-		return fRetry, true
-	case KeyOriginalTopic:
-		return fTopic, true
-	case KeyOriginalPartition:
-		return fPartition, true
-	case KeyOriginalOffset:
-		return fOffset, true
-	case KeyOriginalTimestamp:
-		return fTimestamp, true
-	case KeyFirstFailure:
-		return fFirstFailure, true
-	case KeyLastFailure:
-		return fLastFailure, true
-	case KeyErrorClass:
-		return fClass, true
-	case KeyErrorMessage:
-		return fMessage, true
-	case KeyRedriveID:
-		return fRedrive, true
-	case KeyReplayActor:
-		return fActor, true
-	case KeyReplayJob:
-		return fJob, true
-	case KeyReplayID:
-		return fReplayID, true
+	for _, f := range ourByLen[len(key)] {
+		if f != numFields && conventions[ours].keys[f] == key {
+			return f, true
+		}
 	}
 	return 0, false
 }
+
+// ourByLen lists our fields by the length of their key; numFields fills the rest.
+var ourByLen = func() (byLen [len(KeyOriginalTimestamp) + 1][2]field) {
+	for i := range byLen {
+		byLen[i] = [2]field{numFields, numFields}
+	}
+	for f, k := range conventions[ours].keys {
+		if k == "" {
+			continue
+		}
+		if byLen[len(k)][0] == numFields {
+			byLen[len(k)][0] = field(f)
+		} else if byLen[len(k)][1] == numFields {
+			byLen[len(k)][1] = field(f)
+		} else {
+			panic("three of our keys of length " + strconv.Itoa(len(k)))
+		}
+	}
+	return byLen
+}()
 
 const maxRetryCount = math.MaxInt32
 
@@ -170,9 +169,19 @@ var (
 )
 
 type decoder[H Shape] struct {
-	hs   []H
-	last [len(conventions)][numFields]int // 1-based index of the last occurrence, 0 when absent
-	d    Decoded
+	hs []H
+	// last is the 1-based index of a key's last occurrence, 0 when absent; an int32, as a
+	// Kafka record's size is, so that a decode clears half as much.
+	last [len(conventions)][numFields]int32
+	// seen has bit c set when convention c has a header: the precedence loops visit only
+	// those (a record we wrote has ours alone).
+	seen   uint16
+	oursAt int32 // 1-based index of our last header, 0 when none
+	d      Decoded
+	day    day // the date last read
+	// texts holds the text values read as they are (plain ASCII), so that a record's
+	// strings share one allocation.
+	texts strings.Builder
 }
 
 // Decode reads the envelope from hs. It never fails: problems and warnings
@@ -192,19 +201,28 @@ func DecodeOf[H Shape](hs []H) Decoded {
 
 func decode[H Shape](hs []H) Decoded {
 	dec := decoder[H]{hs: hs}
-	var dup [len(conventions)][numFields]bool
+	var dup [len(conventions)]uint32 // bit f: a duplicate of field f was reported
+	textBytes := 0
 	for i := range hs {
 		h := Header(hs[i])
 		s, ok := lookup(h.Key)
 		if !ok {
 			continue
 		}
-		if dec.last[s.conv][s.f] != 0 && !dup[s.conv][s.f] {
-			dup[s.conv][s.f] = true
+		if dec.last[s.conv][s.f] != 0 && dup[s.conv]&(1<<s.f) == 0 {
+			dup[s.conv] |= 1 << s.f
 			dec.d.Warnings = append(dec.d.Warnings, Warning{WarnDuplicateKey, h.Key + ": duplicate key, the last occurrence wins"})
 		}
-		dec.last[s.conv][s.f] = i + 1
+		dec.last[s.conv][s.f] = int32(i + 1)
+		dec.seen |= 1 << s.conv
+		if s.conv == ours {
+			dec.oursAt = int32(i + 1)
+		}
+		if isText[s.f] {
+			textBytes += len(h.Value)
+		}
 	}
+	dec.texts.Grow(min(textBytes, 4*MaxTextBytes))
 	retryProblem := dec.retryCount()
 	dec.routing()
 	switch {
@@ -232,8 +250,10 @@ func decode[H Shape](hs []H) Decoded {
 		e.ErrorMessage = dec.firstText(fMessage)
 	}
 	e.RedriveID = dec.redriveID()
-	if r := (Replay{Actor: dec.text(ours, fActor), JobID: dec.text(ours, fJob), ReplayID: dec.text(ours, fReplayID)}); r != (Replay{}) {
-		e.Replay = new(r) // allocated only when present
+	if l := &dec.last[ours]; l[fActor]|l[fJob]|l[fReplayID] != 0 {
+		if r := (Replay{Actor: dec.text(ours, fActor), JobID: dec.text(ours, fJob), ReplayID: dec.text(ours, fReplayID)}); r != (Replay{}) {
+			e.Replay = new(r) // allocated only when present
+		}
 	}
 	if c, ok := dec.first(fNotBefore); ok {
 		e.NotBefore = dec.time(c, fNotBefore)
@@ -279,28 +299,25 @@ func (dec *decoder[H]) warn(key, msg string) {
 // dead-letter a record, so what follows ours is a failure that happened after our last
 // write.
 func (dec *decoder[H]) newerFailure() (int, bool) {
-	oursAt := 0
-	for _, i := range dec.last[ours] {
-		oursAt = max(oursAt, i)
-	}
-	if oursAt == 0 {
+	if dec.oursAt == 0 {
 		return 0, false
 	}
-	best, at := 0, oursAt
-	for c := range conventions {
+	best, at := 0, dec.oursAt
+	for m := dec.seen &^ (1 << ours); m != 0; m &= m - 1 {
+		c := bits.TrailingZeros16(m)
 		for _, f := range [...]field{fClass, fCause, fMessage} {
-			if i := dec.last[c][f]; c != ours && i > at && len(Header(dec.hs[i-1]).Value) > 0 {
+			if i := dec.last[c][f]; i > at && len(Header(dec.hs[i-1]).Value) > 0 {
 				best, at = c, i
 			}
 		}
 	}
-	return best, at > oursAt
+	return best, at > dec.oursAt
 }
 
 // first returns the first convention in precedence order that has f.
 func (dec *decoder[H]) first(f field) (int, bool) {
-	for c := range conventions {
-		if dec.last[c][f] != 0 {
+	for m := dec.seen; m != 0; m &= m - 1 {
+		if c := bits.TrailingZeros16(m); dec.last[c][f] != 0 {
 			return c, true
 		}
 	}
@@ -309,7 +326,8 @@ func (dec *decoder[H]) first(f field) (int, bool) {
 
 // firstNonEmpty is first for text fields, where an empty value counts as absent.
 func (dec *decoder[H]) firstNonEmpty(f field) (int, bool) {
-	for c := range conventions {
+	for m := dec.seen; m != 0; m &= m - 1 {
+		c := bits.TrailingZeros16(m)
 		if v, ok := dec.value(c, f); ok && len(v) > 0 {
 			return c, true
 		}
@@ -324,10 +342,20 @@ func (dec *decoder[H]) firstText(f field) string {
 	return ""
 }
 
+// text is text(string(v)) for f's value in convention c; a value that needs no
+// replacing or cutting is copied into dec.texts.
 func (dec *decoder[H]) text(c int, f field) string {
 	v, _ := dec.value(c, f)
-	return text(string(v))
+	if len(v) == 0 || len(v) > MaxTextBytes || !plainASCII(v) {
+		return text(string(v))
+	}
+	start := dec.texts.Len()
+	dec.texts.Write(v)
+	return dec.texts.String()[start:]
 }
+
+// isText marks the fields read with text.
+var isText = [numFields]bool{fTopic: true, fClass: true, fCause: true, fMessage: true, fActor: true, fJob: true, fReplayID: true, fGroup: true}
 
 func (dec *decoder[H]) retryCount() *Problem {
 	c, ok := dec.first(fRetry)
@@ -395,7 +423,7 @@ func (dec *decoder[H]) time(c int, f field) time.Time {
 		return time.Time{}
 	}
 	if c == ours {
-		if t, ok := parseLayout(v); ok {
+		if t, ok := parseLayout(v, &dec.day); ok {
 			return t // how we write them: UTC, milliseconds, years 0 to 9999 already
 		}
 		t, err := parseTime(v)
@@ -504,7 +532,7 @@ func text(s string) string {
 
 // plainASCII reports whether s is ASCII without NUL. It looks at eight bytes at a time:
 // a byte with its high bit set, or a zero byte, sets its high bit in the mask below.
-func plainASCII(s string) bool {
+func plainASCII[T string | []byte](s T) bool {
 	const lows, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
@@ -534,7 +562,7 @@ func quote(v []byte) string {
 // parseTime is time.Parse(time.RFC3339Nano, string(v)), reading TimeLayout, which is
 // how we write timestamps, directly and without allocating.
 func parseTime(v []byte) (time.Time, error) {
-	if t, ok := parseLayout(v); ok {
+	if t, ok := parseLayout(v, &day{}); ok {
 		return t, nil
 	}
 	return time.Parse(time.RFC3339Nano, string(v))
@@ -543,27 +571,35 @@ func parseTime(v []byte) (time.Time, error) {
 // parseLayout reads v written in TimeLayout as a UTC time, computing it from the
 // calendar date directly (time.Date and the checks after it cost more than the rest of
 // a decode); ok is false for anything else, a day the month does not have included.
-func parseLayout(v []byte) (t time.Time, ok bool) {
+// last is the date last read and is updated.
+func parseLayout(v []byte, last *day) (t time.Time, ok bool) {
 	if len(v) != len(TimeLayout) || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' ||
 		v[16] != ':' || v[19] != '.' || v[23] != 'Z' {
 		return time.Time{}, false
 	}
-	n := func(i, j int) int {
-		x := 0
-		for _, c := range v[i:j] {
-			if c < '0' || c > '9' {
-				return -1
-			}
-			x = x*10 + int(c-'0')
+	for _, i := range [...]int{11, 12, 14, 15, 17, 18, 20, 21, 22} {
+		if v[i]-'0' > 9 {
+			return time.Time{}, false
 		}
-		return x
 	}
-	year, month, day, hour, minute, sec, ms := n(0, 4), n(5, 7), n(8, 10), n(11, 13), n(14, 16), n(17, 19), n(20, 23)
-	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour < 0 || hour > 23 ||
-		minute < 0 || minute > 59 || sec < 0 || sec > 59 || ms < 0 {
+	d := func(i int) int { return int(v[i] - '0') }
+	hour, minute, sec, ms := d(11)*10+d(12), d(14)*10+d(15), d(17)*10+d(18), d(20)*100+d(21)*10+d(22)
+	if hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, false
 	}
-	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+	if date := [10]byte(v[:10]); date != last.date {
+		for _, i := range [...]int{0, 1, 2, 3, 5, 6, 8, 9} {
+			if v[i]-'0' > 9 {
+				return time.Time{}, false
+			}
+		}
+		year, month, mday := d(0)*1000+d(1)*100+d(2)*10+d(3), d(5)*10+d(6), d(8)*10+d(9)
+		if month < 1 || month > 12 || mday < 1 || mday > daysIn(month, year) {
+			return time.Time{}, false
+		}
+		*last = day{date: date, days: daysFromCivil(year, month, mday)}
+	}
+	secs := last.days*86400 + int64(hour*3600+minute*60+sec)
 	return time.Unix(secs, int64(ms)*1e6).UTC(), true
 }
 
@@ -584,14 +620,14 @@ func daysIn(month, year int) int {
 // daysFromCivil is the number of days from 1970-01-01 to year-month-day, for years 0
 // to 9999 (Howard Hinnant's days_from_civil).
 func daysFromCivil(year, month, day int) int64 {
-	y := int64(year)
+	y := uint(year) + 400 // from year -400, so that the divisions are unsigned
 	if month <= 2 {
 		y--
 	}
-	era := (y+400)/400 - 1 // floor(y/400) for y >= -1
+	era := y / 400
 	yoe := y - era*400
-	mp := int64((month + 9) % 12)
-	doy := (153*mp+2)/5 + int64(day) - 1
+	mp := uint(month+9) % 12
+	doy := (153*mp+2)/5 + uint(day) - 1
 	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
+	return int64(era*146097+doe) - 719468 - 146097
 }

@@ -76,7 +76,7 @@ type Scratch struct{ c canonicalValues }
 // next record, as a Kafka producer does.
 func AppendEncoded[H, F Shape](dst []H, s *Scratch, hs []F, e Envelope, opts EncodeOptions) []H {
 	c := &s.c
-	c.encode(e)
+	c.encode(&e)
 	for i := range hs {
 		if h := Header(hs[i]); !canonical(h.Key) && !opts.strips(h.Key) {
 			dst = append(dst, H(h))
@@ -86,7 +86,7 @@ func AppendEncoded[H, F Shape](dst []H, s *Scratch, hs []F, e Envelope, opts Enc
 	for _, en := range c.entries[:c.n] {
 		// Full slice expressions: a caller appending to one value must not
 		// overwrite the next.
-		dst = append(dst, H(Header{Key: en.key, Value: c.buf[start:en.end:en.end]}))
+		dst = append(dst, H{Key: en.key, Value: c.buf[start:en.end:en.end]})
 		start = en.end
 	}
 	return dst
@@ -101,12 +101,13 @@ type canonicalValues struct {
 	buf     []byte
 	entries [numFields]canonicalEntry
 	n       int
+	day     day // the date last written, kept from record to record
 }
 
 // encode writes all our values into one buffer, reusing c's, so a hop costs a
 // constant number of allocations however many fields are set (none once the
 // buffer is large enough).
-func (c *canonicalValues) encode(e Envelope) {
+func (c *canonicalValues) encode(e *Envelope) {
 	entries, n := &c.entries, &c.n
 	*n = 0
 	buf := c.buf[:0]
@@ -125,7 +126,7 @@ func (c *canonicalValues) encode(e Envelope) {
 	}
 	addTime := func(key string, t time.Time) {
 		if !t.IsZero() {
-			buf = appendTime(buf, t)
+			buf = appendTime(buf, t, &c.day)
 			add(key)
 		}
 	}
@@ -162,23 +163,40 @@ func (c *canonicalValues) encode(e Envelope) {
 	c.buf = buf
 }
 
+// day is a date as TimeLayout writes it, "2006-01-02", and its number of days since
+// 1970-01-01. A record's times, and a backlog's, are mostly of one day: remembering the
+// last one does the calendar arithmetic once per day instead of once per time.
+type day struct {
+	date [10]byte // zero: none yet
+	days int64
+}
+
 // appendTime appends t.UTC().AppendFormat(buf, TimeLayout), formatting the
 // fixed layout directly from t's Unix milliseconds for the years it covers (0 to 9999).
-func appendTime(buf []byte, t time.Time) []byte {
+// last is the date last written and is updated.
+func appendTime(buf []byte, t time.Time, last *day) []byte {
 	ms := t.UnixMilli() // floored, as the layout's .000 truncates
 	if ms < minMillis || ms > maxMillis {
 		return t.UTC().AppendFormat(buf, TimeLayout)
 	}
-	days, rem := (ms-minMillis)/86_400_000, int((ms-minMillis)%86_400_000)
-	year, month, day := civilFromDays(minDays + days)
-	buf = append(buf, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-')
-	buf = appendTwo(buf, month, '-')
-	buf = appendTwo(buf, day, 'T')
-	buf = appendTwo(buf, rem/3_600_000, ':')
-	buf = appendTwo(buf, rem/60_000%60, ':')
-	buf = appendTwo(buf, rem/1000%60, '.')
-	ms3 := rem % 1000
-	return append(buf, byte('0'+ms3/100), byte('0'+ms3/10%10), byte('0'+ms3%10), 'Z')
+	// Unsigned from the start of year 0: divisions by constants are a multiply then.
+	since := uint64(ms - minMillis)
+	days, rem := int64(since/86_400_000)+minDays, uint(since%86_400_000)
+	if last.date[0] == 0 || last.days != days {
+		year, month, d := civilFromDays(days)
+		*last = day{date: [10]byte{4: '-', 7: '-'}, days: days}
+		putTwo(last.date[0:2], uint(year)/100)
+		putTwo(last.date[2:4], uint(year)%100)
+		putTwo(last.date[5:7], uint(month))
+		putTwo(last.date[8:10], uint(d))
+	}
+	b := [len(TimeLayout)]byte{10: 'T', 13: ':', 16: ':', 19: '.', 23: 'Z'}
+	copy(b[:10], last.date[:])
+	putTwo(b[11:13], rem/3_600_000)
+	putTwo(b[14:16], rem/60_000%60)
+	putTwo(b[17:19], rem/1000%60)
+	b[20], b[21], b[22] = byte('0'+rem%1000/100), byte('0'+rem%100/10), byte('0'+rem%10)
+	return append(buf, b[:]...)
 }
 
 // minMillis and minDays are the start of year 0, the first TimeLayout can write, in Unix
@@ -191,8 +209,10 @@ var (
 // civilFromDays is the date days after 1970-01-01, for dates in years 0 to 9999 (Howard
 // Hinnant's civil_from_days, the inverse of daysFromCivil).
 func civilFromDays(days int64) (year, month, day int) {
-	z := days + 719468
-	era := (z+146097)/146097 - 1 // floor(z/146097) for z >= -146097
+	// Days since -0400-03-01 rather than 0000-03-01, so that January and February of
+	// year 0 count up too and the divisions are unsigned.
+	z := uint64(days + 719468 + 146097)
+	era := z / 146097
 	doe := z - era*146097
 	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
 	doy := doe - (365*yoe + yoe/4 - yoe/100)
@@ -202,13 +222,14 @@ func civilFromDays(days int64) (year, month, day int) {
 	if month > 12 {
 		month -= 12
 	}
-	year = int(yoe + era*400)
+	year = int(yoe+era*400) - 400
 	if month <= 2 {
 		year++
 	}
 	return year, month, day
 }
 
-func appendTwo(buf []byte, n int, sep byte) []byte {
-	return append(buf, byte('0'+n/10), byte('0'+n%10), sep)
+// putTwo writes n < 100 as two digits.
+func putTwo(b []byte, n uint) {
+	b[0], b[1] = byte('0'+n/10), byte('0'+n%10)
 }

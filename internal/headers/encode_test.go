@@ -331,10 +331,14 @@ func TestAppendTimeMatchesFormat(t *testing.T) {
 		time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2000, 2, 29, 0, 0, 0, 0, time.UTC),
 		time.Date(2100, 2, 28, 23, 59, 59, 0, time.UTC), time.Date(2100, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2400, 2, 29, 0, 0, 0, 0, time.UTC)}
 	for range 10000 {
-		times = append(times, time.Unix(r.Int64N(300e9)-62e9, r.Int64N(1e9)).In(time.FixedZone("Z", r.IntN(86400)-43200)))
+		tm := time.Unix(r.Int64N(300e9)-62e9, r.Int64N(1e9)).In(time.FixedZone("Z", r.IntN(86400)-43200))
+		// and a time up to a day later: mostly of the same date, which the remembered date gives
+		times = append(times, tm, tm.Add(time.Duration(r.Int64N(int64(24*time.Hour)))))
 	}
+	var last day // carried from time to time, as a Scratch does
 	for _, tm := range times {
-		require.Equal(t, tm.UTC().Format(TimeLayout), string(appendTime(nil, tm)), "%v", tm)
+		require.Equal(t, tm.UTC().Format(TimeLayout), string(appendTime(nil, tm, &day{})), "%v", tm)
+		require.Equal(t, tm.UTC().Format(TimeLayout), string(appendTime(nil, tm, &last)), "%v after a time of %s", tm, last.date)
 	}
 }
 

@@ -133,7 +133,7 @@ func (e Envelope) Redriven(from Coordinates, now time.Time) Envelope {
 	if e.RetryCount < maxRetryCount {
 		e.RetryCount++
 	}
-	now = now.UTC().Truncate(time.Millisecond)
+	now = toMillis(now)
 	if e.FirstFailure.IsZero() {
 		e.FirstFailure = now
 	}
@@ -161,7 +161,7 @@ func (e Envelope) DeadLetteredAt(t time.Time) Envelope {
 	if t.UnixMilli() <= 0 {
 		return e
 	}
-	t = t.UTC().Truncate(time.Millisecond)
+	t = toMillis(t)
 	if e.FirstFailure.IsZero() {
 		e.FirstFailure = t
 	}
@@ -169,6 +169,12 @@ func (e Envelope) DeadLetteredAt(t time.Time) Envelope {
 		e.LastFailure = t
 	}
 	return e
+}
+
+// toMillis is t.UTC().Truncate(time.Millisecond), what we write of a time, without
+// Truncate's general division.
+func toMillis(t time.Time) time.Time {
+	return t.UTC().Add(-time.Duration(t.Nanosecond() % int(time.Millisecond)))
 }
 
 // Problem is why a record cannot be redriven. It is an error so callers can
