@@ -122,39 +122,44 @@ func lookup(key string) (slot, bool) {
 }
 
 // ourField is the field of one of our keys, for the keys of every record we wrote: it
-// compares a key with the one or two of our keys as long as it, where a map lookup
-// hashes all of it and a switch compares it with several.
+// compares a key with the one or two of our keys as long as it, each a constant, which
+// the compiler compares a word at a time where a map lookup hashes the key.
 func ourField(key string) (field, bool) {
-	if len(key) >= len(ourByLen) {
-		return 0, false
-	}
-	for _, f := range ourByLen[len(key)] {
-		if f != numFields && conventions[ours].keys[f] == key {
-			return f, true
+	switch len(key) {
+	case len(KeyReplayID):
+		return fReplayID, key == KeyReplayID
+	case len(KeyRedriveID): // and KeyReplayJob
+		if key == KeyRedriveID {
+			return fRedrive, true
 		}
+		return fJob, key == KeyReplayJob
+	case len(KeyRetryCount): // and KeyErrorClass
+		if key == KeyRetryCount {
+			return fRetry, true
+		}
+		return fClass, key == KeyErrorClass
+	case len(KeyLastFailure): // and KeyReplayActor
+		if key == KeyLastFailure {
+			return fLastFailure, true
+		}
+		return fActor, key == KeyReplayActor
+	case len(KeyFirstFailure): // and KeyErrorMessage
+		if key == KeyFirstFailure {
+			return fFirstFailure, true
+		}
+		return fMessage, key == KeyErrorMessage
+	case len(KeyOriginalTopic):
+		return fTopic, key == KeyOriginalTopic
+	case len(KeyOriginalOffset):
+		return fOffset, key == KeyOriginalOffset
+	case len(KeyOriginalPartition): // and KeyOriginalTimestamp
+		if key == KeyOriginalPartition {
+			return fPartition, true
+		}
+		return fTimestamp, key == KeyOriginalTimestamp
 	}
 	return 0, false
 }
-
-// ourByLen lists our fields by the length of their key; numFields fills the rest.
-var ourByLen = func() (byLen [len(KeyOriginalTimestamp) + 1][2]field) {
-	for i := range byLen {
-		byLen[i] = [2]field{numFields, numFields}
-	}
-	for f, k := range conventions[ours].keys {
-		if k == "" {
-			continue
-		}
-		if byLen[len(k)][0] == numFields {
-			byLen[len(k)][0] = field(f)
-		} else if byLen[len(k)][1] == numFields {
-			byLen[len(k)][1] = field(f)
-		} else {
-			panic("three of our keys of length " + strconv.Itoa(len(k)))
-		}
-	}
-	return byLen
-}()
 
 const maxRetryCount = math.MaxInt32
 

@@ -1,6 +1,7 @@
 package headers
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,79 +69,65 @@ func EncodeAs[H, F Shape](hs []F, e Envelope, opts EncodeOptions) []H {
 
 // Scratch is the buffer AppendEncoded writes our header values into; its zero
 // value is ready to use.
-type Scratch struct{ c canonicalValues }
+type Scratch struct {
+	buf []byte
+	day day // the date last written, kept from record to record
+}
 
 // AppendEncoded is EncodeAs appending the list to dst and writing our values
 // into s, both reused from call to call: the result is valid only until s is
 // used again. It is for hot loops whose consumer copies the headers before the
 // next record, as a Kafka producer does.
 func AppendEncoded[H, F Shape](dst []H, s *Scratch, hs []F, e Envelope, opts EncodeOptions) []H {
-	c := &s.c
-	c.encode(&e)
 	for i := range hs {
 		if h := Header(hs[i]); !canonical(h.Key) && !opts.strips(h.Key) {
 			dst = append(dst, H(h))
 		}
 	}
-	start := 0
-	for _, en := range c.entries[:c.n] {
-		// Full slice expressions: a caller appending to one value must not
-		// overwrite the next.
-		dst = append(dst, H{Key: en.key, Value: c.buf[start:en.end:en.end]})
-		start = en.end
-	}
-	return dst
+	return appendOurs(dst, s, &e)
 }
 
-type canonicalEntry struct {
-	key string
-	end int // end of the value in canonicalValues.buf
-}
-
-type canonicalValues struct {
-	buf     []byte
-	entries [numFields]canonicalEntry
-	n       int
-	day     day // the date last written, kept from record to record
-}
-
-// encode writes all our values into one buffer, reusing c's, so a hop costs a
-// constant number of allocations however many fields are set (none once the
-// buffer is large enough).
-func (c *canonicalValues) encode(e *Envelope) {
-	entries, n := &c.entries, &c.n
-	*n = 0
-	buf := c.buf[:0]
+// appendOurs appends our headers written from e, their values in one buffer, s's, so
+// a hop costs a constant number of allocations however many fields are set (none once
+// the buffer is large enough). A value keeps the array it was written in if a later
+// append moves the buffer.
+func appendOurs[H Shape](dst []H, s *Scratch, e *Envelope) []H {
+	buf := s.buf[:0]
 	if need := 256 + len(e.OriginalTopic) + len(e.ErrorClass) + len(e.ErrorMessage); cap(buf) < need {
 		buf = make([]byte, 0, need)
 	}
-	add := func(key string) {
-		entries[*n] = canonicalEntry{key, len(buf)}
-		*n++
+	// add makes buf[start:] the value of key. Full slice expressions: a caller appending
+	// to one value must not overwrite the next.
+	add := func(key string, start int) {
+		dst = append(dst, H{Key: key, Value: buf[start:len(buf):len(buf)]})
 	}
 	addText := func(key, s string) {
 		if s != "" {
+			start := len(buf)
 			buf = append(buf, text(s)...)
-			add(key)
+			add(key, start)
 		}
 	}
 	addTime := func(key string, t time.Time) {
 		if !t.IsZero() {
-			buf = appendTime(buf, t, &c.day)
-			add(key)
+			start := len(buf)
+			buf = appendTime(buf, t, &s.day)
+			add(key, start)
 		}
 	}
 
 	buf = strconv.AppendInt(buf, int64(e.RetryCount), 10)
-	add(KeyRetryCount)
+	add(KeyRetryCount, 0)
 	addText(KeyOriginalTopic, e.OriginalTopic)
 	if e.OriginalPartition >= 0 {
+		start := len(buf)
 		buf = strconv.AppendInt(buf, int64(e.OriginalPartition), 10)
-		add(KeyOriginalPartition)
+		add(KeyOriginalPartition, start)
 	}
 	if e.OriginalOffset >= 0 {
+		start := len(buf)
 		buf = strconv.AppendInt(buf, e.OriginalOffset, 10)
-		add(KeyOriginalOffset)
+		add(KeyOriginalOffset, start)
 	}
 	addTime(KeyOriginalTimestamp, e.OriginalTimestamp)
 	addTime(KeyFirstFailure, e.FirstFailure)
@@ -148,19 +135,21 @@ func (c *canonicalValues) encode(e *Envelope) {
 	addText(KeyErrorClass, e.ErrorClass)
 	addText(KeyErrorMessage, e.ErrorMessage)
 	if r := e.RedriveID; r != nil {
+		start := len(buf)
 		buf = append(buf, r.Topic...)
 		buf = append(buf, '/')
 		buf = strconv.AppendInt(buf, int64(r.Partition), 10)
 		buf = append(buf, '/')
 		buf = strconv.AppendInt(buf, r.Offset, 10)
-		add(KeyRedriveID)
+		add(KeyRedriveID, start)
 	}
 	if r := e.Replay; r != nil {
 		addText(KeyReplayActor, r.Actor)
 		addText(KeyReplayJob, r.JobID)
 		addText(KeyReplayID, r.ReplayID)
 	}
-	c.buf = buf
+	s.buf = buf
+	return dst
 }
 
 // day is a date as TimeLayout writes it, "2006-01-02", and its number of days since
@@ -190,13 +179,17 @@ func appendTime(buf []byte, t time.Time, last *day) []byte {
 		putTwo(last.date[5:7], uint(month))
 		putTwo(last.date[8:10], uint(d))
 	}
-	b := [len(TimeLayout)]byte{10: 'T', 13: ':', 16: ':', 19: '.', 23: 'Z'}
-	copy(b[:10], last.date[:])
+	// Written in place: a copy from a local array costs as much as the rest.
+	n := len(buf)
+	buf = slices.Grow(buf, len(TimeLayout))[:n+len(TimeLayout)]
+	b := (*[len(TimeLayout)]byte)(buf[n:])
+	*(*[10]byte)(b[:10]) = last.date
+	b[10], b[13], b[16], b[19], b[23] = 'T', ':', ':', '.', 'Z'
 	putTwo(b[11:13], rem/3_600_000)
 	putTwo(b[14:16], rem/60_000%60)
 	putTwo(b[17:19], rem/1000%60)
 	b[20], b[21], b[22] = byte('0'+rem%1000/100), byte('0'+rem%100/10), byte('0'+rem%10)
-	return append(buf, b[:]...)
+	return buf
 }
 
 // minMillis and minDays are the start of year 0, the first TimeLayout can write, in Unix
