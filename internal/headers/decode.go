@@ -488,14 +488,20 @@ func parseDecimal(v []byte, bits int) (int64, error) {
 	if len(v) == 0 || !allDigits(v) {
 		return 0, errMalformed
 	}
+	for len(v) > 1 && v[0] == '0' {
+		v = v[1:]
+	}
+	if len(v) > 19 {
+		return 0, errRange
+	}
+	// 19 digits stay below 2^64: the range is checked once, not at every digit.
 	limit := uint64(1) << (bits - 1) // magnitude of the smallest value
 	var n uint64
 	for _, b := range v {
-		d := uint64(b - '0')
-		if n > (limit-d)/10 {
-			return 0, errRange
-		}
-		n = n*10 + d
+		n = n*10 + uint64(b-'0')
+	}
+	if n > limit {
+		return 0, errRange
 	}
 	if neg {
 		return -int64(n), nil

@@ -3,9 +3,11 @@ package headers
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,6 +200,48 @@ func TestParseTimeMatchesTimeParse(t *testing.T) {
 		carried, carriedOK := parseLayout([]byte(in), &last)
 		require.Equal(t, ok, carriedOK, "%q after a date of %s", in, last.date)
 		require.Equal(t, fresh, carried, "%q", in)
+	}
+}
+
+// parseDecimal reads what strconv.ParseInt reads in base 10, but for a leading '+', and
+// fails the same way, whatever the length, sign, leading zeros and size (a value that is
+// not a decimal integer is malformed, however long).
+func TestParseDecimalMatchesParseInt(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 23))
+	inputs := []string{"", "-", "0", "-0", "00", "+1", "1x", "2147483647", "2147483648", "-2147483648", "-2147483649",
+		"9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+		"18446744073709551615", "18446744073709551616", "99999999999999999999", "0000000000000000000000000001",
+		"-00000000000000000000009223372036854775808", "00000000000000000000009223372036854775808"}
+	for range 20000 {
+		b := make([]byte, r.IntN(24))
+		for i := range b {
+			b[i] = "0123456789"[r.IntN(10)]
+		}
+		if len(b) > 0 && r.IntN(4) == 0 {
+			b[r.IntN(len(b))] = "-+x0"[r.IntN(4)]
+		}
+		if r.IntN(4) == 0 {
+			b = append([]byte("-"), b...)
+		}
+		inputs = append(inputs, string(b))
+	}
+	for _, in := range inputs {
+		for _, bits := range []int{32, 64} {
+			got, err := parseDecimal([]byte(in), bits)
+			want, wantErr := strconv.ParseInt(in, 10, bits)
+			digits := strings.TrimPrefix(in, "-")
+			switch {
+			case digits == "" || strings.Trim(digits, "0123456789") != "":
+				require.Equal(t, errMalformed, err, "%q", in)
+			case wantErr == nil:
+				require.NoError(t, err, "%q", in)
+				require.Equal(t, want, got, "%q", in)
+			case errors.Is(wantErr, strconv.ErrRange):
+				require.Equal(t, errRange, err, "%q/%d", in, bits)
+			default:
+				t.Fatalf("%q: ParseInt fails with %v", in, wantErr)
+			}
+		}
 	}
 }
 
