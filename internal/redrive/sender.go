@@ -105,13 +105,14 @@ func (s *sender) run(ctx context.Context) {
 			return
 		case jobs = <-s.in:
 		}
-		for _, j := range jobs {
+		for i := range jobs {
 			if ctx.Err() != nil {
 				return
 			}
-			if err := s.send(j); err != nil {
+			// By reference: a job is mostly its envelope, a few hundred bytes to copy.
+			if err := s.send(&jobs[i]); err != nil {
 				select {
-				case s.failed <- sendFailure{o: j.o, err: err}:
+				case s.failed <- sendFailure{o: jobs[i].o, err: err}:
 				case <-ctx.Done():
 					return
 				}
@@ -126,7 +127,7 @@ func (s *sender) run(ctx context.Context) {
 }
 
 // send produces j's record to its target, its headers encoded for the next hop.
-func (s *sender) send(j sendJob) error {
+func (s *sender) send(j *sendJob) error {
 	o := j.o
 	from := headers.Coordinates{Topic: o.part.key.topic, Partition: o.part.key.partition, Offset: int64(o.src.TopicPartition.Offset)}
 	return delivery.Produce(&s.enc, s.producer, nil, delivery.Destination{Topic: o.topic, Partition: o.target},
