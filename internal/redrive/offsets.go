@@ -19,12 +19,12 @@ import (
 // writes it to the ledger (ledger_positions) and has PostgreSQL confirm it flushed: the
 // committed offset is never ahead of the durable ledger by our doing. The position writes
 // themselves do not wait for the flush (an asynchronous commit, visible at once): a flush
-// that takes long holds the commit back, not the records (see flushLedger). At assignment and before each run, a committed offset ahead of the
-// ledger is a forward jump (records skipped unread: an offset reset, lost offsets, a hand
-// edit), one behind it a backward jump (records read again), and a start below the log
-// start means records deleted before they were read. Each is logged with its range,
-// counted in dlq_worker_offset_resets_total and recorded in ledger_gaps, which the audit
-// reads.
+// that takes long holds the commit back, not the records (see flushLedger). At assignment
+// and before each run, a committed offset ahead of the ledger is a forward jump (records
+// skipped unread: an offset reset, lost offsets, a hand edit), one behind it a backward
+// jump (records read again), and a start below the log start means records deleted
+// before they were read. Each is logged with its range, counted in
+// dlq_worker_offset_resets_total and recorded in ledger_gaps, which the audit reads.
 
 // ledger keeps the route's committed offsets behind the ledger's positions and checks
 // them against it. It is owned by the loop goroutine, but for its position writer and
@@ -88,39 +88,34 @@ type positionBatch struct {
 
 // positionWriter writes position batches to the ledger, one at a time.
 func (l *ledger) positionWriter(ctx context.Context) {
-	for {
-		var b *positionBatch
-		select {
-		case <-ctx.Done():
-			return
-		case b = <-l.posIn:
-		}
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		b.err = l.store.AdvanceLedgerPositionsUnflushed(cctx, l.group, b.pos)
-		cancel()
-		select {
-		case l.posOut <- b:
-		case <-ctx.Done():
-			return
-		}
-	}
+	serveBatches(ctx, l.posIn, l.posOut, func(ctx context.Context, b *positionBatch) error {
+		return l.store.AdvanceLedgerPositionsUnflushed(ctx, l.group, b.pos)
+	})
 }
 
 // flusher has PostgreSQL confirm, one batch at a time, that the positions of a batch are
 // flushed: they landed before its synchronous commit began.
 func (l *ledger) flusher(ctx context.Context) {
+	serveBatches(ctx, l.flushIn, l.flushOut, func(ctx context.Context, _ *positionBatch) error {
+		return l.store.FlushLedger(ctx, l.group)
+	})
+}
+
+// serveBatches answers each batch of in on out with what call returned for it, one at a
+// time, each call bounded by callTimeout, until ctx ends.
+func serveBatches(ctx context.Context, in <-chan *positionBatch, out chan<- *positionBatch, call func(context.Context, *positionBatch) error) {
 	for {
 		var b *positionBatch
 		select {
 		case <-ctx.Done():
 			return
-		case b = <-l.flushIn:
+		case b = <-in:
 		}
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		b.err = l.store.FlushLedger(cctx, l.group)
+		b.err = call(cctx, b)
 		cancel()
 		select {
-		case l.flushOut <- b:
+		case out <- b:
 		case <-ctx.Done():
 			return
 		}

@@ -168,9 +168,9 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 // loop is the worker goroutine: it polls until stop delivers Stop's context, then drains
 // within that context's deadline and closes.
 func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done chan<- error) {
-	// The loop's services: the parker's storers and the ledger's position writer and flusher. They
-	// stop after the shutdown, which still hands them work; their work ends with ctx too.
-	// New ones are never started twice.
+	// The loop's services: the parker's storers and the ledger's position writer and
+	// flusher. They stop after the shutdown, which still hands them work; their work ends
+	// with ctx too. New ones are never started twice.
 	_ = w.park.Start(ctx)
 	_ = w.ledger.Start(ctx)
 	stopServices := func() { // they return as soon as they are cancelled

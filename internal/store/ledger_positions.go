@@ -66,12 +66,7 @@ const sqlLedgerGaps = `SELECT consumer_group, route, dlq_topic, dlq_partition, f
 // AdvanceLedgerPositions records that group is about to commit each position (Offset is
 // the offset to commit). A position only moves forward: a lower one is ignored.
 func (s *Store) AdvanceLedgerPositions(ctx context.Context, group string, pos []Coordinates) error {
-	if len(pos) == 0 {
-		return nil
-	}
-	topics, parts, offs := coordinateColumns(pos)
-	_, err := s.pool.Exec(ctx, sqlAdvancePositions, group, topics, parts, offs, s.now())
-	return interpretError(err)
+	return s.advancePositions(ctx, sqlAdvancePositions, group, pos)
 }
 
 // AdvanceLedgerPositionsUnflushed is AdvanceLedgerPositions without waiting for
@@ -79,11 +74,16 @@ func (s *Store) AdvanceLedgerPositions(ctx context.Context, group string, pos []
 // restarted after a kill resumes at them), but a PostgreSQL crash may lose them until a
 // FlushLedger that started after this call returned.
 func (s *Store) AdvanceLedgerPositionsUnflushed(ctx context.Context, group string, pos []Coordinates) error {
+	return s.advancePositions(ctx, sqlAdvancePositionsUnflushed, group, pos)
+}
+
+// advancePositions runs query, one of the two position writes, for pos.
+func (s *Store) advancePositions(ctx context.Context, query, group string, pos []Coordinates) error {
 	if len(pos) == 0 {
 		return nil
 	}
 	topics, parts, offs := coordinateColumns(pos)
-	_, err := s.pool.Exec(ctx, sqlAdvancePositionsUnflushed, group, topics, parts, offs, s.now())
+	_, err := s.pool.Exec(ctx, query, group, topics, parts, offs, s.now())
 	return interpretError(err)
 }
 
