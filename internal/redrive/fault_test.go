@@ -229,14 +229,8 @@ type pgOutageRun struct {
 // a fiftieth of them is stored: the moment to inject the fault.
 func startPGOutageRun(t *testing.T, prefix string, n int) pgOutageRun {
 	t.Helper()
-	r := pgOutageRun{pg: testenv.StartPGServer(t), bs: testenv.KafkaBootstrap(t)}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	require.NoError(t, store.Migrate(ctx, r.pg.URL()))
-	var err error
-	r.st, err = store.Open(ctx, r.pg.URL())
-	require.NoError(t, err)
-	t.Cleanup(r.st.Close)
+	r := pgOutageRun{bs: testenv.KafkaBootstrap(t)}
+	r.st, r.pg = storetest.NewPrivate(t)
 	r.dlq = kafkatest.CreateTopic(t, r.bs, 2, nil)
 	orders := kafkatest.CreateTopic(t, r.bs, 2, nil)
 	produce(t, r.dlq, seedMixed(n, orders, time.Now())...)

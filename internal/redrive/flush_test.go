@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/redrive"
-	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
@@ -22,11 +22,7 @@ func TestRedrivingDoesNotWaitForTheLedgersFlush(t *testing.T) {
 	t.Parallel()
 	const n = 6000 // over 2 partitions, twice the window past the ledger (max_in_flight) each
 	ctx := context.Background()
-	pg := testenv.StartPGServer(t)
-	require.NoError(t, store.Migrate(ctx, pg.URL()))
-	st, err := store.Open(ctx, pg.URL())
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
+	st, pg := storetest.NewPrivate(t)
 	bs := testenv.KafkaBootstrap(t)
 	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
 	target := kafkatest.CreateTopic(t, bs, 2, nil)

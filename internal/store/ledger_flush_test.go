@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/store"
-	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/store/storetest"
 )
 
 // A position written unflushed does not wait for PostgreSQL's flush and is visible at
@@ -17,11 +17,7 @@ import (
 func TestUnflushedPositionsWaitForNoFlush(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pg := testenv.StartPGServer(t)
-	require.NoError(t, store.Migrate(ctx, pg.URL()))
-	s, err := store.Open(ctx, pg.URL())
-	require.NoError(t, err)
-	defer s.Close()
+	s, pg := storetest.NewPrivate(t)
 	pos := []store.Coordinates{{Topic: "dlq.flush", Partition: 0, Offset: 100}, {Topic: "dlq.flush", Partition: 1, Offset: 7}}
 
 	pg.StallSynchronousCommits()

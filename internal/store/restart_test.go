@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/store"
-	"github.com/dlqops/dlq/internal/testenv"
+	"github.com/dlqops/dlq/internal/store/storetest"
 )
 
 // The store survives a PostgreSQL restart: while the server is down every call fails with
@@ -16,12 +16,8 @@ import (
 func TestRecoversFromPostgresRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pg := testenv.StartPGServer(t)
-	require.NoError(t, store.Migrate(ctx, pg.URL()))
-	s, err := store.Open(ctx, pg.URL())
-	require.NoError(t, err)
-	defer s.Close()
-	_, err = s.StoreBatch(ctx, parked("dlq.restart", 0, 10), nil)
+	s, pg := storetest.NewPrivate(t)
+	_, err := s.StoreBatch(ctx, parked("dlq.restart", 0, 10), nil)
 	require.NoError(t, err)
 
 	pg.Stop()

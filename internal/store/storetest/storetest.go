@@ -35,3 +35,21 @@ func NewWithURL(t testing.TB, opts ...store.Option) (*store.Store, string) {
 	t.Cleanup(s.Close)
 	return s, url
 }
+
+// NewPrivate returns a migrated store on a PostgreSQL server of the test's own
+// (testenv.StartPGServer), for fault tests that stop or stall the server.
+func NewPrivate(t testing.TB) (*store.Store, *testenv.PGServer) {
+	t.Helper()
+	pg := testenv.StartPGServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := store.Migrate(ctx, pg.URL()); err != nil {
+		t.Fatalf("migrate private server: %v", err)
+	}
+	s, err := store.Open(ctx, pg.URL())
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(s.Close) // registered after the server's stop, so it runs first
+	return s, pg
+}
