@@ -195,8 +195,7 @@ func (l *ledger) drainPositions() {
 func (l *ledger) onFlushed(b *positionBatch) {
 	l.flushBusy = false
 	if b.err != nil {
-		l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
-		l.health.warnEvery("ledger", b.err, "cannot have PostgreSQL flush the ledger; nothing is committed past what it flushed until it answers")
+		l.failed(b.err, flushFailedMsg)
 		return
 	}
 	for i, p := range b.parts {
@@ -209,14 +208,21 @@ func (l *ledger) onFlushed(b *positionBatch) {
 func (l *ledger) onPositions(b *positionBatch) {
 	l.posBusy = false
 	if b.err != nil {
-		l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
-		l.health.warnEvery("ledger", b.err, "cannot write the ledger position; nothing is committed past it until PostgreSQL answers")
+		l.failed(b.err, "cannot write the ledger position; nothing is committed past it until PostgreSQL answers")
 		return
 	}
 	for i, p := range b.parts {
 		l.landed(p, b.pos[i].Offset)
 	}
 }
+
+// failed counts and reports a ledger write or flush PostgreSQL did not answer.
+func (l *ledger) failed(err error, msg string) {
+	l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
+	l.health.warnEvery("ledger", err, msg)
+}
+
+const flushFailedMsg = "cannot have PostgreSQL flush the ledger; nothing is committed past what it flushed until it answers"
 
 // landed notes that the ledger holds pos for p, and widens p's window past it.
 func (l *ledger) landed(p *partition, pos int64) {
@@ -274,8 +280,7 @@ func (l *ledger) ledgerNow(ps []*partition) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	if err := l.store.AdvanceLedgerPositions(ctx, l.group, pos); err != nil {
-		l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
-		l.health.warnEvery("ledger", err, "cannot write the ledger position; the commit stops at the last position the ledger has flushed")
+		l.failed(err, "cannot write the ledger position; the commit stops at the last position the ledger has flushed")
 		return
 	}
 	for i, p := range ahead {
@@ -370,8 +375,7 @@ func (l *ledger) flushNow() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	if err := l.store.FlushLedger(ctx, l.group); err != nil {
-		l.metrics.errors.WithLabelValues(l.route, "ledger").Inc()
-		l.health.warnEvery("ledger", err, "cannot have PostgreSQL flush the ledger; nothing is committed past what it flushed until it answers")
+		l.failed(err, flushFailedMsg)
 		return false
 	}
 	return true
