@@ -106,11 +106,14 @@ func (h *health) warnEvery(kind string, err error, msg string) {
 	}
 }
 
+// count counts a transient failure of kind that the caller handled by itself.
+func (h *health) count(kind string) { h.errors.WithLabelValues(h.route, kind).Inc() }
+
 // stall records a transient failure and returns how long to back off.
 func (h *health) stall(kind string, err error, msg string) time.Duration {
 	h.stallN++
 	h.stalled.Store(kind + ": " + err.Error())
-	h.errors.WithLabelValues(h.route, kind).Inc()
+	h.count(kind)
 	h.warnEvery(kind, err, msg)
 	return stallDelay(h.stallN)
 }

@@ -199,6 +199,7 @@ func (w *worker) progressRun(ctx context.Context) {
 		}
 	}
 	if r.phase == phaseDLQ {
+		w.watchFetches(r, now)
 		if w.throttle.held != nil || len(r.stalledParts) > 0 || w.parts.anyReading() {
 			return
 		}
