@@ -59,8 +59,9 @@ const (
 //
 // Around that walk: rebalance.go (assignments checked against the ledger, revocations),
 // run.go (a run's phases: the DLQ up to its high watermarks, then the due scheduled rows
-// through claims.go, then the run's ledger rows), health.go and topiccheck.go
-// (readiness), headroom.go (share-group pointers close to their source's retention).
+// through claims.go, then the run's ledger rows), fetchstall.go (a partition the run reads
+// that librdkafka stopped fetching is kicked), health.go and topiccheck.go (readiness),
+// headroom.go (share-group pointers close to their source's retention).
 //
 // The loop goroutine owns every field below unless its comment says otherwise. The
 // sender, the parker's storers and the ledger's position writer and flusher share only
