@@ -1,12 +1,16 @@
 package redrive
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/config"
@@ -21,7 +25,8 @@ import (
 // A partition that librdkafka stops fetching once the run resumed it (a resume lost to a
 // race with the assignment's pause, librdkafka#5591; here a pause behind the worker's
 // back) is resumed and sought again after fetchStallAfter, so the run reads it to its high
-// watermark instead of waiting for it forever; the kick is counted and logged.
+// watermark instead of waiting for it forever; the kick is counted and logged at WARN
+// with its topic, partition and offset.
 func TestRunKicksAPartitionLibrdkafkaStoppedFetching(t *testing.T) {
 	const n = 2000
 	bootstrap := testenv.KafkaBootstrap(t)
@@ -52,6 +57,8 @@ func TestRunKicksAPartitionLibrdkafkaStoppedFetching(t *testing.T) {
 		t.Cleanup(func() { _ = s.Stop(context.Background()) })
 	}
 	t.Cleanup(cancel)
+	var logged bytes.Buffer
+	w.log = zerolog.New(io.MultiWriter(&logged, zerolog.NewTestWriter(t)))
 	tps := []kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: 0}}
 	w.assign(tps)
 
@@ -74,6 +81,19 @@ func TestRunKicksAPartitionLibrdkafkaStoppedFetching(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(w.metrics.errors)
 	require.Equal(t, 1.0, metrictest.Sum(t, reg, "dlq_worker_errors_total", map[string]string{"route": rc.Name, "kind": "fetch_stall"}), "kicks counted")
+	var kicks []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(logged.Bytes()), []byte("\n")) {
+		var l map[string]any
+		require.NoError(t, json.Unmarshal(line, &l))
+		if l["message"] == "partition handed out nothing while the run reads it: resumed and sought again" {
+			kicks = append(kicks, l)
+		}
+	}
+	require.Len(t, kicks, 1, "kicks logged")
+	require.Equal(t, "warn", kicks[0]["level"])
+	require.Equal(t, dlq, kicks[0]["topic"])
+	require.EqualValues(t, 0, kicks[0]["partition"])
+	require.EqualValues(t, 0, kicks[0]["offset"], "sought to where the run starts")
 	_, high, err := w.consumer.QueryWatermarkOffsets(target, 0, int(callTimeout/time.Millisecond))
 	require.NoError(t, err)
 	require.Equal(t, int64(n), high, "every record redriven, once")

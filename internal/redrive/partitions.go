@@ -39,10 +39,10 @@ type partition struct {
 	hw      int64 // high watermark snapshot of the current run
 	from    int64 // watermark when the current run started on it
 	counts  counts
-	// The fetch watch (fetchstall.go): records and ends of log the consumer handed out
-	// for it, that count when the watch last saw it move, and since when it has not.
-	fetched, fetchedSeen int64
-	quietSince           time.Time
+	// The fetch watch (fetchstall.go): the next expected offset it last saw, and since
+	// when it has not moved.
+	quietAt    int64
+	quietSince time.Time
 }
 
 type counts struct {

@@ -33,9 +33,6 @@ type retry struct {
 func (w *worker) onMessage(m *kafka.Message) {
 	w.health.kafkaUp()
 	p := w.parts.of(m.TopicPartition)
-	if p != nil {
-		p.fetched++
-	}
 	if p == nil || !p.reading || int64(m.TopicPartition.Offset) >= p.hw || w.throttle.held != nil {
 		// Not ours to process now (a message fetched just before a pause): rewind so that
 		// the next run reads it again.

@@ -264,12 +264,7 @@ func (w *worker) handle(ev kafka.Event) {
 	case *kafka.Message:
 		w.onMessage(ev)
 	case kafka.PartitionEOF:
-		p := w.parts.of(kafka.TopicPartition(ev))
-		if p == nil {
-			return
-		}
-		p.fetched++
-		if p.reading && int64(ev.Offset) >= p.hw {
+		if p := w.parts.of(kafka.TopicPartition(ev)); p != nil && p.reading && int64(ev.Offset) >= p.hw {
 			w.parts.stopReading(p)
 		}
 	case kafka.Error:
