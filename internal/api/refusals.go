@@ -23,6 +23,7 @@ var refusalOutcomes = map[int]string{
 	http.StatusNotFound:              "not_found",
 	http.StatusConflict:              "conflict",
 	http.StatusRequestEntityTooLarge: "too_large",
+	http.StatusUnprocessableEntity:   "target_refused",
 	http.StatusTooManyRequests:       "rate_limited",
 }
 
