@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -64,4 +65,61 @@ func TestCommitBehindTheLedgerResumesAtTheLedger(t *testing.T) {
 	rep := requireConserved(t, st, dlq, rc.Group)
 	require.Equal(t, n, rep.OnTarget)
 	require.Empty(t, rep.Duplicated)
+}
+
+// A group whose committed offsets are gone (deleted, or expired with
+// offsets.retention.minutes, as in seed 003) would read its DLQ again from the earliest
+// offset. The ledger knows where it was: the next worker counts each partition's missing
+// offset (cause not_found), logs it at WARN with the ledger's position, resumes there and
+// redrives only what came after.
+func TestLostCommittedOffsetsResumeAtTheLedger(t *testing.T) {
+	t.Parallel()
+	const n, more = 40, 10
+	bs := testenv.KafkaBootstrap(t)
+	st := storetest.New(t)
+	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
+	target := kafkatest.CreateTopic(t, bs, 2, nil)
+	rc := route(testenv.UniqueName("lost-offsets-"), dlq)
+	produce(t, dlq, dueRecords("a", n, target)...)
+	first := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 2)
+	committed := committedOffsets(t, bs, dlq, rc.Group, 2)
+	runUntilCommitted(t, first, rc.Name, committed, n)
+	stopNow(t, first)
+	deleteGroup(t, bs, rc.Group)
+	require.Zero(t, kafkatest.Total(committed()), "the group's offsets are gone")
+	produce(t, dlq, dueRecords("b", more, target)...)
+
+	reg := prometheus.NewRegistry()
+	logs := &syncBuffer{}
+	e := startEngineLogging(t, logs, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 2)
+	require.Eventually(t, func() bool {
+		return metrictest.Sum(t, reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "not_found"}) == 2
+	}, 30*time.Second, 20*time.Millisecond, "each partition's missing offset is seen at assignment")
+	warned := logs.lines(t, "no committed offset")
+	require.Len(t, warned, 2, "one line per partition")
+	for _, l := range warned {
+		require.Equal(t, "warn", l["level"])
+		require.Equal(t, dlq, l["topic"])
+		require.Equal(t, float64(n/2), l["ledger_offset"], "the ledger's position")
+	}
+	runUntilCommitted(t, e, rc.Name, committed, n+more)
+
+	require.Len(t, readAll(t, target), n+more, "a record below the ledger's position was redriven again")
+	rep := requireConserved(t, st, dlq, rc.Group)
+	require.Equal(t, n+more, rep.OnTarget)
+	require.Empty(t, rep.Duplicated)
+}
+
+// deleteGroup deletes an empty consumer group, and so its committed offsets.
+func deleteGroup(t *testing.T, bs, group string) {
+	t.Helper()
+	a := kafkatest.Admin(t, bs)
+	require.Eventually(t, func() bool { // the group empties once the stopped member has left
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := a.DeleteConsumerGroups(ctx, []string{group})
+		return err == nil && len(res.ConsumerGroupResults) == 1 && res.ConsumerGroupResults[0].Error.Code() == kafka.ErrNoError
+	}, 30*time.Second, 200*time.Millisecond)
 }
