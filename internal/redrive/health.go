@@ -115,11 +115,12 @@ func (h *health) stall(kind string, err error, msg string) time.Duration {
 	h.stalled.Store(kind + ": " + err.Error())
 	h.count(kind)
 	h.warnEvery(kind, err, msg)
-	return stallDelay(h.stallN)
+	return h.backoffNow()
 }
 
-// backoffNow is the stall backoff after the failures so far, without counting one more.
-func (h *health) backoffNow() time.Duration { return stallDelay(h.stallN) }
+// backoffNow is the wait after the failures so far, without counting one more: 200 ms
+// after the first.
+func (h *health) backoffNow() time.Duration { return stallDelay(max(h.stallN-1, 0)) }
 
 // storeFailing is stall for the storer goroutines: it marks the route not ready and
 // counts the failure, and leaves the loop's fields alone (the storer backs off and logs

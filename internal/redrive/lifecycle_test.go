@@ -3,9 +3,11 @@ package redrive
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -25,6 +27,36 @@ func TestStallDelayDoublesUpToTheCap(t *testing.T) {
 	require.Equal(t, 25600*time.Millisecond, stallDelay(7))
 	require.Equal(t, 30*time.Second, stallDelay(8))
 	require.Equal(t, 30*time.Second, stallDelay(1<<30))
+}
+
+// The README's stall backoff: the first transient failure waits 200 ms, each one after it
+// twice as long, up to 30 s; a success starts again at 200 ms.
+func TestStallWaitsStartAt200ms(t *testing.T) {
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"route", "kind"})
+	h := newHealth(zerolog.Nop(), "r", errs, nil)
+	cause := errors.New("broker down")
+	for _, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond} {
+		require.Equal(t, want, h.stall("produce", cause, "x"))
+	}
+	h.unstall()
+	require.Equal(t, 200*time.Millisecond, h.stall("produce", cause, "x"), "after a success")
+}
+
+// An outage is logged at WARN once per kind per warnInterval (10 s), each line with its
+// kind and cause, however often the loop retries.
+func TestStallWarnsOncePerKindPerInterval(t *testing.T) {
+	var logs strings.Builder
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"route", "kind"})
+	h := newHealth(zerolog.New(&logs), "r", errs, nil)
+	for range 5 {
+		h.stall("store", errors.New("connection refused"), "cannot claim")
+		h.stall("produce", errors.New("broker down"), "cannot produce")
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 2, "%s", logs.String())
+	require.Contains(t, lines[0], `"level":"warn","error":"connection refused","kind":"store"`)
+	require.Contains(t, lines[1], `"level":"warn","error":"broker down","kind":"produce"`)
+	require.Equal(t, 10*time.Second, warnInterval)
 }
 
 // A partition stalled after many failures is read again within the cap, like every other
