@@ -6,8 +6,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/dlqops/dlq/internal/ops"
 )
 
@@ -96,7 +94,11 @@ func (l *Log) WithDefaults() {
 
 // Validate checks level and format.
 func (l Log) Validate() error {
-	if _, err := zerolog.ParseLevel(l.Level); err != nil || l.Level == "" {
+	// Only the five documented levels: zerolog would also take "disabled" or "fatal",
+	// which silence the warnings an operator relies on.
+	switch l.Level {
+	case "trace", "debug", "info", "warn", "error":
+	default:
 		return fmt.Errorf("log.level: %q is not one of trace, debug, info, warn, error", l.Level)
 	}
 	switch l.Format {

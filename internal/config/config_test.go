@@ -34,6 +34,10 @@ func TestLoadRejects(t *testing.T) {
 	}{
 		"unknown key":        {file: "database:\n  url: x\n  ulr: y\n", want: "field ulr not found"},
 		"bad level":          {file: "log:\n  level: loud\n", want: "log.level"},
+		"silenced logs":      {file: "log:\n  level: disabled\n", want: "log.level"},
+		"fatal only":         {file: "log:\n  level: fatal\n", want: "log.level"},
+		"numeric level":      {file: "log:\n  level: 7\n", want: "log.level"},
+		"upper-case level":   {file: "log:\n  level: INFO\n", want: "log.level"},
 		"missing database":   {file: "kafka:\n  bootstrap_servers: x\n", want: "database.url"},
 		"bad listen":         {file: "http:\n  listen: nowhere\n", want: "http.listen"},
 		"bad env duration":   {env: "soon", want: "SHUTDOWN_GRACE"},
