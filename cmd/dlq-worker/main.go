@@ -155,10 +155,7 @@ func auditCommand(load func() (*config.Worker, error)) *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), rep)
-			if !rep.OK() {
-				return fmt.Errorf("%d DLQ records are missing, %d offset ranges were never read", len(rep.Missing), len(rep.Lost))
-			}
-			return nil
+			return rep.Err()
 		},
 	}
 	cmd.Flags().StringVar(&topic, "topic", "", "DLQ topic")

@@ -53,6 +53,15 @@ func (r Report) OK() bool {
 	return len(r.Missing) == 0 && len(r.Lost) == 0 && len(r.ReplaysMissing) == 0
 }
 
+// Err is nil when the report is OK, else an error counting what is missing or lost.
+func (r Report) Err() error {
+	if r.OK() {
+		return nil
+	}
+	return fmt.Errorf("%d DLQ records are missing, %d offset ranges were never read, %d replays are missing",
+		len(r.Missing), len(r.Lost), len(r.ReplaysMissing))
+}
+
 func (r Report) String() string {
 	s := fmt.Sprintf("topic %s group %s: %d records below the committed offsets: %d on their target, %d in PostgreSQL %v; %d missing, %d duplicated, %d lost ranges; %d rows replayed, %d replays on the targets, %d replays missing",
 		r.Topic, r.Group, r.Checked, r.OnTarget, sum(r.InStore), r.InStore, len(r.Missing), len(r.Duplicated), len(r.Lost),

@@ -136,4 +136,6 @@ func TestAuditFindsEachReplayOnItsTarget(t *testing.T) {
 	require.Equal(t, map[store.Coordinates]int{{Topic: dlq, Partition: 0, Offset: 0}: 2}, rep.Duplicated)
 	require.Contains(t, rep.String(), fmt.Sprintf("replay missing %s/0/1", dlq))
 	require.Contains(t, rep.String(), "2 rows replayed, 2 replays on the targets, 1 replays missing")
+	require.EqualError(t, rep.Err(), "0 DLQ records are missing, 0 offset ranges were never read, 1 replays are missing",
+		"dlq-worker audit's exit message names what failed it")
 }
