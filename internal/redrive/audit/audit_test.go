@@ -139,3 +139,17 @@ func TestAuditFindsEachReplayOnItsTarget(t *testing.T) {
 	require.EqualError(t, rep.Err(), "0 DLQ records are missing, 0 offset ranges were never read, 1 replays are missing",
 		"dlq-worker audit's exit message names what failed it")
 }
+
+// The report lists the first 20 missing records, then how many more: a large loss stays
+// readable, and its size is still in the counts and the exit error.
+func TestReportListsTwentyThenCounts(t *testing.T) {
+	rep := audit.Report{Topic: "t"}
+	for off := range int64(25) {
+		rep.Missing = append(rep.Missing, store.Coordinates{Topic: "t", Partition: 0, Offset: off})
+	}
+	s := rep.String()
+	require.Contains(t, s, "\n  missing t/0/19")
+	require.NotContains(t, s, "missing t/0/20")
+	require.Contains(t, s, "\n  ... and 5 more")
+	require.EqualError(t, rep.Err(), "25 DLQ records are missing, 0 offset ranges were never read, 0 replays are missing")
+}

@@ -60,6 +60,14 @@ func TestBackoffYAML(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal([]byte("name: r\ntopics: [a]\nbackoff: {base: 10s, factor: 3}\n"), &rc))
 	rc.WithDefaults()
 	require.Equal(t, Backoff{Base: 10 * time.Second, Factor: 3, Cap: time.Hour}, *rc.Backoff)
+	rc = Config{}
+	require.NoError(t, yaml.Unmarshal([]byte("name: r\ntopics: [a]\nbackoff: {base: 2h}\n"), &rc))
+	rc.WithDefaults()
+	require.Equal(t, Backoff{Base: 2 * time.Hour, Factor: 2, Cap: 2 * time.Hour}, *rc.Backoff, "factor 2, cap the larger of 1 h and base, no jitter")
+	rc = Config{}
+	require.NoError(t, yaml.Unmarshal([]byte("name: r\ntopics: [a]\n"), &rc))
+	rc.WithDefaults()
+	require.Equal(t, Backoff{Base: 30 * time.Second, Factor: 2, Cap: time.Hour, Jitter: 0.2}, *rc.Backoff, "the README's default")
 	require.Error(t, yaml.Unmarshal([]byte("backoff: sometimes\n"), &rc))
 }
 
