@@ -40,7 +40,8 @@ func TestCommitBehindTheLedgerResumesAtTheLedger(t *testing.T) {
 	moveGroupTo(t, bs, rc.Group, dlq, map[int32]int64{0: n/2 - behind, 1: n/2 - behind})
 
 	reg := prometheus.NewRegistry()
-	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg}, rc)
+	logs := &syncBuffer{}
+	e := startEngineLogging(t, logs, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg}, rc)
 	waitAssigned(t, bs, rc.Group, 1, 2)
 	require.Eventually(t, func() bool {
 		return metrictest.Sum(t, reg, "dlq_worker_offset_resets_total", map[string]string{"cause": "backward"}) == 2
@@ -62,6 +63,7 @@ func TestCommitBehindTheLedgerResumesAtTheLedger(t *testing.T) {
 		require.Equal(t, int64(n/2-behind), g.From, "the committed offset")
 		require.Equal(t, int64(n/2), g.To, "the ledger's position")
 	}
+	requireGapLogged(t, logs, "committed offset is behind the ledger", "warn", "backward", n/2-behind, n/2)
 	rep := requireConserved(t, st, dlq, rc.Group)
 	require.Equal(t, n, rep.OnTarget)
 	require.Empty(t, rep.Duplicated)

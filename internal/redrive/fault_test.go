@@ -99,6 +99,7 @@ type brokerOutageRun struct {
 	rc      routes.Config
 	e       *redrive.Engine
 	reg     *prometheus.Registry
+	logs    *syncBuffer
 	outcome <-chan error
 }
 
@@ -117,7 +118,8 @@ func startBrokerOutageRun(t *testing.T, prefix string, n int, extra map[string]s
 	orders := kafkatest.CreateTopic(t, bs, 2, nil)
 	produceTo(t, bs, r.dlq, seedMixed(n, orders, time.Now())...)
 	r.rc = faultRoute(prefix, r.dlq)
-	r.e = startEngineWith(t, redrive.Options{Store: r.st, Kafka: r.kc, Registry: r.reg}, r.rc)
+	r.logs = &syncBuffer{}
+	r.e = startEngineLogging(t, r.logs, redrive.Options{Store: r.st, Kafka: r.kc, Registry: r.reg}, r.rc)
 	waitAssigned(t, bs, r.rc.Group, 1, 2)
 	r.outcome = runInBackground(r.e, r.rc.Name)
 	targetEnd := watermarks(t, bs, orders)
@@ -355,6 +357,13 @@ func TestLostAssignmentFailsTheRun(t *testing.T) {
 	require.Len(t, runs, 1)
 	require.Equal(t, store.RunFailed, runs[0].Status)
 	require.Contains(t, runs[0].Error, "revoked")
+	lost := r.logs.lines(t, "partition lost mid-run")
+	require.NotEmpty(t, lost)
+	for _, l := range lost {
+		require.Equal(t, "error", l["level"])
+		require.Equal(t, r.dlq, l["topic"])
+		require.Contains(t, []any{0.0, 1.0}, l["partition"])
+	}
 
 	// The records the lost run did not finish wait for the next runs, which succeed. (No
 	// admin request to the group here: librdkafka's coordinator requests have aborted the

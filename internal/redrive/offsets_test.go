@@ -83,12 +83,13 @@ type jumpSetup struct {
 	rc              routes.Config
 	st              *store.Store
 	reg             *prometheus.Registry
+	logs            *syncBuffer
 	e               *redrive.Engine
 }
 
 func startAfterJump(t *testing.T, onJump string, first, skipped int) jumpSetup {
 	t.Helper()
-	s := jumpSetup{bs: testenv.KafkaBootstrap(t), st: storetest.New(t), reg: prometheus.NewRegistry()}
+	s := jumpSetup{bs: testenv.KafkaBootstrap(t), st: storetest.New(t), reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
 	s.dlq = kafkatest.CreateTopic(t, s.bs, 2, nil)
 	s.target = kafkatest.CreateTopic(t, s.bs, 2, nil)
 	s.rc = route(testenv.UniqueName("jump-"), s.dlq)
@@ -101,7 +102,7 @@ func startAfterJump(t *testing.T, onJump string, first, skipped int) jumpSetup {
 
 	produce(t, s.dlq, dueRecords("b", skipped, s.target)...)
 	moveGroupTo(t, s.bs, s.rc.Group, s.dlq, watermarks(t, s.bs, s.dlq)())
-	s.e = startEngineWith(t, redrive.Options{Store: s.st, Kafka: kcfg(t), Registry: s.reg}, s.rc)
+	s.e = startEngineLogging(t, s.logs, redrive.Options{Store: s.st, Kafka: kcfg(t), Registry: s.reg}, s.rc)
 	waitAssigned(t, s.bs, s.rc.Group, 1, 2)
 	// Seen at assignment, once per partition (the group may list the member before its
 	// assignment reaches the engine).
@@ -138,9 +139,24 @@ func TestOffsetJumpIsRewound(t *testing.T) {
 		require.Equal(t, int64(first/2), g.From, "the ledger's end")
 		require.Equal(t, int64((first+skipped)/2), g.To, "the committed offset")
 	}
+	requireGapLogged(t, s.logs, "committed offset jumped ahead", "error", "jump", first/2, (first+skipped)/2)
 	rep := requireConserved(t, s.st, s.dlq, s.rc.Group)
 	require.Equal(t, first+skipped, rep.OnTarget)
 	require.Empty(t, rep.Duplicated, "nothing redriven twice")
+}
+
+// requireGapLogged checks that each of the two partitions' gaps was logged at level with
+// its cause and range.
+func requireGapLogged(t *testing.T, logs *syncBuffer, msg, level, cause string, from, to int) {
+	t.Helper()
+	lines := logs.lines(t, msg)
+	require.Len(t, lines, 2, "one line per partition")
+	for _, l := range lines {
+		require.Equal(t, level, l["level"])
+		require.Equal(t, cause, l["cause"])
+		require.Equal(t, float64(from), l["from_offset"])
+		require.Equal(t, float64(to), l["to_offset"])
+	}
 }
 
 // In alarm mode the jump is counted and recorded as lost with its range, nothing is

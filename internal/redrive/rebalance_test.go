@@ -31,7 +31,8 @@ func TestRunDuringARebalanceIsNoSuccess(t *testing.T) {
 	st := storetest.New(t)
 	reg := prometheus.NewRegistry()
 	rc := route(testenv.UniqueName("rebalance-"), dlq)
-	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg}, rc)
+	logs := &syncBuffer{}
+	e := startEngineLogging(t, logs, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg}, rc)
 	waitAssigned(t, bs, rc.Group, 1, 2)
 	require.NoError(t, runOnce(e, rc.Name))
 	last := gaugeValue(t, reg, lastSuccessGauge, rc.Name)
@@ -59,6 +60,9 @@ func TestRunDuringARebalanceIsNoSuccess(t *testing.T) {
 	require.Len(t, runs, 1)
 	require.Equal(t, store.RunFailed, runs[0].Status)
 	require.Contains(t, runs[0].Error, "rebalancing")
+	warned := logs.lines(t, "run fails as rebalancing")
+	require.NotEmpty(t, warned)
+	require.Equal(t, "warn", warned[0]["level"])
 
 	// The silent members leave: the group settles on the worker and its runs succeed.
 	require.NoError(t, stuck.Close())
