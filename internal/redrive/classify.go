@@ -47,12 +47,14 @@ func (r *route) classify(d headers.Decoded, from headers.Coordinates, recordTime
 	}
 	due := r.policy.Due(last, e.RetryCount, jitterDraw(from))
 	// Spring's retry_topic-backoff-timestamp is its writer's not-before: honoured, but
-	// bounded, so that a garbled far-future hint cannot hold a record for ever.
-	if hint := e.NotBefore; hint.After(due) {
+	// bounded, so that a garbled far-future hint cannot hold a record for ever. The bound
+	// is the hint's: a hint only delays, never brings forward what the backoff says.
+	hint := e.NotBefore
+	if limit := now.Add(maxNotBefore); hint.After(limit) {
+		hint = limit
+	}
+	if hint.After(due) {
 		due = hint
-		if limit := now.Add(maxNotBefore); due.After(limit) {
-			due = limit
-		}
 	}
 	if due.After(now) {
 		return decision{act: actSchedule, reason: store.ReasonBackoff, due: due}

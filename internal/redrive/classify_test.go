@@ -49,6 +49,10 @@ func TestClassify(t *testing.T) {
 		"hint before due": {route: fixed, headers: hs("retryCount", "1", "originalTopic", "orders", "retry_topic-backoff-timestamp", strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10)), written: now.Add(-time.Minute), want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(time.Minute)}},
 		"past hint":       {route: fixed, headers: hs("retryCount", "1", "originalTopic", "orders", "retry_topic-backoff-timestamp", strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10)), written: now.Add(-3 * time.Minute), want: decision{act: actRedrive}},
 		"far hint":        {route: fixed, headers: hs("originalTopic", "orders", "retry_topic-backoff-timestamp", strconv.FormatInt(now.Add(90*24*time.Hour).UnixMilli(), 10)), written: now.Add(-time.Hour), want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(24 * time.Hour)}},
+		"far hint, long backoff": {route: func(rc *routes.Config) {
+			rc.Backoff = &routes.Backoff{Base: time.Hour, Factor: 2, Cap: 72 * time.Hour}
+			rc.MaxRetries = ptr(20)
+		}, headers: hs("retryCount", "10", "originalTopic", "orders", "retry_topic-backoff-timestamp", strconv.FormatInt(now.Add(90*24*time.Hour).UnixMilli(), 10)), written: now.Add(-12 * time.Hour), want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(60 * time.Hour)}},
 		"no backoff":      {route: func(rc *routes.Config) { rc.Backoff = &routes.Backoff{None: true} }, headers: hs("originalTopic", "orders"), written: now, want: decision{act: actRedrive}},
 		"exhausted":       {headers: hs("retryCount", "5", "originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonExhausted}},
 		"exhausted early": {route: func(rc *routes.Config) { rc.MaxRetries = ptr(2) }, headers: hs("retryCount", "2", "originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonExhausted}},

@@ -72,13 +72,18 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 	now := w.clock()
 	from := headers.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)}
 	dec := headers.DecodeOf(m.Headers)
-	if len(dec.Warnings) > 0 {
-		w.hdrWarn.note(from, dec.Warnings)
-	}
+	warnings := dec.Warnings
 	if isPointer(dec) {
-		if m, dec = w.resolvePointer(p, m, dec); m == nil {
-			return // parked source_unavailable, or stalled and read again later
-		}
+		// The source record's warnings are this record's: noted with the pointer's, once.
+		var src []headers.Warning
+		m, dec, src = w.resolvePointer(p, m, dec)
+		warnings = append(warnings[:len(warnings):len(warnings)], src...)
+	}
+	if len(warnings) > 0 {
+		w.hdrWarn.note(from, warnings)
+	}
+	if m == nil {
+		return // parked (source_unavailable, invalid_retry_count), or stalled and read again later
 	}
 	d := w.route.classify(dec, from, m.Timestamp, now)
 	if d.act == actRedrive {

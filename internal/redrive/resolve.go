@@ -31,9 +31,11 @@ func isPointer(d headers.Decoded) bool {
 
 // resolvePointer replaces a share group's dead letter m by the source record it points
 // at: same DLQ position, the source's key, value, timestamp and headers, and our headers
-// carrying the pointer's routing. It returns nil when it handled m itself: parked (the
-// source is unavailable) or stalled (the cluster does not answer; m is read again).
-func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Decoded) (*kafka.Message, headers.Decoded) {
+// carrying the pointer's routing, and the decoder's warnings about the source's headers
+// (the caller notes them with the pointer's). It returns a nil record when it handled m
+// itself: parked (the source is unavailable, or its retry count is invalid) or stalled
+// (the cluster does not answer; m is read again).
+func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Decoded) (*kafka.Message, headers.Decoded, []headers.Warning) {
 	w.headroom.off = false // a share-group DLQ after all: its backlog is probed
 	e := dec.Envelope
 	src, gone, low, _, err := w.sources.fetch(e.OriginalTopic, e.OriginalPartition, e.OriginalOffset)
@@ -45,19 +47,19 @@ func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Deco
 		w.parts.rewind(m)
 		p.reading = false
 		w.requeueRead(p)
-		return nil, dec
+		return nil, dec, nil
 	case gone != "":
 		log.Warn().Str("detail", gone).Int64("source_log_start", low).Msg("source record unavailable: dead letter parked source_unavailable")
 		e.ErrorMessage = "source unavailable: " + gone + "; " + e.ErrorMessage
 		w.parkAsRead(p, m, e, ReasonSourceUnavailable, gone)
-		return nil, dec
+		return nil, dec, nil
 	}
 	sd := headers.DecodeOf(src.Headers)
 	if sd.Problem != nil && sd.Problem.Reason == headers.ReasonInvalidRetryCount {
 		r := *src
 		r.TopicPartition = m.TopicPartition
 		w.parkAsRead(p, &r, e, store.ReasonInvalidRetryCount, sd.Problem.Detail)
-		return nil, dec
+		return nil, dec, sd.Warnings
 	}
 	// The source's own envelope (a record we redrove before carries our retry count),
 	// routed by the pointer and described by the broker.
@@ -72,7 +74,7 @@ func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Deco
 	}
 	r := &kafka.Message{TopicPartition: m.TopicPartition, Key: src.Key, Value: src.Value, Timestamp: src.Timestamp,
 		TimestampType: src.TimestampType, Headers: headers.EncodeAs[kafka.Header](src.Headers, env, headers.EncodeOptions{})}
-	return r, headers.DecodeOf(r.Headers)
+	return r, headers.DecodeOf(r.Headers), sd.Warnings
 }
 
 // parkAsRead parks m, a record read from the DLQ at p, with reason.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
@@ -139,5 +140,42 @@ func TestSourceHeadroomFollowsTheOldestPointer(t *testing.T) {
 	require.Equal(t, 20.0, metrictest.Sum(t, reg, "dlq_worker_redriven_total", nil))
 	require.Eventually(t, func() bool { return len(headroomSeries(t, reg, rc.Name)) == 0 },
 		time.Minute, 50*time.Millisecond, "no unresolved pointer left: no headroom series")
+	requireConserved(t, st, dlq, rc.Group)
+}
+
+// The header warnings of the source record a share group's dead letter points at are
+// counted and logged like those of a record read from the DLQ itself: a source record
+// carrying our retry count twice is decided last-wins, counted once as duplicate_key,
+// and logged once with the dead letter's DLQ coordinates.
+func TestSharePointerSourceHeaderWarnings(t *testing.T) {
+	t.Parallel()
+	bs := testenv.KafkaBootstrap(t)
+	source := kafkatest.CreateTopic(t, bs, 1, nil)
+	dlq := kafkatest.CreateTopic(t, bs, 1, nil)
+	produce(t, source, sourceRecord(source, 0, "k", []byte("v"), time.Now(),
+		hdr(headers.KeyRetryCount, "1"), hdr(headers.KeyRetryCount, "1")))
+	produce(t, dlq, sharePointer(0, source, 0, 0))
+
+	st := storetest.New(t)
+	reg := prometheus.NewRegistry()
+	rc := route(testenv.UniqueName("share-warned-"), dlq)
+	rc.Backoff = &routes.Backoff{None: true}
+	logs := &syncBuffer{}
+	e := startEngineLogging(t, logs, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg}, rc)
+	require.Eventually(t, func() bool {
+		runNow(t, e, rc.Name)
+		return metrictest.Sum(t, reg, "dlq_worker_redriven_total", nil) == 1
+	}, time.Minute, 200*time.Millisecond)
+
+	out := readAll(t, source)
+	require.Len(t, out, 2, "the source record and its redrive")
+	require.Equal(t, 2, headers.DecodeOf(out[1].Headers).Envelope.RetryCount, "the last retry count (1) wins, plus this redrive")
+	require.Equal(t, 1.0, metrictest.Sum(t, reg, "dlq_worker_header_warnings_total", map[string]string{"route": rc.Name, "kind": "duplicate_key"}))
+	require.Equal(t, 1.0, metrictest.Sum(t, reg, "dlq_worker_header_warnings_total", nil), "no other warning")
+	warned := logs.lines(t, "header fields left unknown")
+	require.Len(t, warned, 1)
+	require.Equal(t, "warn", warned[0]["level"])
+	require.Equal(t, []any{dlq, 0.0, 0.0}, []any{warned[0]["topic"], warned[0]["partition"], warned[0]["offset"]})
+	require.Equal(t, []any{headers.KeyRetryCount + ": duplicate key, the last occurrence wins"}, warned[0]["warnings"])
 	requireConserved(t, st, dlq, rc.Group)
 }
