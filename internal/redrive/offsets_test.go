@@ -181,6 +181,10 @@ func TestOffsetJumpAlarm(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, rep.OK())
 	require.Len(t, rep.Missing, skipped, rep.String())
+	require.ElementsMatch(t, []audit.LostRange{
+		{Partition: 0, From: first / 2, To: (first + skipped) / 2, Cause: string(store.GapJump)},
+		{Partition: 1, From: first / 2, To: (first + skipped) / 2, Cause: string(store.GapJump)},
+	}, rep.Lost, "the ledger's lost ranges, as the README says")
 
 	// Counted once: a later run does not see the jump again.
 	runNow(t, s.e, s.rc.Name)
