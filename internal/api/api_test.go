@@ -446,6 +446,10 @@ func TestBodyCap(t *testing.T) {
 	r := b.do("POST", path("/v1/records/%d/discard", ids[0]), operatorToken, io.LimitReader(zeros{}, 50<<20))
 	require.Equal(t, http.StatusRequestEntityTooLarge, r.status)
 	require.Equal(t, "urn:dlq:problem:body-too-large", r.problem(t).Type)
+	// A declared Content-Length over the cap is refused before the body is read.
+	r = b.do("POST", path("/v1/records/%d/discard", ids[0]), operatorToken, bytes.NewReader(make([]byte, 2<<20)))
+	require.Equal(t, http.StatusRequestEntityTooLarge, r.status)
+	require.Equal(t, "urn:dlq:problem:body-too-large", r.problem(t).Type)
 
 	big := `{"reason":"` + strings.Repeat("a", 2<<20) + `"}`
 	req, err := http.NewRequest("POST", b.url+path("/v1/records/%d/discard", ids[0]), io.MultiReader(strings.NewReader(big)))
