@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,6 +17,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +33,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func start(t *testing.T, l ops.Listen) *ops.Server {
 	t.Helper()
-	s := ops.New(zerolog.Nop())
+	return startLogging(t, zerolog.Nop(), l)
+}
+
+func startLogging(t *testing.T, log zerolog.Logger, l ops.Listen) *ops.Server {
+	t.Helper()
+	s := ops.New(log)
 	s.Mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(w, r.Body)
 	})
@@ -139,7 +147,8 @@ func TestTLSAndReload(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	first := writeCert(t, certFile, keyFile)
-	s := start(t, ops.Listen{CertFile: certFile, KeyFile: keyFile})
+	logs := &lockedBuffer{}
+	s := startLogging(t, zerolog.New(logs), ops.Listen{CertFile: certFile, KeyFile: keyFile})
 
 	served := func() *big.Int {
 		t.Helper()
@@ -165,7 +174,34 @@ func TestTLSAndReload(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(certFile, []byte("not a certificate"), 0o600))
 	require.Equal(t, second, served(), "a broken renewal keeps the previous certificate")
+	require.Equal(t, second, served(), "still, and warned once")
+	warned := logs.String()
+	require.Equal(t, 1, strings.Count(warned, "cannot load the changed TLS certificate"), "%s", warned)
+	require.Contains(t, warned, `"level":"warn","component":"ops","error":"http.tls_cert_file/tls_key_file:`)
+
+	old := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS11}}} //nolint:gosec // only the version matters
+	_, err = old.Get("https://" + s.Addr() + "/healthz")
+	require.Error(t, err, "TLS 1.1 is refused")
 
 	bad := ops.New(zerolog.Nop())
 	require.ErrorContains(t, bad.Start(ops.Listen{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile}), "tls_cert_file")
+}
+
+// lockedBuffer is a log sink the server's goroutines write to while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
