@@ -25,7 +25,8 @@ func TestReplayLeaseLeavesTheRowAlone(t *testing.T) {
 	due := clock.Now().Add(-time.Minute)
 	_, err := s.StoreBatch(ctx, append(parked("dlq.lease", 0, 3), scheduled("dlq.lease", 3, 1, due)...), nil)
 	require.NoError(t, err)
-	_, err = s.StoreBatch(ctx, parked("dlq.other", 0, 1), nil) // id 5, never leased
+	clock.Advance(time.Hour)
+	_, err = s.StoreBatch(ctx, parked("dlq.other", 0, 1), nil) // id 5, never leased, stored an hour later
 	require.NoError(t, err)
 	job := claimedReplay(t, s, "dlq.lease", ada)
 	version := func(id int64) string { return rowVersion(t, pool, id) }
@@ -62,6 +63,7 @@ func TestReplayLeaseLeavesTheRowAlone(t *testing.T) {
 		byStatus[c.Status] += c.Count
 	}
 	require.Equal(t, map[store.Status]int64{store.StatusReplaying: 4, store.StatusParked: 1}, byStatus)
+	require.Equal(t, clock.Now(), st.OldestParked, "the oldest parked record no replay holds")
 	backlog, err := s.Backlog(ctx)
 	require.NoError(t, err)
 	require.Len(t, backlog, 1)
