@@ -568,3 +568,67 @@ func loadConfig(t *testing.T, raw, prefix string, dst config.Validatable) {
 	t.Setenv(prefix+"KAFKA_BOOTSTRAP_SERVERS", "kafka:9092")
 	require.NoError(t, config.Load(path, prefix, dst), "the binary refuses the rendered configuration:\n%s", raw)
 }
+
+// Whatever the release's name, the ServiceMonitor gives its series the job labels the
+// alert rules select (each job=~ regex of alerts.yaml), without renaming a Service: the
+// job is the Service's name when that already ends in dlq-worker or dlq-admin (the labels
+// of existing releases stay), else RELEASE-dlq-worker and RELEASE-dlq-admin.
+func TestServiceMonitorJobsMatchTheAlerts(t *testing.T) {
+	raw, err := os.ReadFile(alertsFile)
+	require.NoError(t, err)
+	var rules struct {
+		Groups []struct {
+			Rules []struct{ Alert, Expr string }
+		}
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &rules))
+	selectors := map[string][]string{} // component: the alerts' job regexes
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			for _, m := range regexp.MustCompile(`job=~"([^"]*)"`).FindAllStringSubmatch(r.Expr, -1) {
+				c := "worker"
+				if strings.Contains(m[1], "admin") {
+					c = "admin"
+				}
+				selectors[c] = append(selectors[c], m[1])
+			}
+		}
+	}
+	require.NotEmpty(t, selectors["worker"])
+	require.NotEmpty(t, selectors["admin"])
+	for _, tc := range []struct{ release, fullname, job string }{
+		{"dlq", "dlq", "dlq"},
+		{"prod", "prod-dlq", "prod-dlq"},
+		{"prod-dlq", "prod-dlq", "prod-dlq"},
+		{"dlq-prod", "dlq-prod", "dlq-prod-dlq"},
+		{"mydlq", "mydlq", "mydlq-dlq"},
+		{"orders-dlq-eu", "orders-dlq-eu", "orders-dlq-eu-dlq"},
+	} {
+		t.Run(tc.release, func(t *testing.T) {
+			manifest, err := renderAs(t, tc.release, with("serviceMonitor.enabled", true))
+			require.NoError(t, err)
+			var services []*corev1.Service
+			var sm *monitoringv1.ServiceMonitor
+			for _, o := range decodeStrict(t, manifest) {
+				switch v := o.obj.(type) {
+				case *corev1.Service:
+					services = append(services, v)
+				case *monitoringv1.ServiceMonitor:
+					sm = v
+				}
+			}
+			require.NotNil(t, sm)
+			targets := scrapeTargets(t, sm, services)
+			require.Len(t, services, 2)
+			for _, s := range services {
+				c := s.Labels["app.kubernetes.io/component"]
+				require.Equal(t, tc.fullname+"-"+c, s.Name, "the Service keeps its name")
+				job := targets[s.Name].job
+				require.Equal(t, tc.job+"-"+c, job)
+				for _, re := range selectors[c] {
+					require.Regexp(t, "^(?:"+re+")$", job, "the alerts' job=~%q selects the %s's series", re, c)
+				}
+			}
+		})
+	}
+}

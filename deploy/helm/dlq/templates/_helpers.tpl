@@ -21,6 +21,21 @@ app.kubernetes.io/instance: {{ (index . 0).Release.Name }}
 app.kubernetes.io/component: {{ index . 1 }}
 {{- end -}}
 
+{{/* dlq.job: the scrape job of one component, the name the alerts select
+(deploy/observability/alerts.yaml: dlq-worker or *-dlq-worker); call with (list $ "worker").
+The Service's name when it already ends so, else RELEASE-dlq-worker: a release whose name
+contains "dlq" names its Services RELEASE-worker. */}}
+{{- define "dlq.job" -}}
+{{- $ := index . 0 -}}
+{{- $c := index . 1 -}}
+{{- $svc := printf "%s-%s" (include "dlq.fullname" $) $c -}}
+{{- if regexMatch (printf "^(.*-)?dlq-%s$" $c) $svc -}}
+{{- $svc -}}
+{{- else -}}
+{{- printf "%s-dlq-%s" $.Release.Name $c -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "dlq.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
