@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
@@ -108,6 +109,9 @@ var matrix = []struct {
 	{"kafka TLS only", with("kafka.tls", map[string]any{"caSecret": "kafka-ca"}),
 		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service"}},
 }
+
+// consoleSessionTTL is how long a console sign-in lasts (internal/console's SessionTTL).
+const consoleSessionTTL = 8 * time.Hour
 
 // kafkaPassword is the SASL password of the matrix: it must reach the worker's loaded
 // configuration and appear in no ConfigMap and no environment variable.
@@ -272,6 +276,15 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 	}
 	if monitor != nil {
 		checkScrapes(t, values, monitor, services)
+	}
+	for _, s := range services {
+		if s.Labels["app.kubernetes.io/component"] != "admin" {
+			continue
+		}
+		// The console's sessions live in one process's memory (internal/console/session.go):
+		// a client stays on its pod for as long as a sign-in lasts.
+		require.Equal(t, corev1.ServiceAffinityClientIP, s.Spec.SessionAffinity, "%s: the console needs sticky sessions", s.Name)
+		require.GreaterOrEqual(t, *s.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds, int32(consoleSessionTTL.Seconds()), s.Name)
 	}
 	for _, d := range deployments {
 		pod := d.Spec.Template
