@@ -139,6 +139,9 @@ func TestChartRefusesIncompleteValues(t *testing.T) {
 		{with("worker.config.routes", []any{}), "worker.config.routes: at least one route"},
 		{with("admin.config.tokens", []any{}), "admin.config.tokens: at least one token"},
 		{with("admin.allowInsecure", false), "set admin.tls.secretName, or admin.allowInsecure"},
+		// The chart cannot read an existing Secret's admin.yaml, but it decides the probes' scheme.
+		{with("database.url", "", "database.existingSecret", "dlq-credentials", "admin.config.tokens", []any{}, "admin.allowInsecure", false),
+			"set admin.tls.secretName, or admin.allowInsecure"},
 		{with("worker.config.kafka", map[string]any{"extra": map[string]any{"sasl.password": "x"}}),
 			"worker.config.kafka.extra.sasl.password: it would land in a ConfigMap"},
 		{with("worker.config.kafka", map[string]any{"extra": map[string]any{"ssl.key.password": "x"}}),
