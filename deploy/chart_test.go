@@ -648,3 +648,19 @@ func TestServiceMonitorJobsMatchTheAlerts(t *testing.T) {
 		})
 	}
 }
+
+// The Secret the chart makes for kafka.sasl.password is RELEASE-dlq-kafka, or
+// RELEASE-kafka when the release's name contains "dlq" (as every object of the chart).
+func TestKafkaSecretName(t *testing.T) {
+	for release, want := range map[string]string{"dlq": "dlq-kafka", "prod": "prod-dlq-kafka", "dlq-prod": "dlq-prod-kafka"} {
+		manifest, err := renderAs(t, release, with("kafka.sasl", map[string]any{"mechanism": "PLAIN", "username": "dlq", "password": kafkaPassword}))
+		require.NoError(t, err)
+		var names []string
+		for _, o := range decodeStrict(t, manifest) {
+			if s, ok := o.obj.(*corev1.Secret); ok {
+				names = append(names, s.Name)
+			}
+		}
+		require.Contains(t, names, want, "release %s", release)
+	}
+}
