@@ -11,9 +11,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
@@ -81,6 +84,11 @@ var matrix = []struct {
 	{"admin only, no PDBs", with("worker.enabled", false, "worker.config.routes", []any{}, "kafka.bootstrapServers", "",
 		"admin.podDisruptionBudget.enabled", false, "worker.podDisruptionBudget.enabled", false),
 		[]string{"Deployment", "Secret", "Service"}},
+	{"service monitor, admin TLS", with("serviceMonitor.enabled", true, "admin.allowInsecure", false, "admin.tls.secretName", "dlq-admin-tls"),
+		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "ServiceMonitor"}},
+	{"service monitor, admin TLS, own tlsConfig", with("serviceMonitor.enabled", true, "admin.allowInsecure", false, "admin.tls.secretName", "dlq-admin-tls",
+		"serviceMonitor.adminTLSConfig", map[string]any{"ca": map[string]any{"secret": map[string]any{"name": "corp-ca", "key": "ca.pem"}}, "serverName": "dlq.example.com"}),
+		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "ServiceMonitor"}},
 	{"scaled, migrations by hand, pull secret", with("worker.replicas", 3, "admin.replicas", 3, "database.migrateOnStart", false,
 		"imagePullSecrets", []any{map[string]any{"name": "registry"}}, "image.tag", "1.2.3",
 		"worker.config.kafka", map[string]any{"extra": map[string]any{"security.protocol": "SSL"}},
@@ -101,6 +109,9 @@ var matrix = []struct {
 	{"kafka TLS only", with("kafka.tls", map[string]any{"caSecret": "kafka-ca"}),
 		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service"}},
 }
+
+// consoleSessionTTL is how long a console sign-in lasts (internal/console's SessionTTL).
+const consoleSessionTTL = 8 * time.Hour
 
 // kafkaPassword is the SASL password of the matrix: it must reach the worker's loaded
 // configuration and appear in no ConfigMap and no environment variable.
@@ -128,6 +139,9 @@ func TestChartRefusesIncompleteValues(t *testing.T) {
 		{with("worker.config.routes", []any{}), "worker.config.routes: at least one route"},
 		{with("admin.config.tokens", []any{}), "admin.config.tokens: at least one token"},
 		{with("admin.allowInsecure", false), "set admin.tls.secretName, or admin.allowInsecure"},
+		// The chart cannot read an existing Secret's admin.yaml, but it decides the probes' scheme.
+		{with("database.url", "", "database.existingSecret", "dlq-credentials", "admin.config.tokens", []any{}, "admin.allowInsecure", false),
+			"set admin.tls.secretName, or admin.allowInsecure"},
 		{with("worker.config.kafka", map[string]any{"extra": map[string]any{"sasl.password": "x"}}),
 			"worker.config.kafka.extra.sasl.password: it would land in a ConfigMap"},
 		{with("worker.config.kafka", map[string]any{"extra": map[string]any{"ssl.key.password": "x"}}),
@@ -169,14 +183,23 @@ type object struct {
 	obj  any
 }
 
-// render is `helm template` of the chart with values.
+// namespace is the namespace of every rendered release.
+const namespace = "dlq"
+
+// render is `helm template` of the chart with values, as release dlq.
 func render(t *testing.T, values map[string]any) (string, error) {
+	t.Helper()
+	return renderAs(t, "dlq", values)
+}
+
+// renderAs is `helm template RELEASE` of the chart with values.
+func renderAs(t *testing.T, release string, values map[string]any) (string, error) {
 	t.Helper()
 	chrt, err := loader.Load(chartDir)
 	require.NoError(t, err)
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = "dlq", "dlq"
+	install.ReleaseName, install.Namespace = release, namespace
 	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.31.0", Major: "1", Minor: "31"}
 	install.APIVersions = chartutil.VersionSet{"monitoring.coreos.com/v1/ServiceMonitor"}
 	rel, err := install.Run(chrt, values)
@@ -232,6 +255,7 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 	secrets := map[string]*corev1.Secret{}
 	var services []*corev1.Service
 	var deployments []*appsv1.Deployment
+	var monitor *monitoringv1.ServiceMonitor
 	for _, o := range objs {
 		switch v := o.obj.(type) {
 		case *corev1.ConfigMap:
@@ -249,7 +273,21 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 			services = append(services, v)
 		case *appsv1.Deployment:
 			deployments = append(deployments, v)
+		case *monitoringv1.ServiceMonitor:
+			monitor = v
 		}
+	}
+	if monitor != nil {
+		checkScrapes(t, values, monitor, services)
+	}
+	for _, s := range services {
+		if s.Labels["app.kubernetes.io/component"] != "admin" {
+			continue
+		}
+		// The console's sessions live in one process's memory (internal/console/session.go):
+		// a client stays on its pod for as long as a sign-in lasts.
+		require.Equal(t, corev1.ServiceAffinityClientIP, s.Spec.SessionAffinity, "%s: the console needs sticky sessions", s.Name)
+		require.GreaterOrEqual(t, *s.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds, int32(consoleSessionTTL.Seconds()), s.Name)
 	}
 	for _, d := range deployments {
 		pod := d.Spec.Template
@@ -313,6 +351,119 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 	if secret != nil {
 		require.Equal(t, values["database"].(map[string]any)["url"], secret.StringData["database-url"])
 	}
+}
+
+// checkScrapes checks that the ServiceMonitor scrapes each Service once, over HTTPS with
+// the admin certificate's CA when dlq-admin serves TLS.
+func checkScrapes(t *testing.T, values map[string]any, sm *monitoringv1.ServiceMonitor, services []*corev1.Service) {
+	t.Helper()
+	adminTLS, _ := values["admin"].(map[string]any)["tls"].(map[string]any)
+	tlsSecret, _ := adminTLS["secretName"].(string)
+	targets := scrapeTargets(t, sm, services)
+	for _, s := range services {
+		tg, ok := targets[s.Name]
+		require.True(t, ok, "the ServiceMonitor scrapes %s", s.Name)
+		require.Equal(t, "/metrics", tg.endpoint.Path)
+		if s.Labels["app.kubernetes.io/component"] == "admin" && tlsSecret != "" {
+			require.NotNil(t, tg.endpoint.Scheme, "%s serves TLS only", s.Name)
+			require.Equal(t, "https", strings.ToLower(string(*tg.endpoint.Scheme)), "%s serves TLS only", s.Name)
+			tc := tg.endpoint.TLSConfig
+			require.NotNil(t, tc, "%s: the certificate is checked", s.Name)
+			if own, _ := values["serviceMonitor"].(map[string]any)["adminTLSConfig"].(map[string]any); len(own) > 0 { // {}: the chart's default
+				raw, err := json.Marshal(own)
+				require.NoError(t, err)
+				var want monitoringv1.TLSConfig
+				require.NoError(t, json.Unmarshal(raw, &want))
+				require.Equal(t, &want, tc, "serviceMonitor.adminTLSConfig is the endpoint's tlsConfig")
+				continue
+			}
+			require.Equal(t, &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: tlsSecret}, Key: "ca.crt"},
+				tc.CA.Secret, "the CA is the ca.crt of the admin certificate's Secret")
+			require.Equal(t, s.Name+"."+namespace+".svc", *tc.ServerName, "the certificate is checked for the Service's name")
+			require.Nil(t, tc.InsecureSkipVerify)
+		} else if tg.endpoint.Scheme != nil {
+			require.Equal(t, "http", strings.ToLower(string(*tg.endpoint.Scheme)), "%s serves plain HTTP", s.Name)
+		}
+	}
+}
+
+// target is what Prometheus scrapes for one Service: the ServiceMonitor's endpoint and the
+// job label it gives the series.
+type target struct {
+	endpoint monitoringv1.Endpoint
+	job      string
+}
+
+// scrapeTargets simulates prometheus-operator's scrape configuration: each endpoint of the
+// ServiceMonitor discovers the selected Services that have its port, with the job label
+// the Service's name (or its jobLabel label), then applies the endpoint's relabelings. A
+// Service scraped by two endpoints fails the test.
+func scrapeTargets(t *testing.T, sm *monitoringv1.ServiceMonitor, services []*corev1.Service) map[string]target {
+	t.Helper()
+	meta := regexp.MustCompile(`[^a-zA-Z0-9_]`)
+	out := map[string]target{}
+	for _, ep := range sm.Spec.Endpoints {
+		for _, s := range services {
+			if !matches(sm.Spec.Selector.MatchLabels, s.Labels) || !slices.ContainsFunc(s.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port }) {
+				continue
+			}
+			lset := map[string]string{"job": s.Name, "__meta_kubernetes_service_name": s.Name, "__meta_kubernetes_namespace": namespace}
+			if v, ok := s.Labels[sm.Spec.JobLabel]; ok && sm.Spec.JobLabel != "" {
+				lset["job"] = v
+			}
+			for k, v := range s.Labels {
+				lset["__meta_kubernetes_service_label_"+meta.ReplaceAllString(k, "_")] = v
+			}
+			if !relabel(t, lset, ep.RelabelConfigs) {
+				continue
+			}
+			_, dup := out[s.Name]
+			require.False(t, dup, "%s is scraped twice", s.Name)
+			out[s.Name] = target{ep, lset["job"]}
+		}
+	}
+	return out
+}
+
+// relabel applies Prometheus' keep, drop and replace relabelings to lset; false when the
+// target is dropped.
+func relabel(t *testing.T, lset map[string]string, cfgs []monitoringv1.RelabelConfig) bool {
+	t.Helper()
+	for _, c := range cfgs {
+		var vals []string
+		for _, l := range c.SourceLabels {
+			vals = append(vals, lset[string(l)])
+		}
+		sep := ";"
+		if c.Separator != nil {
+			sep = *c.Separator
+		}
+		val := strings.Join(vals, sep)
+		re := regexp.MustCompile("^(?:" + cmp.Or(c.Regex, "(.*)") + ")$")
+		switch strings.ToLower(cmp.Or(c.Action, "replace")) {
+		case "keep":
+			if !re.MatchString(val) {
+				return false
+			}
+		case "drop":
+			if re.MatchString(val) {
+				return false
+			}
+		case "replace":
+			m := re.FindStringSubmatchIndex(val)
+			if m == nil {
+				continue
+			}
+			repl := "$1"
+			if c.Replacement != nil {
+				repl = *c.Replacement
+			}
+			lset[c.TargetLabel] = string(re.ExpandString(nil, repl, val, m))
+		default:
+			t.Fatalf("relabel action %q is not simulated", c.Action)
+		}
+	}
+	return true
 }
 
 // secretFile is what the pod finds at path: the item of a mounted Secret volume, with the
@@ -432,4 +583,84 @@ func loadConfig(t *testing.T, raw, prefix string, dst config.Validatable) {
 	t.Setenv(prefix+"DATABASE_URL", "postgres://dlq@db/dlq")
 	t.Setenv(prefix+"KAFKA_BOOTSTRAP_SERVERS", "kafka:9092")
 	require.NoError(t, config.Load(path, prefix, dst), "the binary refuses the rendered configuration:\n%s", raw)
+}
+
+// Whatever the release's name, the ServiceMonitor gives its series the job labels the
+// alert rules select (each job=~ regex of alerts.yaml), without renaming a Service: the
+// job is the Service's name when that already ends in dlq-worker or dlq-admin (the labels
+// of existing releases stay), else RELEASE-dlq-worker and RELEASE-dlq-admin.
+func TestServiceMonitorJobsMatchTheAlerts(t *testing.T) {
+	raw, err := os.ReadFile(alertsFile)
+	require.NoError(t, err)
+	var rules struct {
+		Groups []struct {
+			Rules []struct{ Alert, Expr string }
+		}
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &rules))
+	selectors := map[string][]string{} // component: the alerts' job regexes
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			for _, m := range regexp.MustCompile(`job=~"([^"]*)"`).FindAllStringSubmatch(r.Expr, -1) {
+				c := "worker"
+				if strings.Contains(m[1], "admin") {
+					c = "admin"
+				}
+				selectors[c] = append(selectors[c], m[1])
+			}
+		}
+	}
+	require.NotEmpty(t, selectors["worker"])
+	require.NotEmpty(t, selectors["admin"])
+	for _, tc := range []struct{ release, fullname, job string }{
+		{"dlq", "dlq", "dlq"},
+		{"prod", "prod-dlq", "prod-dlq"},
+		{"prod-dlq", "prod-dlq", "prod-dlq"},
+		{"dlq-prod", "dlq-prod", "dlq-prod-dlq"},
+		{"mydlq", "mydlq", "mydlq-dlq"},
+		{"orders-dlq-eu", "orders-dlq-eu", "orders-dlq-eu-dlq"},
+	} {
+		t.Run(tc.release, func(t *testing.T) {
+			manifest, err := renderAs(t, tc.release, with("serviceMonitor.enabled", true))
+			require.NoError(t, err)
+			var services []*corev1.Service
+			var sm *monitoringv1.ServiceMonitor
+			for _, o := range decodeStrict(t, manifest) {
+				switch v := o.obj.(type) {
+				case *corev1.Service:
+					services = append(services, v)
+				case *monitoringv1.ServiceMonitor:
+					sm = v
+				}
+			}
+			require.NotNil(t, sm)
+			targets := scrapeTargets(t, sm, services)
+			require.Len(t, services, 2)
+			for _, s := range services {
+				c := s.Labels["app.kubernetes.io/component"]
+				require.Equal(t, tc.fullname+"-"+c, s.Name, "the Service keeps its name")
+				job := targets[s.Name].job
+				require.Equal(t, tc.job+"-"+c, job)
+				for _, re := range selectors[c] {
+					require.Regexp(t, "^(?:"+re+")$", job, "the alerts' job=~%q selects the %s's series", re, c)
+				}
+			}
+		})
+	}
+}
+
+// The Secret the chart makes for kafka.sasl.password is RELEASE-dlq-kafka, or
+// RELEASE-kafka when the release's name contains "dlq" (as every object of the chart).
+func TestKafkaSecretName(t *testing.T) {
+	for release, want := range map[string]string{"dlq": "dlq-kafka", "prod": "prod-dlq-kafka", "dlq-prod": "dlq-prod-kafka"} {
+		manifest, err := renderAs(t, release, with("kafka.sasl", map[string]any{"mechanism": "PLAIN", "username": "dlq", "password": kafkaPassword}))
+		require.NoError(t, err)
+		var names []string
+		for _, o := range decodeStrict(t, manifest) {
+			if s, ok := o.obj.(*corev1.Secret); ok {
+				names = append(names, s.Name)
+			}
+		}
+		require.Contains(t, names, want, "release %s", release)
+	}
 }

@@ -21,6 +21,21 @@ app.kubernetes.io/instance: {{ (index . 0).Release.Name }}
 app.kubernetes.io/component: {{ index . 1 }}
 {{- end -}}
 
+{{/* dlq.job: the scrape job of one component, the name the alerts select
+(deploy/observability/alerts.yaml: dlq-worker or *-dlq-worker); call with (list $ "worker").
+The Service's name when it already ends so, else RELEASE-dlq-worker: a release whose name
+contains "dlq" names its Services RELEASE-worker. */}}
+{{- define "dlq.job" -}}
+{{- $ := index . 0 -}}
+{{- $c := index . 1 -}}
+{{- $svc := printf "%s-%s" (include "dlq.fullname" $) $c -}}
+{{- if regexMatch (printf "^(.*-)?dlq-%s$" $c) $svc -}}
+{{- $svc -}}
+{{- else -}}
+{{- printf "%s-dlq-%s" $.Release.Name $c -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "dlq.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
@@ -103,9 +118,10 @@ database: {migrate_on_start: {{ .Values.database.migrateOnStart }}, max_conns: {
 {{- toYaml (merge $own (deepCopy .Values.worker.config)) -}}
 {{- end -}}
 
-{{- define "dlq.adminConfig" -}}
-{{- if not .Values.admin.config.tokens }}{{ fail "admin.config.tokens: at least one token is required (dlq-admin token new)" }}{{ end -}}
-{{- $own := fromYaml (include "dlq.common" .) -}}
+{{/* dlq.adminHTTP: dlq-admin's http section (YAML). It also decides the probes' and the
+ServiceMonitor's scheme, so admin.yaml checks it even when an existing Secret holds the
+configuration. */}}
+{{- define "dlq.adminHTTP" -}}
 {{- $http := dict "listen" ":8080" -}}
 {{- if .Values.admin.tls.secretName -}}
 {{- $_ := set $http "tls_cert_file" "/etc/dlq/tls/tls.crt" -}}
@@ -115,7 +131,13 @@ database: {migrate_on_start: {{ .Values.database.migrateOnStart }}, max_conns: {
 {{- else -}}
 {{- fail "admin: bearer tokens must not cross the network in clear: set admin.tls.secretName, or admin.allowInsecure behind a TLS-terminating proxy or mesh" -}}
 {{- end -}}
-{{- $_ := set $own "http" $http -}}
+{{- toYaml $http -}}
+{{- end -}}
+
+{{- define "dlq.adminConfig" -}}
+{{- if not .Values.admin.config.tokens }}{{ fail "admin.config.tokens: at least one token is required (dlq-admin token new)" }}{{ end -}}
+{{- $own := fromYaml (include "dlq.common" .) -}}
+{{- $_ := set $own "http" (fromYaml (include "dlq.adminHTTP" .)) -}}
 {{- toYaml (merge $own (deepCopy .Values.admin.config)) -}}
 {{- end -}}
 
