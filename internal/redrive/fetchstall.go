@@ -23,38 +23,46 @@ const fetchStallAfter = 10 * time.Second
 func (w *worker) watchFetches(r *runState, now time.Time) {
 	held := w.throttle.on
 	for _, p := range r.parts {
-		next := p.nextOffset()
+		next, _ := p.nextOffset()
 		switch {
 		case held || p.gone || !p.reading || p.paused:
 			p.quietSince = time.Time{}
 		case p.quietSince.IsZero() || next != p.quietAt:
 			p.quietAt, p.quietSince = next, now
 		case now.Sub(p.quietSince) >= fetchStallAfter:
-			w.kickFetch(p, next, now.Sub(p.quietSince))
+			w.kickFetch(p, now.Sub(p.quietSince))
 			p.quietSince = now
 		}
 	}
 }
 
-// nextOffset is the offset the run expects next from p: past the last record it took, or
-// where the run started on it when it took none yet.
-func (p *partition) nextOffset() int64 {
+// nextOffset is the offset the run expects next from p, past the last record it took. It
+// is unknown (false) before the first record of the worker's life when the assignment
+// left the start to the group (its committed offset could not be read, or it has none):
+// librdkafka starts where the group's committed offset or auto.offset.reset says.
+func (p *partition) nextOffset() (int64, bool) {
 	if p.trk == nil {
-		return p.from
+		return -1, false
 	}
-	return p.trk.Next()
+	return p.trk.Next(), true
 }
 
-// kickFetch resumes p in librdkafka and seeks it to next (the documented workaround),
-// then wakes its fetcher.
-func (w *worker) kickFetch(p *partition, next int64, quiet time.Duration) {
+// kickFetch resumes p in librdkafka and seeks it to the next offset the run expects (the
+// documented workaround), then wakes its fetcher. Where that offset is unknown it only
+// resumes p: a seek to a guess would read records the group had done again.
+func (w *worker) kickFetch(p *partition, quiet time.Duration) {
+	next, known := p.nextOffset()
 	tp := kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(next)}
 	err := w.consumer.Resume([]kafka.TopicPartition{tp})
-	if err == nil {
-		err = w.consumer.Seek(tp, 0)
+	ev := p.log(w.log).Warn()
+	if known {
+		if err == nil {
+			err = w.consumer.Seek(tp, 0)
+		}
+		ev = ev.Int64("offset", next)
 	}
 	w.parts.wakeFetcher([]kafka.TopicPartition{tp})
 	w.health.count("fetch_stall")
-	p.log(w.log).Warn().Err(err).Int64("offset", next).Dur("quiet_ms", quiet).
-		Msg("partition handed out nothing while the run reads it: resumed and sought again")
+	ev.Err(err).Dur("quiet_ms", quiet).Bool("sought", known).
+		Msg("partition handed out nothing while the run reads it; kicked it (resumed, and sought when its next offset is known)")
 }
