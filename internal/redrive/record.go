@@ -5,6 +5,7 @@
 package redrive
 
 import (
+	"slices"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -77,7 +78,7 @@ func (w *worker) process(p *partition, m *kafka.Message) {
 		// The source record's warnings are this record's: noted with the pointer's, once.
 		var src []headers.Warning
 		m, dec, src = w.resolvePointer(p, m, dec)
-		warnings = append(warnings[:len(warnings):len(warnings)], src...)
+		warnings = slices.Concat(warnings, src)
 	}
 	if len(warnings) > 0 {
 		w.hdrWarn.note(from, warnings)
