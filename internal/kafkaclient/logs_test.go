@@ -1,11 +1,9 @@
 package kafkaclient_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,30 +13,14 @@ import (
 
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/testenv"
 )
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // librdkafka's own lines (here: a refused connection) come out as zerolog JSON lines with
 // the client, the tag and a level, not as raw "%3|…|FAIL|…" lines on stderr.
 func TestLogRouterForwardsLibrdkafkaLines(t *testing.T) {
 	ctx := context.Background()
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	r := kafkaclient.NewLogRouter(zerolog.New(logs))
 	require.NoError(t, r.Stop(ctx), "before Start")
 	require.NoError(t, r.Start(ctx))

@@ -2,7 +2,6 @@ package ops_test
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -18,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +25,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlqops/dlq/internal/ops"
+	"github.com/dlqops/dlq/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -147,7 +146,7 @@ func TestTLSAndReload(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	first := writeCert(t, certFile, keyFile)
-	logs := &lockedBuffer{}
+	logs := &testenv.SyncBuffer{}
 	s := startLogging(t, zerolog.New(logs), ops.Listen{CertFile: certFile, KeyFile: keyFile})
 
 	served := func() *big.Int {
@@ -186,22 +185,4 @@ func TestTLSAndReload(t *testing.T) {
 
 	bad := ops.New(zerolog.Nop())
 	require.ErrorContains(t, bad.Start(ops.Listen{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile}), "tls_cert_file")
-}
-
-// lockedBuffer is a log sink the server's goroutines write to while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

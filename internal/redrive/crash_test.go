@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/redrive"
+	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -26,17 +27,7 @@ import (
 func TestCommitBehindTheLedgerResumesAtTheLedger(t *testing.T) {
 	t.Parallel()
 	const n, behind = 40, 15 // per partition: 20 redriven, committed moved back to 5
-	bs := testenv.KafkaBootstrap(t)
-	st := storetest.New(t)
-	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
-	target := kafkatest.CreateTopic(t, bs, 2, nil)
-	rc := route(testenv.UniqueName("behind-"), dlq)
-	produce(t, dlq, dueRecords("a", n, target)...)
-	first := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
-	waitAssigned(t, bs, rc.Group, 1, 2)
-	committed := committedOffsets(t, bs, dlq, rc.Group, 2)
-	runUntilCommitted(t, first, rc.Name, committed, n)
-	stopNow(t, first)
+	bs, st, dlq, target, rc, committed := firstLife(t, "behind-", n)
 	moveGroupTo(t, bs, rc.Group, dlq, map[int32]int64{0: n/2 - behind, 1: n/2 - behind})
 
 	reg := prometheus.NewRegistry()
@@ -77,17 +68,7 @@ func TestCommitBehindTheLedgerResumesAtTheLedger(t *testing.T) {
 func TestLostCommittedOffsetsResumeAtTheLedger(t *testing.T) {
 	t.Parallel()
 	const n, more = 40, 10
-	bs := testenv.KafkaBootstrap(t)
-	st := storetest.New(t)
-	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
-	target := kafkatest.CreateTopic(t, bs, 2, nil)
-	rc := route(testenv.UniqueName("lost-offsets-"), dlq)
-	produce(t, dlq, dueRecords("a", n, target)...)
-	first := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
-	waitAssigned(t, bs, rc.Group, 1, 2)
-	committed := committedOffsets(t, bs, dlq, rc.Group, 2)
-	runUntilCommitted(t, first, rc.Name, committed, n)
-	stopNow(t, first)
+	bs, st, dlq, target, rc, committed := firstLife(t, "lost-offsets-", n)
 	deleteGroup(t, bs, rc.Group)
 	require.Zero(t, kafkatest.Total(committed()), "the group's offsets are gone")
 	produce(t, dlq, dueRecords("b", more, target)...)
@@ -112,6 +93,24 @@ func TestLostCommittedOffsetsResumeAtTheLedger(t *testing.T) {
 	rep := requireConserved(t, st, dlq, rc.Group)
 	require.Equal(t, n+more, rep.OnTarget)
 	require.Empty(t, rep.Duplicated)
+}
+
+// firstLife redrives n due records from a new two-partition DLQ with a worker of a new
+// route (named after prefix), which it stops once the group committed them all, and
+// returns the scene for the next life: the bootstrap servers, the store, the DLQ, the
+// target, the route and a reader of the group's committed offsets.
+func firstLife(t *testing.T, prefix string, n int) (bs string, st *store.Store, dlq, target string, rc routes.Config, committed func() map[int32]int64) {
+	t.Helper()
+	bs, st = testenv.KafkaBootstrap(t), storetest.New(t)
+	dlq, target = kafkatest.CreateTopic(t, bs, 2, nil), kafkatest.CreateTopic(t, bs, 2, nil)
+	rc = route(testenv.UniqueName(prefix), dlq)
+	produce(t, dlq, dueRecords("a", n, target)...)
+	first := startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t)}, rc)
+	waitAssigned(t, bs, rc.Group, 1, 2)
+	committed = committedOffsets(t, bs, dlq, rc.Group, 2)
+	runUntilCommitted(t, first, rc.Name, committed, n)
+	stopNow(t, first)
+	return bs, st, dlq, target, rc, committed
 }
 
 // deleteGroup deletes an empty consumer group, and so its committed offsets.

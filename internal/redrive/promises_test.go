@@ -1,12 +1,10 @@
 package redrive_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,24 +23,13 @@ import (
 )
 
 // syncBuffer is a log sink the engine's goroutines write to while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type syncBuffer struct{ testenv.SyncBuffer }
 
 // lines returns the JSON log lines written so far whose message starts with msg.
 func (b *syncBuffer) lines(t *testing.T, msg string) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(b.buf.String(), "\n") {
+	for _, l := range strings.Split(b.String(), "\n") {
 		var m map[string]any
 		if l == "" || json.Unmarshal([]byte(l), &m) != nil {
 			continue
