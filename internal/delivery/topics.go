@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -37,8 +38,10 @@ func NewTopics(md Metadata, ttl, timeout time.Duration) *Topics {
 }
 
 // Partition is the partition a record goes to in topic: original when it still exists
-// there, else the Java producer's choice for the key, else librdkafka's (a null key). ok
-// is false when the topic does not exist; err is set when the cluster did not answer.
+// there, else the Java producer's choice for the key, else one at random (a null key, as
+// librdkafka's default partitioner does, but chosen here: Ordered matches reports by the
+// partition a record was produced to). ok is false when the topic does not exist; err is
+// set when the cluster did not answer.
 func (t *Topics) Partition(topic string, original int32, key []byte) (p int32, ok bool, err error) {
 	n, err := t.Partitions(topic)
 	if err != nil || n == 0 {
@@ -50,7 +53,7 @@ func (t *Topics) Partition(topic string, original int32, key []byte) (p int32, o
 	case key != nil:
 		return partitioner.ForKey(key, n), true, nil
 	}
-	return kafka.PartitionAny, true, nil
+	return rand.Int32N(n), true, nil
 }
 
 // Partitions is topic's partition count, 0 when it does not exist.
