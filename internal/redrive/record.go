@@ -143,7 +143,15 @@ func (w *worker) drainDeliveries() {
 func (w *worker) onDelivery(ev kafka.Event) {
 	switch ev := ev.(type) {
 	case *kafka.Message:
-		switch o := ev.Opaque.(type) {
+		opaque := ev.Opaque
+		if opaque == nil { // a redriven record, which the sender produced through w.ordered
+			var err error
+			if opaque, err = w.ordered.Match(ev); err != nil {
+				w.fatal = err
+				return
+			}
+		}
+		switch o := opaque.(type) {
 		case *inflight:
 			w.onRedriveAck(o, ev)
 		case *claimed:

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
@@ -21,7 +22,10 @@ func TestSenderBatchesAreFilledAgain(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
 	target := kafkatest.CreateTopic(t, bootstrap, 1, nil)
 	p := testProducer(t, config.Kafka{BootstrapServers: bootstrap})
-	s := newSender(p, headers.DefaultEncodeOptions())
+	ordered, err := delivery.NewOrdered(p)
+	require.NoError(t, err)
+	t.Cleanup(ordered.Close) // before testProducer's Close: cleanups run last first
+	s := newSender(ordered, headers.DefaultEncodeOptions())
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, s.Start(ctx))
 	t.Cleanup(func() {

@@ -78,8 +78,9 @@ type worker struct {
 	onFatal    func(error) // reports the error that stops the loop; safe from any goroutine
 
 	// Set up by newWorker, then only used.
-	consumer *kafka.Consumer // the loop's
-	producer *kafka.Producer // the loop's and the sender's; Ready asks it for metadata
+	consumer *kafka.Consumer   // the loop's
+	producer *kafka.Producer   // the loop's and the sender's; Ready asks it for metadata
+	ordered  *delivery.Ordered // the sender's way into producer; the loop matches reports with it
 	// The route's series of the per-record metrics, looked up once.
 	inFlightGauge prometheus.Gauge
 	redrivenCount prometheus.Counter
@@ -148,6 +149,11 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		w.consumer.Close()
 		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
 	}
+	if w.ordered, err = delivery.NewOrdered(w.producer); err != nil {
+		w.consumer.Close()
+		w.producer.Close()
+		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
+	}
 	// The parts, each given what it uses (health first: the others report to it).
 	w.health = newHealth(w.log, r.Name, e.metrics.errors, w.producer)
 	w.topicsOK = &topicCheck{producer: w.producer, topics: r.Topics}
@@ -162,7 +168,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		sources: w.sources, series: map[partKey]bool{}}
 	w.claims = &claims{store: e.store, route: r, instanceID: e.instanceID, clock: e.clock, producer: w.producer, topics: w.topics,
 		health: w.health, parked: e.metrics.parked, redriven: w.redrivenCount}
-	w.send = newSender(w.producer, r.rules.Encode)
+	w.send = newSender(w.ordered, r.rules.Encode)
 	return w, nil
 }
 
@@ -331,6 +337,7 @@ func (w *worker) shutdown(ctx context.Context) error {
 	if left := w.producer.Flush(flushMs); left > 0 {
 		w.log.Warn().Int("records", left).Msg("records still unacknowledged at shutdown: they stay uncommitted in the DLQ")
 	}
+	w.ordered.Close()
 	w.producer.Close()
 	<-drained // ends with Close: nothing of the worker outlives its loop
 	return cerr
