@@ -4,5 +4,8 @@
 // allowed_targets bind every path, replays included), checks through metadata that the
 // topic exists (never creating one), chooses the partition, builds the outgoing message
 // with our headers, and says what a produce failure means (transient, permanent with the
-// park reason, or fatal). Nothing else builds an outgoing record.
+// park reason, or fatal). Nothing else builds an outgoing record. Produce goes through
+// confluent-kafka-go with a per-record opaque or report channel (replays, scheduled
+// records); Ordered, the redrive's hot path, hands librdkafka each record in one call
+// and matches reports by their order per partition.
 package delivery

@@ -11,6 +11,8 @@ import (
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
@@ -54,4 +56,24 @@ func TestSenderBatchesAreFilledAgain(t *testing.T) {
 		}
 	}
 	require.LessOrEqual(t, len(batches), senderBatches+2, "distinct batches over %d turns", turns)
+}
+
+// An acknowledgement that no redriven record waits for on its partition (here a record
+// someone else produced through the worker's producer without an opaque) is not given
+// to the oldest record of another partition or ignored: it stops the worker, which then
+// commits nothing it has not seen acknowledged.
+func TestAnUnmatchedAcknowledgementStopsTheWorker(t *testing.T) {
+	bootstrap := testenv.KafkaBootstrap(t)
+	kc := config.Kafka{BootstrapServers: bootstrap}
+	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
+	target := kafkatest.CreateTopic(t, bootstrap, 1, nil)
+	w := testWorker(t, routes.Config{Name: "unmatched", Topics: []string{dlq}, Schedule: "@every 1h"}, kc, storetest.New(t))
+	require.NoError(t, w.producer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &target, Partition: 0},
+		Value: []byte("foreign")}, nil))
+	deadline := time.Now().Add(30 * time.Second)
+	for w.fatal == nil && time.Now().Before(deadline) {
+		w.waitWork()
+	}
+	require.ErrorContains(t, w.fatal, "no record produced there waiting for it")
+	require.ErrorContains(t, w.fatal, target)
 }

@@ -64,6 +64,7 @@ func testWorker(t *testing.T, rc routes.Config, kc config.Kafka, st *store.Store
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = w.consumer.Close()
+		w.ordered.Close()
 		w.producer.Close()
 	})
 	return w
