@@ -1,11 +1,7 @@
 package delivery
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -165,11 +161,7 @@ func TestOrderedRefusesReportsItCannotMatch(t *testing.T) {
 // including rdkafka.h, which confluent-kafka-go keeps in its module: they must be the
 // linked librdkafka's.
 func TestOrderedDeclarationsMatchLibrdkafka(t *testing.T) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/confluentinc/confluent-kafka-go/v2").Output()
-	require.NoError(t, err)
-	h, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "kafka", "librdkafka_vendor", "rdkafka.h"))
-	require.NoError(t, err)
-	header := string(h)
+	header := kafkatest.RdkafkaHeader(t)
 	enum := regexp.MustCompile(`(?s)typedef enum rd_kafka_vtype_t \{(.*?)\}`).FindStringSubmatch(header)
 	require.NotNil(t, enum)
 	var vtypes []string
@@ -178,9 +170,5 @@ func TestOrderedDeclarationsMatchLibrdkafka(t *testing.T) {
 	}
 	require.Equal(t, []string{"END", "TOPIC", "RKT", "PARTITION", "VALUE", "KEY", "OPAQUE", "MSGFLAGS", "TIMESTAMP", "HEADER", "HEADERS"}, vtypes[:11])
 	require.Regexp(t, `#define RD_KAFKA_MSG_F_COPY\s+\\?\s*0x2\b`, header)
-	self, err := os.ReadFile("ordered.go")
-	require.NoError(t, err)
-	for _, decl := range regexp.MustCompile(`(?m)^(?:int|void|rd_kafka_\w+_t \*)\s*(rd_kafka_\w+)\(`).FindAllStringSubmatch(string(self), -1) {
-		require.Regexp(t, `\b`+decl[1]+`\s*\(`, header, "%s is librdkafka's", decl[1])
-	}
+	kafkatest.RequireDeclaredIn(t, header, "ordered.go")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/rs/zerolog"
 
+	"github.com/dlqops/dlq/internal/consume"
 	"github.com/dlqops/dlq/internal/redrive/tracker"
 )
 
@@ -60,6 +61,7 @@ func partitionLabel(p int32) string { return strconv.FormatInt(int64(p), 10) }
 // partitions are the DLQ partitions the route holds, by key; owned by the loop goroutine.
 type partitions struct {
 	consumer *kafka.Consumer
+	records  *consume.Queue // where assigned partitions' records go; nil: Poll hands them out
 	log      zerolog.Logger
 	byKey    map[partKey]*partition
 	// assigned is set by an assignment (even an empty one) and cleared by a revocation
@@ -67,8 +69,8 @@ type partitions struct {
 	assigned bool
 }
 
-func newPartitions(c *kafka.Consumer, log zerolog.Logger) *partitions {
-	return &partitions{consumer: c, log: log, byKey: map[partKey]*partition{}}
+func newPartitions(c *kafka.Consumer, records *consume.Queue, log zerolog.Logger) *partitions {
+	return &partitions{consumer: c, records: records, log: log, byKey: map[partKey]*partition{}}
 }
 
 // of is the held partition of tp, nil when it is not held.
@@ -81,6 +83,11 @@ func (ps *partitions) of(tp kafka.TopicPartition) *partition {
 func (ps *partitions) assign(tps []kafka.TopicPartition, parts []*partition) error {
 	for _, p := range parts {
 		ps.byKey[p.key] = p
+	}
+	if ps.records != nil {
+		if err := ps.records.Route(tps); err != nil { // their records come through Poll: slower, not wrong
+			ps.log.Warn().Err(err).Msg("records not routed to the worker's queue")
+		}
 	}
 	var err error
 	if ps.cooperative() {

@@ -13,7 +13,7 @@ import (
 // The throttle is a part of its own: given the in-flight count, it decides what starts,
 // keeps the record that found no room and gives it back first.
 func TestThrottleHoldsARecordUntilInFlightWorkDrains(t *testing.T) {
-	th := newThrottle(2, 0, newPartitions(nil, zerolog.Nop()))
+	th := newThrottle(2, 0, newPartitions(nil, nil, zerolog.Nop()))
 	require.True(t, th.admit(nil, 0, 1))
 	require.False(t, th.admit(nil, 0, 2), "max_in_flight reached")
 
@@ -33,7 +33,7 @@ func TestThrottleHoldsARecordUntilInFlightWorkDrains(t *testing.T) {
 }
 
 func TestThrottleForgetsTheRecordOfARevokedPartition(t *testing.T) {
-	th := newThrottle(1, 0, newPartitions(nil, zerolog.Nop()))
+	th := newThrottle(1, 0, newPartitions(nil, nil, zerolog.Nop()))
 	topic := "dlq"
 	th.hold(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 3, Offset: 9}})
 
@@ -44,7 +44,7 @@ func TestThrottleForgetsTheRecordOfARevokedPartition(t *testing.T) {
 }
 
 func TestThrottleRateLimit(t *testing.T) {
-	th := newThrottle(100, 1, newPartitions(nil, zerolog.Nop()))
+	th := newThrottle(100, 1, newPartitions(nil, nil, zerolog.Nop()))
 	require.True(t, th.admit(nil, 0, 0))
 	require.False(t, th.admit(nil, 0, 0), "one record per second, burst one")
 }
@@ -53,7 +53,7 @@ func TestThrottleRateLimit(t *testing.T) {
 // write that lands doubles the window up to max_in_flight; a gap of offsets (compaction)
 // past the window does not hold a partition whose records are all in the ledger.
 func TestThrottleWindowPastTheLedger(t *testing.T) {
-	th := newThrottle(10000, 0, newPartitions(nil, zerolog.Nop()))
+	th := newThrottle(10000, 0, newPartitions(nil, nil, zerolog.Nop()))
 	l := &ledger{windowMax: 1000}
 	p := &partition{key: partKey{"dlq", 0}, trk: tracker.New(100), stored: 100, ledgered: 100, window: windowStart}
 	for off := int64(100); off < 100+windowStart; off++ {

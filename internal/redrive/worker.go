@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/dlqops/dlq/internal/consume"
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive/routes"
@@ -78,7 +79,8 @@ type worker struct {
 	onFatal    func(error) // reports the error that stops the loop; safe from any goroutine
 
 	// Set up by newWorker, then only used.
-	consumer *kafka.Consumer   // the loop's
+	consumer *kafka.Consumer   // the loop's: events (rebalances, errors, commit results)
+	records  *consume.Queue    // the loop's: the consumer's records (partitions.assign routes them)
 	producer *kafka.Producer   // the loop's and the sender's; Ready asks it for metadata
 	ordered  *delivery.Ordered // the sender's way into producer; the loop matches reports with it
 	// The route's series of the per-record metrics, looked up once.
@@ -145,11 +147,17 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	if w.consumer, err = kafka.NewConsumer(&cc); err != nil {
 		return nil, fmt.Errorf("route %s: consumer: %w", r.Name, err)
 	}
+	if w.records, err = consume.NewQueue(w.consumer); err != nil {
+		w.consumer.Close()
+		return nil, fmt.Errorf("route %s: consumer: %w", r.Name, err)
+	}
 	if w.producer, err = kafka.NewProducer(&pc); err != nil {
+		w.records.Close()
 		w.consumer.Close()
 		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
 	}
 	if w.ordered, err = delivery.NewOrdered(w.producer); err != nil {
+		w.records.Close()
 		w.consumer.Close()
 		w.producer.Close()
 		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
@@ -158,7 +166,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	w.health = newHealth(w.log, r.Name, e.metrics.errors, w.producer)
 	w.topicsOK = &topicCheck{producer: w.producer, topics: r.Topics}
 	w.topics = delivery.NewTopics(w.producer, metadataTTL, callTimeout)
-	w.parts = newPartitions(w.consumer, w.log)
+	w.parts = newPartitions(w.consumer, w.records, w.log)
 	w.throttle = newThrottle(r.MaxInFlight, r.RateLimit, w.parts)
 	w.park = newParker(e.store, r.Name, w.log, w.health, e.metrics)
 	w.ledger = newLedger(w.consumer, e.store, r, w.log, w.health, e.metrics)
@@ -231,14 +239,27 @@ func (w *worker) step(ctx context.Context) {
 		timeout = 0
 	}
 	// Records that are ready are taken in a burst: the rest of a turn costs as much as a
-	// record, and acknowledgements wait in the producer's channel meanwhile.
-	ev := w.consumer.Poll(int(timeout / time.Millisecond))
+	// record, and acknowledgements wait in the producer's channel meanwhile. Then, every
+	// turn (rebalances wait for it, and librdkafka counts it against
+	// max.poll.interval.ms), the consumer's own queue: its events, and the records of any
+	// partition librdkafka did not route to ours (consume.Queue).
+	w.burst(func(wait time.Duration) kafka.Event { return w.records.Next(wait) }, timeout)
+	if w.fatal == nil {
+		w.burst(func(wait time.Duration) kafka.Event { return w.consumer.Poll(int(wait / time.Millisecond)) }, 0)
+	}
+}
+
+// burst handles what next returns, waiting up to timeout for the first, until next has
+// nothing ready or the loop must turn (a burst is full, the throttle is on, a fatal
+// error).
+func (w *worker) burst(next func(time.Duration) kafka.Event, timeout time.Duration) {
+	ev := next(timeout)
 	for n := 1; ev != nil; n++ {
 		w.handle(ev)
 		if n == pollBurst || w.throttle.on || w.fatal != nil {
 			return
 		}
-		ev = w.consumer.Poll(0)
+		ev = next(0)
 	}
 }
 
@@ -310,6 +331,7 @@ func (w *worker) shutdown(ctx context.Context) error {
 	if err != nil {
 		w.log.Warn().Err(err).Msg("final commit failed: the records after the last commit will be read again")
 	}
+	w.records.Close() // before its consumer: nothing reads records any more
 	var cerr error
 	if w.consumerFatal {
 		// After a fatal consumer error (a static member fenced by a newer one with its
