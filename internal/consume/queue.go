@@ -1,3 +1,6 @@
+// Package consume reads a consumer's records off the path of its events: the partitions
+// routed to a Queue hand their records over with one call into librdkafka each, while
+// the consumer's own queue keeps its rebalances, errors and commit results for Poll.
 package consume
 
 /*
