@@ -3,7 +3,6 @@ package redrive
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,9 +89,6 @@ func produceAcked(t *testing.T, p *kafka.Producer, topic string, partition int32
 	require.NoError(t, (<-acked).(*kafka.Message).TopicPartition.Error)
 }
 
-// pollMs is the loop's poll tick in milliseconds, the unit the wake-up tests count in.
-const pollMs = int(pollInterval / time.Millisecond)
-
 // idleFetcher polls w's paused consumer for 30 ticks, failing on a record: the fetcher's
 // last long poll ends and its broker thread idles.
 func (w *worker) idleFetcher(t *testing.T) {
@@ -103,8 +99,9 @@ func (w *worker) idleFetcher(t *testing.T) {
 	}
 }
 
-// pollTick waits up to pollMs for a record of w's queue, then takes an event of its
-// consumer's (a record there too, when the partition was not routed).
+// pollTick, the unit the wake-up tests count in, waits up to the loop's poll interval
+// for a record of w's queue, then takes an event of its consumer's (a record there too,
+// when the partition was not routed).
 func (w *worker) pollTick() kafka.Event {
 	if ev := w.records.Next(pollInterval); ev != nil {
 		return ev
