@@ -189,6 +189,7 @@ func (e *Engine) stopLocked(ctx context.Context) error {
 		}
 		if len(e.loops) < len(e.workers) { // Start failed half-way: close what it opened
 			for _, w := range e.workers[len(e.loops):] {
+				w.records.Close() // before its consumer
 				w.consumer.Close()
 				w.producer.Close()
 			}
