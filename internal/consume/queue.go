@@ -50,7 +50,7 @@ static int dlq_route(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *topic, int
 	return 0;
 }
 
-#define DLQ_FIXED 48
+#define DLQ_FIXED 48 // the fixed fields before the topic
 
 static void dlq_put32(char **p, int32_t v) { memcpy(*p, &v, 4); *p += 4; }
 static void dlq_put64(char **p, int64_t v) { memcpy(*p, &v, 8); *p += 8; }
@@ -151,10 +151,12 @@ import (
 // several calls into C per record and converts each header twice (BenchmarkWorker, see
 // the README's Benchmarks).
 //
-// The records of a partition that is not routed, or whose routing librdkafka dropped
-// (it does when it stops fetching a partition), still come through Poll, as before.
-// librdkafka filters a partition's records fetched before a seek, pause or revocation out
-// of this queue as out of its own.
+// librdkafka clears a partition's route when it stops fetching it (an unassignment) and
+// keeps the partition's records in the partition's own queue until it is routed again,
+// even through a new assignment (TestQueueRouteEndsWithTheAssignment): route a partition
+// each time it starts or resumes fetching. A partition never routed hands its records
+// to Poll. librdkafka filters a partition's records fetched before a seek, pause or
+// revocation out of this queue as out of its own.
 //
 // A Queue is used by one goroutine; Close it before its consumer.
 type Queue struct {
@@ -177,8 +179,9 @@ func NewQueue(c *kafka.Consumer) (*Queue, error) {
 	return q, nil
 }
 
-// Route sends the records of tps, fetched from now on, to q. Call it before the
-// partitions are assigned, so that none of their records is already queued for Poll.
+// Route sends the records of tps to q, those already in the partitions' own queues
+// first. Call it before the partitions are assigned or resumed, so that none of their
+// records is already queued for Poll.
 func (q *Queue) Route(tps []kafka.TopicPartition) error {
 	var errs []error
 	for _, tp := range tps {
@@ -217,6 +220,9 @@ func (q *Queue) Close() {
 	}
 }
 
+// packedFixed is the size of the fixed fields dlq_pack writes before the topic.
+const packedFixed = C.DLQ_FIXED
+
 // message is a record and the leader epoch it points at, allocated together.
 type message struct {
 	m     kafka.Message
@@ -233,9 +239,9 @@ func (q *Queue) decode(b []byte) kafka.Event {
 	tstype := int32(le.Uint32(b[24:]))
 	epoch := int32(le.Uint32(b[28:]))
 	tlen, klen, vlen, n := int(le.Uint32(b[32:])), int(int32(le.Uint32(b[36:]))), int(int32(le.Uint32(b[40:]))), int(le.Uint32(b[44:]))
-	topic := q.topic(b[48 : 48+tlen])
+	topic := q.topic(b[packedFixed : packedFixed+tlen])
 	// One copy holds the key, the value and the headers; each is a capped slice of it.
-	data := append([]byte(nil), b[48+tlen:]...)
+	data := append([]byte(nil), b[packedFixed+tlen:]...)
 	if data == nil {
 		data = []byte{}
 	}
