@@ -47,12 +47,13 @@ func (p *partition) nextOffset() (int64, bool) {
 	return p.trk.Next(), true
 }
 
-// kickFetch resumes p in librdkafka and seeks it to the next offset the run expects (the
-// documented workaround), then wakes its fetcher. Where that offset is unknown it only
+// kickFetch routes and resumes p in librdkafka and seeks it to the next offset the run
+// expects (the documented workaround), then wakes its fetcher. Where that offset is unknown it only
 // resumes p: a seek to a guess would read records the group had done again.
 func (w *worker) kickFetch(p *partition, quiet time.Duration) {
 	next, known := p.nextOffset()
 	tp := kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(next)}
+	w.parts.route([]kafka.TopicPartition{tp})
 	err := w.consumer.Resume([]kafka.TopicPartition{tp})
 	ev := p.log(w.log).Warn()
 	if known {

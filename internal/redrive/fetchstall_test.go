@@ -81,19 +81,7 @@ func newStallScene(t *testing.T, n int, committed int64) *stallScene {
 	bootstrap := testenv.KafkaBootstrap(t)
 	s := &stallScene{kc: config.Kafka{BootstrapServers: bootstrap}, dlq: kafkatest.CreateTopic(t, bootstrap, 1, nil),
 		target: kafkatest.CreateTopic(t, bootstrap, 1, nil), logged: &bytes.Buffer{}}
-	prod := testProducer(t, s.kc)
-	hdrs := headers.To[kafka.Header](headers.Encode(nil, headers.Envelope{RetryCount: 1, OriginalTopic: s.target,
-		OriginalPartition: 0, OriginalOffset: -1}, headers.DefaultEncodeOptions()))
-	for range n {
-		require.NoError(t, prod.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &s.dlq, Partition: 0},
-			Value: []byte("v"), Headers: hdrs}, nil))
-	}
-	for acked := 0; acked < n; {
-		if m, ok := (<-prod.Events()).(*kafka.Message); ok {
-			require.NoError(t, m.TopicPartition.Error)
-			acked++
-		}
-	}
+	s.addRecords(t, n)
 	s.rc = routes.Config{Name: "stall", Topics: []string{s.dlq}, Group: testenv.UniqueName("stall-"), Backoff: &routes.Backoff{None: true}}
 	if committed >= 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -117,6 +105,25 @@ func newStallScene(t *testing.T, n int, committed int64) *stallScene {
 	s.tps = []kafka.TopicPartition{{Topic: &s.dlq, Partition: 0, Offset: kafka.OffsetStored}}
 	s.w.assign(s.tps)
 	return s
+}
+
+// addRecords writes n due dead letters of s.target to the DLQ and waits until the broker
+// has each.
+func (s *stallScene) addRecords(t *testing.T, n int) {
+	t.Helper()
+	prod := testProducer(t, s.kc)
+	hdrs := headers.To[kafka.Header](headers.Encode(nil, headers.Envelope{RetryCount: 1, OriginalTopic: s.target,
+		OriginalPartition: 0, OriginalOffset: -1}, headers.DefaultEncodeOptions()))
+	for range n {
+		require.NoError(t, prod.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &s.dlq, Partition: 0},
+			Value: []byte("v"), Headers: hdrs}, nil))
+	}
+	for acked := 0; acked < n; {
+		if m, ok := (<-prod.Events()).(*kafka.Message); ok {
+			require.NoError(t, m.TopicPartition.Error)
+			acked++
+		}
+	}
 }
 
 // runPausedBehindItsBack starts a run, pauses the partition in librdkafka behind the

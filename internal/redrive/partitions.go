@@ -61,7 +61,7 @@ func partitionLabel(p int32) string { return strconv.FormatInt(int64(p), 10) }
 // partitions are the DLQ partitions the route holds, by key; owned by the loop goroutine.
 type partitions struct {
 	consumer *kafka.Consumer
-	records  *consume.Queue // where assigned partitions' records go; nil: Poll hands them out
+	records  *consume.Queue // where resumed partitions' records go (route); nil: Poll hands them out
 	log      zerolog.Logger
 	byKey    map[partKey]*partition
 	// assigned is set by an assignment (even an empty one) and cleared by a revocation
@@ -83,11 +83,6 @@ func (ps *partitions) of(tp kafka.TopicPartition) *partition {
 func (ps *partitions) assign(tps []kafka.TopicPartition, parts []*partition) error {
 	for _, p := range parts {
 		ps.byKey[p.key] = p
-	}
-	if ps.records != nil {
-		if err := ps.records.Route(tps); err != nil { // their records come through Poll: slower, not wrong
-			ps.log.Warn().Err(err).Msg("records not routed to the worker's queue")
-		}
 	}
 	var err error
 	if ps.cooperative() {
@@ -166,6 +161,7 @@ func (ps *partitions) switchPaused(parts []*partition, pause bool) []kafka.Topic
 	if pause {
 		err = ps.consumer.Pause(tps)
 	} else {
+		ps.route(tps)
 		err = ps.consumer.Resume(tps)
 	}
 	if err != nil {
@@ -173,6 +169,19 @@ func (ps *partitions) switchPaused(parts []*partition, pause bool) []kafka.Topic
 		return nil
 	}
 	return tps
+}
+
+// route sends the records of tps to the worker's queue, as each resume does: librdkafka
+// clears a partition's route when it stops fetching it (a revocation, which may land
+// after the next assignment) and keeps its records in the partition's own queue until
+// it is routed again (consume.Queue). A route that fails leaves the records to Poll.
+func (ps *partitions) route(tps []kafka.TopicPartition) {
+	if ps.records == nil {
+		return
+	}
+	if err := ps.records.Route(tps); err != nil {
+		ps.log.Warn().Err(err).Msg("records not routed to the worker's queue; Poll hands them out")
+	}
 }
 
 // watermarkCalls bounds the watermark requests on their way at once (each holds a thread
