@@ -52,14 +52,12 @@ func (p *partition) nextOffset() (int64, bool) {
 // resumes p: a seek to a guess would read records the group had done again.
 func (w *worker) kickFetch(p *partition, quiet time.Duration) {
 	next, known := p.nextOffset()
-	tp := kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(next)}
+	tp := kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition}
 	w.parts.route([]kafka.TopicPartition{tp})
 	err := w.consumer.Resume([]kafka.TopicPartition{tp})
+	w.parts.seekNext([]*partition{p})
 	ev := p.log(w.log).Warn()
 	if known {
-		if err == nil {
-			err = w.consumer.Seek(tp, 0)
-		}
 		ev = ev.Int64("offset", next)
 	}
 	w.parts.wakeFetcher([]kafka.TopicPartition{tp})

@@ -148,9 +148,11 @@ func (ps *partitions) setPaused(parts []*partition, pause bool) {
 // leaders a request of its own.
 func (ps *partitions) switchPaused(parts []*partition, pause bool) []kafka.TopicPartition {
 	var tps []kafka.TopicPartition
+	var switched []*partition
 	for _, p := range parts {
 		if p.paused != pause {
 			p.paused = pause
+			switched = append(switched, p)
 			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition})
 		}
 	}
@@ -162,6 +164,7 @@ func (ps *partitions) switchPaused(parts []*partition, pause bool) []kafka.Topic
 		err = ps.consumer.Pause(tps)
 	} else {
 		ps.route(tps)
+		ps.seekNext(switched)
 		err = ps.consumer.Resume(tps)
 	}
 	if err != nil {
@@ -169,6 +172,30 @@ func (ps *partitions) switchPaused(parts []*partition, pause bool) []kafka.Topic
 		return nil
 	}
 	return tps
+}
+
+// seekNext sets the fetch position of each of parts whose next offset the worker knows
+// to that offset (a resume, a fetch-stall kick). librdkafka would resume where its own
+// bookkeeping says, and under load it handed out a partition's first record again in the
+// run after an operator paused one that had read it
+// (TestResumeFetchesFromTheNextOffsetTheWorkerExpects). The worker's tracker is the
+// truth. A partition whose next offset is unknown keeps librdkafka's position, which the
+// group's committed offset set.
+func (ps *partitions) seekNext(parts []*partition) {
+	for _, p := range parts {
+		next, known := p.nextOffset()
+		if !known {
+			continue
+		}
+		tp := kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(next)}
+		if err := ps.consumer.Seek(tp, 0); err != nil {
+			ev := p.log(ps.log).Warn()
+			if kerr, ok := err.(kafka.Error); ok && kerr.Code() == kafka.ErrState {
+				ev = p.log(ps.log).Debug() // not fetching yet: its assignment's start offset is the tracker's
+			}
+			ev.Err(err).Int64("offset", next).Msg("cannot set the fetch position before a resume; librdkafka resumes where it stopped")
+		}
+	}
 }
 
 // route sends the records of tps to the worker's queue, as each resume does: librdkafka

@@ -43,6 +43,10 @@ func (w *worker) onMessage(m *kafka.Message) {
 		}
 		return
 	}
+	if p.trk != nil && int64(m.TopicPartition.Offset) < p.trk.Next() {
+		w.readAgain(p, m)
+		return
+	}
 	if p.trk == nil {
 		p.trk = tracker.New(int64(m.TopicPartition.Offset))
 		p.from = p.trk.Watermark()
@@ -55,6 +59,18 @@ func (w *worker) onMessage(m *kafka.Message) {
 		return
 	}
 	w.process(p, m)
+}
+
+// readAgain skips m, a record this life already took (redriven, stored or in flight):
+// librdkafka's fetch position went back behind the worker's. The partition fetches on
+// from the next offset the worker expects; the records in between, already queued, are
+// dropped by librdkafka with the seek. Nothing is sent twice and nothing is skipped that
+// was not taken (TestRunSkipsRecordsTheConsumerHandsOutAgain).
+func (w *worker) readAgain(p *partition, m *kafka.Message) {
+	w.health.count("read_again")
+	p.log(w.log).Warn().Int64("offset", int64(m.TopicPartition.Offset)).Int64("next_offset", p.trk.Next()).
+		Msg("the consumer handed out a record this worker already took; skipped, fetching on from the next offset")
+	w.parts.seekNext([]*partition{p})
 }
 
 // processHeld processes the record the throttle held, once it may start.

@@ -80,7 +80,7 @@ type worker struct {
 
 	// Set up by newWorker, then only used.
 	consumer *kafka.Consumer   // the loop's: events (rebalances, errors, commit results)
-	records  *consume.Queue    // the loop's: the consumer's records (partitions.assign routes them)
+	records  *consume.Queue    // the loop's: the consumer's records (partitions routes them at each resume)
 	producer *kafka.Producer   // the loop's and the sender's; Ready asks it for metadata
 	ordered  *delivery.Ordered // the sender's way into producer; the loop matches reports with it
 	// The route's series of the per-record metrics, looked up once.
