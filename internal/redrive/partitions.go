@@ -182,19 +182,30 @@ func (ps *partitions) switchPaused(parts []*partition, pause bool) []kafka.Topic
 // truth. A partition whose next offset is unknown keeps librdkafka's position, which the
 // group's committed offset set.
 func (ps *partitions) seekNext(parts []*partition) {
+	var tps []kafka.TopicPartition
 	for _, p := range parts {
-		next, known := p.nextOffset()
-		if !known {
+		if next, known := p.nextOffset(); known {
+			tps = append(tps, kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(next)})
+		}
+	}
+	if len(tps) == 0 {
+		return
+	}
+	const msg = "cannot set the fetch position before a resume; librdkafka resumes where it stopped"
+	sought, err := ps.consumer.SeekPartitions(tps)
+	if err != nil {
+		ps.log.Warn().Err(err).Int("partitions", len(tps)).Msg(msg)
+		return
+	}
+	for _, tp := range sought {
+		if tp.Error == nil {
 			continue
 		}
-		tp := kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition, Offset: kafka.Offset(next)}
-		if err := ps.consumer.Seek(tp, 0); err != nil {
-			ev := p.log(ps.log).Warn()
-			if kerr, ok := err.(kafka.Error); ok && kerr.Code() == kafka.ErrState {
-				ev = p.log(ps.log).Debug() // not fetching yet: its assignment's start offset is the tracker's
-			}
-			ev.Err(err).Int64("offset", next).Msg("cannot set the fetch position before a resume; librdkafka resumes where it stopped")
+		ev := ps.log.Warn()
+		if kerr, ok := tp.Error.(kafka.Error); ok && kerr.Code() == kafka.ErrState {
+			ev = ps.log.Debug() // not fetching yet: its assignment's start offset is the tracker's
 		}
+		ev.Err(tp.Error).Str("topic", *tp.Topic).Int32("partition", tp.Partition).Int64("offset", int64(tp.Offset)).Msg(msg)
 	}
 }
 
