@@ -191,7 +191,7 @@ func (ps *partitions) seekNext(parts []*partition) {
 	if len(tps) == 0 {
 		return
 	}
-	const msg = "cannot set the fetch position before a resume; librdkafka resumes where it stopped"
+	const msg = "cannot set the fetch position to the next offset the worker expects; librdkafka fetches from its own"
 	sought, err := ps.consumer.SeekPartitions(tps)
 	if err != nil {
 		ps.log.Warn().Err(err).Int("partitions", len(tps)).Msg(msg)
