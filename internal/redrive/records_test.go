@@ -45,11 +45,11 @@ func TestRunReadsAPartitionWhoseRouteLibrdkafkaCleared(t *testing.T) {
 }
 
 // A run resumes each partition at the next offset the worker expects, whatever
-// librdkafka's own position says: under load librdkafka resumed a partition at its first
-// offset after an operator paused the run that had read it (TestOperatorControls:
-// "tracker: offset 0 added after 614"). Here its position is moved back behind the
-// worker's back between two runs: the second run reads only the new records, and none
-// is handed out again.
+// librdkafka's own position says: under load librdkafka handed out a partition's first
+// record again in the run after an operator paused one that had read it
+// (TestOperatorControls: "tracker: offset 0 added after 614"). Here its position is
+// moved back behind the worker's back between two runs: the second run reads only the
+// new records, and none is handed out again.
 func TestResumeFetchesFromTheNextOffsetTheWorkerExpects(t *testing.T) {
 	const n = 500
 	s := newStallScene(t, n, -1)
@@ -70,7 +70,7 @@ func TestRunSkipsRecordsTheConsumerHandsOutAgain(t *testing.T) {
 	const n = 2000
 	s := newStallScene(t, n, -1)
 	p := s.w.parts.byKey[partKey{s.dlq, 0}]
-	p.window = n // the slow start would pause the partition now and then: this run reads on
+	p.window = n // the slow start would hold the partition back now and then (a long hold pauses it)
 	ctx := context.Background()
 	reply := make(chan error, 1)
 	s.w.startRun(ctx, reply)
