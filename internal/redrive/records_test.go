@@ -32,15 +32,11 @@ func TestUnroutedPartitionIsRedrivenThroughPoll(t *testing.T) {
 // partition's own queue, which nobody reads. The next run routes each partition as it
 // resumes it, so it reads them all without a fetch-stall kick.
 func TestRunReadsAPartitionWhoseRouteLibrdkafkaCleared(t *testing.T) {
-	const n = 500
-	s := newStallScene(t, n, -1)
-	s.runToTheEnd(t)
-	require.Equal(t, int64(n), s.targetHigh(t))
-	require.NoError(t, s.w.consumer.Unassign())
-	require.NoError(t, s.w.consumer.Assign(s.tps))
-	s.addRecords(t, n)
-	s.runToTheEnd(t)
-	require.Equal(t, int64(2*n), s.targetHigh(t), "every record redriven, once")
+	s := newStallScene(t, 500, -1)
+	s.runTwiceAround(t, 500, func() {
+		require.NoError(t, s.w.consumer.Unassign())
+		require.NoError(t, s.w.consumer.Assign(s.tps))
+	})
 	require.Equal(t, 0.0, s.errorsOf(t, "fetch_stall"), "kicks")
 }
 
@@ -51,13 +47,10 @@ func TestRunReadsAPartitionWhoseRouteLibrdkafkaCleared(t *testing.T) {
 // moved back behind the worker's back between two runs: the second run reads only the
 // new records, and none is handed out again.
 func TestResumeFetchesFromTheNextOffsetTheWorkerExpects(t *testing.T) {
-	const n = 500
-	s := newStallScene(t, n, -1)
-	s.runToTheEnd(t)
-	require.NoError(t, s.w.consumer.Seek(kafka.TopicPartition{Topic: &s.dlq, Partition: 0, Offset: 0}, 0))
-	s.addRecords(t, n)
-	s.runToTheEnd(t)
-	require.Equal(t, int64(2*n), s.targetHigh(t), "every record redriven, once")
+	s := newStallScene(t, 500, -1)
+	s.runTwiceAround(t, 500, func() {
+		require.NoError(t, s.w.consumer.Seek(kafka.TopicPartition{Topic: &s.dlq, Partition: 0, Offset: 0}, 0))
+	})
 	require.Equal(t, 0.0, s.errorsOf(t, "read_again"), "records handed out again")
 }
 
@@ -94,6 +87,19 @@ func TestRunSkipsRecordsTheConsumerHandsOutAgain(t *testing.T) {
 	require.Equal(t, "warn", skipped["level"])
 	require.Equal(t, []any{s.dlq, 0.0, 0.0}, []any{skipped["topic"], skipped["partition"], skipped["offset"]})
 	require.GreaterOrEqual(t, skipped["next_offset"], float64(n/4))
+}
+
+// runTwiceAround runs the scene's n records to the end, calls between (something done
+// behind the worker's back), adds n records and runs again, requiring each run to redrive
+// its records once.
+func (s *stallScene) runTwiceAround(t *testing.T, n int, between func()) {
+	t.Helper()
+	s.runToTheEnd(t)
+	require.Equal(t, int64(n), s.targetHigh(t))
+	between()
+	s.addRecords(t, n)
+	s.runToTheEnd(t)
+	require.Equal(t, int64(2*n), s.targetHigh(t), "every record redriven, once")
 }
 
 // errorsOf is the scene's route's dlq_worker_errors_total of kind.
