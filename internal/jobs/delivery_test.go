@@ -130,10 +130,17 @@ func TestReplayCarriesItsOwnDedupeID(t *testing.T) {
 
 	first := submit(t, st, store.JobSpec{RecordIDs: []int64{1}, ConfirmedCount: 1})
 	require.Equal(t, store.JobSucceeded, first.Status, first.Error)
-	// The operator parks it again (as a consumer failing it again would) and replays it anew.
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
+	// The runner folds the outcome into the row after the job ends; parked again before
+	// that, the fold would mark the row replayed over it.
+	require.Eventually(t, func() bool {
+		var status string
+		require.NoError(t, conn.QueryRow(ctx, `SELECT status FROM dead_letters WHERE id = 1`).Scan(&status))
+		return status == string(store.StatusReplayed)
+	}, time.Minute, 10*time.Millisecond, "the first replay's outcome folded into its row")
+	// The operator parks it again (as a consumer failing it again would) and replays it anew.
 	_, err = conn.Exec(ctx, `UPDATE dead_letters SET status = 'parked', job_id = NULL, replay_id = NULL WHERE id = 1`)
 	require.NoError(t, err)
 	second := submit(t, st, store.JobSpec{RecordIDs: []int64{1}, ConfirmedCount: 1})
