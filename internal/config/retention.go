@@ -7,7 +7,8 @@ import (
 )
 
 // Retention is how long dlq-worker keeps rows nobody needs any more (`retention:`), and how
-// often its housekeeping looks. An age must be positive: to keep rows for years, say so.
+// often its housekeeping looks. Ages take days and years (90d, 2y) as every duration of
+// the configuration does.
 type Retention struct {
 	// Records: redriven, replayed and discarded dead-letter rows, after their last change.
 	Records time.Duration `yaml:"records"`
