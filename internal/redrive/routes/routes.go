@@ -105,10 +105,9 @@ func (b Backoff) Policy() backoff.Policy {
 const (
 	DefaultMaxRetries = 5
 	// Each record in flight holds about 2 KiB in librdkafka (the record, and each of its
-	// headers copied apart; TestDefaultWindowHoldsLittleInLibrdkafka), and a broker's
-	// pause fills the window: at 10,000 that was 20-25 MiB more resident memory during
-	// the pause, the peak RSS of a long run (BenchmarkWorker). 2,500 still allows 70 ms
-	// of acknowledgement latency at 36,000 records a second.
+	// headers copied apart), and a broker's pause fills the window, so the window sets a
+	// long run's peak RSS. 2,500 still allows 70 ms of acknowledgement latency at 36,000
+	// records a second.
 	DefaultMaxInFlight = 2500
 	DefaultSchedule    = "@every 1m"
 )
