@@ -22,14 +22,15 @@ const (
 
 func main() {
 	doc := flag.String("doc", "docs/configuration.md", "the page whose generated section is rewritten")
+	check := flag.Bool("check", false, "only report whether the page is stale (exit 1), for make lint")
 	flag.Parse()
-	if err := run(*doc); err != nil {
+	if err := run(*doc, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "configdoc:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path string) error {
+func run(path string, check bool) error {
 	page, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -44,6 +45,9 @@ func run(path string) error {
 	}
 	if bytes.Equal(out, page) {
 		return nil
+	}
+	if check {
+		return fmt.Errorf("%s is stale (run go generate ./...)", path)
 	}
 	return os.WriteFile(path, out, 0o644)
 }

@@ -30,7 +30,7 @@ func TestReferenceIsFresh(t *testing.T) {
 	require.NoError(t, err)
 	want, err := Splice(page, reference)
 	require.NoError(t, err)
-	require.Equal(t, string(want), string(page), "docs/configuration.md is stale: run go generate ./...")
+	require.Equal(t, string(want), string(page), "docs/configuration.md is stale (run go generate ./...)")
 }
 
 // Every key the example configurations set is in the reference, under its binary.
