@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // ordinal is a stage of development named by its rank ("the tenth session", "11th stage").
@@ -26,6 +27,33 @@ var historyPatterns = []struct {
 	{regexp.MustCompile(`(?i)\bfinal code\b`), "a stage of development"},
 	{regexp.MustCompile(`(?i)\bthe default (?:before|until)\b`), "a former default"},
 	{regexp.MustCompile(`(?i)\b(?:before|after) (?:the|this|these|its) (?:fix|change|changes)\b`), "a before/after narrative"},
+}
+
+// Where test and benchmark names may appear: the table of claims and their tests, and the
+// benchmarks' own page. Drafts under docs/pending/ carry their claim → test lists until
+// they are folded in.
+var (
+	testName           = regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*`)
+	testNamesAllowedIn = map[string]bool{"docs/development.md": true}
+	benchNamesAllowed  = map[string]bool{"docs/development.md": true, "docs/benchmarks.md": true}
+)
+
+// testNames reports test names cited outside docs/development.md (benchmark names also
+// in docs/benchmarks.md); code blocks and spans do not count, a `TestX` in backticks does.
+func testNames(p *page) []string {
+	if testNamesAllowedIn[p.name] || strings.HasPrefix(p.name, "docs/pending/") {
+		return nil
+	}
+	var out []string
+	for i, line := range p.codeSpans {
+		for _, m := range testName.FindAllString(line, -1) {
+			if strings.HasPrefix(m, "Benchmark") && benchNamesAllowed[p.name] {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s:%d: %s: name the claim here and list its test in docs/development.md", p.name, i+1, m))
+		}
+	}
+	return out
 }
 
 // historyWords reports each line of p's prose that narrates development.

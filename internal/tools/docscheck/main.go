@@ -1,8 +1,8 @@
 // Command docscheck checks the Markdown documentation for `make lint`: every relative link
-// (and its #anchor) resolves, the README stays within its budget, and no page narrates how
-// the product was developed (stages, dated narratives, load averages, seed or issue
-// numbers): the docs describe the product as it is, and its history is in git log and
-// CHANGELOG.md. It prints one line per finding, file:line first, and exits 1 on any.
+// (and its #anchor) resolves, the README stays within its budget, no page narrates how the
+// product was developed (stages, dated narratives, load averages, seed or issue numbers),
+// and test names stay in docs/development.md's table of claims and their tests: the docs
+// describe the product as it is, and its history is in git log and CHANGELOG.md. It prints one line per finding, file:line first, and exits 1 on any.
 package main
 
 import (
@@ -54,6 +54,7 @@ func Check(root string) ([]string, error) {
 		p := pages[f]
 		findings = append(findings, brokenLinks(root, p, pages)...)
 		findings = append(findings, historyWords(p)...)
+		findings = append(findings, testNames(p)...)
 	}
 	if p, ok := pages["README.md"]; ok && len(p.raw) > readmeBudget {
 		findings = append(findings, fmt.Sprintf("README.md: %d bytes, over its budget of %d: move detail into docs/", len(p.raw), readmeBudget))

@@ -21,6 +21,9 @@ func write(t *testing.T, root, name, body string) {
 func TestCheckFindsBrokenLinksHistoryAndSize(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, "docs/p.md", "# P\n\n## Here and there\n\n## Here and there\n\n[back](../README.md#a-b)\n")
+	write(t, root, "docs/development.md", "# D\n\n| claim | `TestKillNineMidRun` | BenchmarkWorker |\n")
+	write(t, root, "docs/benchmarks.md", "# B\n\n`BenchmarkWorker`\n")
+	write(t, root, "docs/pending/i99.md", "# Pending\n\n- a claim → `TestSomething`\n")
 	write(t, root, "README.md", strings.Join([]string{
 		"# T", "", "## A b", "",
 		"[ok](docs/p.md#here-and-there) [dup](docs/p.md#here-and-there-1) [self](#a-b) [web](https://example.com/x.md)",
@@ -28,6 +31,7 @@ func TestCheckFindsBrokenLinksHistoryAndSize(t *testing.T) {
 		"```", "[in a block](nowhere.md) the tenth session", "```",
 		"The tenth session at 05:51 UTC, load average 3; seed 003 and issue 17.",
 		"A session cookie, a group session, the session's CSRF token, before the commit, DLQ_BENCH_BEFORE_BIN, 2 y.",
+		"Proven by `TestKillNineMidRun`, measured by BenchmarkWorker; Testing and Tests are words.",
 		strings.Repeat("x", readmeBudget),
 	}, "\n"))
 	findings, err := Check(root)
@@ -40,7 +44,9 @@ func TestCheckFindsBrokenLinksHistoryAndSize(t *testing.T) {
 		`README.md:10: "load average" is a load average`,
 		`README.md:10: "seed 003" is a seed number`,
 		`README.md:10: "issue 17" is an issue number`,
-		"README.md: 15773 bytes, over its budget of 15360",
+		"README.md:12: TestKillNineMidRun: name the claim here",
+		"README.md:12: BenchmarkWorker: name the claim here",
+		"README.md: 15863 bytes, over its budget of 15360",
 	}
 	require.Len(t, findings, len(want), "findings: %q", findings)
 	for _, w := range want {

@@ -17,6 +17,9 @@ type page struct {
 	raw     []byte
 	prose   []string
 	anchors map[string]bool
+	// codeSpans are the lines outside code blocks as written, code spans included (where
+	// test names are cited).
+	codeSpans []string
 }
 
 var (
@@ -37,13 +40,14 @@ func readPage(root, name string) (*page, error) {
 	for _, line := range strings.Split(string(raw), "\n") {
 		if fence.MatchString(line) {
 			inCode = !inCode
-			p.prose = append(p.prose, "")
+			p.prose, p.codeSpans = append(p.prose, ""), append(p.codeSpans, "")
 			continue
 		}
 		if inCode {
-			p.prose = append(p.prose, "")
+			p.prose, p.codeSpans = append(p.prose, ""), append(p.codeSpans, "")
 			continue
 		}
+		p.codeSpans = append(p.codeSpans, line)
 		if m := heading.FindStringSubmatch(line); m != nil {
 			a := slug(m[1])
 			if n := seen[a]; n > 0 {
