@@ -1,7 +1,8 @@
 // Command docscheck checks the Markdown documentation for `make lint`: every relative link
 // (and its #anchor) resolves, the README stays within its budget, no page narrates how the
 // product was developed (stages, dated narratives, load averages, seed or issue numbers),
-// and test names stay in docs/development.md's table of claims and their tests: the docs
+// test names stay in docs/development.md's table of claims and their tests, and every
+// shipped alert has a runbook in docs/operating.md: the docs
 // describe the product as it is, and its history is in git log and CHANGELOG.md. It prints one line per finding, file:line first, and exits 1 on any.
 package main
 
@@ -56,6 +57,11 @@ func Check(root string) ([]string, error) {
 		findings = append(findings, historyWords(p)...)
 		findings = append(findings, testNames(p)...)
 	}
+	runbooks, err := missingRunbooks(root, pages)
+	if err != nil {
+		return nil, err
+	}
+	findings = append(findings, runbooks...)
 	if p, ok := pages["README.md"]; ok && len(p.raw) > readmeBudget {
 		findings = append(findings, fmt.Sprintf("README.md: %d bytes, over its budget of %d: move detail into docs/", len(p.raw), readmeBudget))
 	}

@@ -24,6 +24,8 @@ func TestCheckFindsBrokenLinksHistoryAndSize(t *testing.T) {
 	write(t, root, "docs/development.md", "# D\n\n| claim | `TestKillNineMidRun` | BenchmarkWorker |\n")
 	write(t, root, "docs/benchmarks.md", "# B\n\n`BenchmarkWorker`\n")
 	write(t, root, "docs/pending/i99.md", "# Pending\n\n- a claim → `TestSomething`\n")
+	write(t, root, "deploy/observability/alerts.yaml", "groups:\n  - name: dlq\n    rules:\n      - alert: DLQWorkerDown\n        expr: up == 0\n      - alert: DLQNew\n        expr: x > 0\n")
+	write(t, root, "docs/operating.md", "# Operating\n\n## Alerts\n\n### DLQWorkerDown\n\nMeans, look at, do.\n")
 	write(t, root, "README.md", strings.Join([]string{
 		"# T", "", "## A b", "",
 		"[ok](docs/p.md#here-and-there) [dup](docs/p.md#here-and-there-1) [self](#a-b) [web](https://example.com/x.md)",
@@ -47,6 +49,7 @@ func TestCheckFindsBrokenLinksHistoryAndSize(t *testing.T) {
 		"README.md:12: TestKillNineMidRun: name the claim here",
 		"README.md:12: BenchmarkWorker: name the claim here",
 		"README.md: 15863 bytes, over its budget of 15360",
+		"deploy/observability/alerts.yaml: alert DLQNew has no runbook",
 	}
 	require.Len(t, findings, len(want), "findings: %q", findings)
 	for _, w := range want {
