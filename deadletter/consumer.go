@@ -39,8 +39,8 @@ type ConsumerConfig struct {
 
 // Consumer consumes topics, hands each record to a Handler and dead-letters the records
 // the handler fails on. Its committed offsets never pass a record that was neither
-// handled nor acknowledged by the DLQ (seed 000's bug: catching the error, moving on and
-// committing a newer offset loses the failed record).
+// handled nor acknowledged by the DLQ: catching the error, moving on and committing a
+// newer offset would lose the failed record.
 type Consumer struct {
 	c       *kafka.Consumer
 	pub     *Publisher

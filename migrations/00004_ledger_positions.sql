@@ -1,4 +1,4 @@
--- The ledger is the truth (seed 003): where each consumer group last committed, written
+-- The ledger is the truth: where each consumer group last committed, written
 -- by the worker before each commit, so that a committed offset that moved without us
 -- (reset, lost, rewound) is seen; and the DLQ offset ranges that were never read (a
 -- forward jump, records deleted below the log start) or read again (a backward jump).

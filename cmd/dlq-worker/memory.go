@@ -12,18 +12,15 @@ import (
 // limitMiB and is collected when it nears it, not each time it doubles (GOGC off, the
 // budget as the soft memory limit). The worker's garbage is mostly the records it has
 // moved, and what it keeps is bounded by the records in flight. Collecting at a fixed
-// budget makes far fewer collections than collecting at twice a 5-25 MiB live heap (10
-// instead of 55 per 100,000 1 KiB records in BenchmarkWorker), and the heap reaches the
-// same plateau in every run longer than a few seconds, so peak RSS (the budget plus
-// librdkafka's buffers) does not grow with the backlog. When more is live than three
-// quarters of the budget (large records, a high max_in_flight) the limit follows at twice
-// the live heap after each collection, as GOGC=100 would, so that the collector never
-// runs back to back. Below that, at least a quarter of the budget is left between
-// collections, and bursts of records in flight leave the limit alone: following them from
-// half the budget (up to 37 MiB live in BenchmarkWorker's 1,000,000-record runs, in runs
-// of consecutive collections) let the heap grow 8-12 MiB past the budget, a peak that the
-// longer the run, the likelier it was to reach. GOGC and GOMEMLIMIT in the environment
-// win: with either set, nothing follows.
+// budget makes far fewer collections than collecting at twice a small live heap, and the
+// heap reaches the same plateau in every run longer than a few seconds, so peak RSS (the
+// budget plus librdkafka's buffers) does not grow with the backlog. When more is live than
+// three quarters of the budget (large records, a high max_in_flight) the limit follows at
+// twice the live heap after each collection, as GOGC=100 would, so that the collector
+// never runs back to back. Below that, at least a quarter of the budget is left between
+// collections, and bursts of records in flight leave the limit alone: following them
+// would let the heap grow past the budget, a peak the longer the run, the likelier to
+// reach. GOGC and GOMEMLIMIT in the environment win: with either set, nothing follows.
 // The worker follows until it exits; stop ends the following (tests).
 func setMemory(limitMiB int64) (stop func()) {
 	gcPercent, limit := memorySettings(limitMiB, os.LookupEnv)

@@ -24,7 +24,7 @@ import (
 // it: the binaries with the example configurations (only the topics, the group, the
 // listeners and the database made the test's own), then make fail's records. The worker
 // parks the exhausted and unroutable ones at once and redrives the first failures after
-// their backoff; the CLI commands the README gives show them and replay the unroutable
+// their backoff; the CLI commands docs/getting-started.md gives show them and replay the unroutable
 // ones to the orders topic.
 func TestFirstLookRedrivesParksAndReplays(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)

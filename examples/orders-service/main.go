@@ -1,5 +1,5 @@
 // Command orders-service is an example platform service: it consumes `orders`, calls a
-// downstream dependency (seed 000's "service B") for each one, and uses the deadletter
+// downstream dependency (a payment service) for each one, and uses the deadletter
 // package so that a failure goes to the DLQ instead of being skipped or blocking the
 // partition. The downstream can be switched down and up, and a bug that rejects some
 // orders as poison can be "fixed", over a small HTTP control API:

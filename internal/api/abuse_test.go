@@ -20,7 +20,7 @@ import (
 	"github.com/dlqops/dlq/internal/store/storetest"
 )
 
-// The abuse suite: each test is one check of the README's security section, named with
+// The abuse suite: each test is one check of docs/security.md, named with
 // the OWASP API Security Top 10 (2023) item it covers.
 
 // API4 (unrestricted resource consumption): a client's HTTP method never becomes a metric
@@ -123,7 +123,7 @@ func auditRows(t *testing.T, st *store.Store) []store.AuditEntry {
 	return rows
 }
 
-// API2 and API1 (every attempt leaves a trace, as the README promises): every refused request is in
+// API2 and API1 (every attempt leaves a trace, as docs/semantics.md promises): every refused request is in
 // the audit log exactly once, with the server's and the client's request ids, even when
 // the refusal rolled back the transaction that would have written it: 401, 403, an
 // out-of-scope 404, a 400 target refusal, 409s of replays and bulk jobs.

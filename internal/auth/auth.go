@@ -40,9 +40,12 @@ func (r Role) Allows(need Role) bool { return rank[r] >= rank[need] }
 type Token struct {
 	// Name identifies the caller in logs and the audit log.
 	Name string `yaml:"name"`
-	// SHA256 is the hex SHA-256 of the token (see Hash).
+	// SHA256 is the hex SHA-256 of the token: `dlq-admin token new` makes a token and
+	// prints both.
 	SHA256 string `yaml:"sha256"`
-	Role   Role   `yaml:"role"`
+	// Role is viewer (reads), operator (also single replays, discards, jobs and routes)
+	// or admin (also bulk jobs).
+	Role Role `yaml:"role"`
 	// Topics, when not empty, are the only original topics whose records the token sees.
 	Topics []string `yaml:"topics"`
 }

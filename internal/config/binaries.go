@@ -14,32 +14,36 @@ import (
 
 // Worker is dlq-worker's configuration (environment prefix DLQ_WORKER_).
 type Worker struct {
-	Log           Log           `yaml:"log"`
-	HTTP          HTTP          `yaml:"http"`
-	Database      Database      `yaml:"database"`
-	Kafka         Kafka         `yaml:"kafka"`
+	Log      Log      `yaml:"log"`
+	HTTP     HTTP     `yaml:"http"`
+	Database Database `yaml:"database"`
+	Kafka    Kafka    `yaml:"kafka"`
+	// ShutdownGrace is how long SIGTERM or SIGINT waits for in-flight work: routes commit
+	// and leave their groups, running jobs are handed back.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
-	// MemoryLimitMiB is the Go heap's budget: the worker collects garbage when its heap
-	// nears it (GOGC off, this as the soft memory limit), not each time the heap doubles.
-	// Peak RSS is about this plus librdkafka's buffers. GOGC and GOMEMLIMIT in the
-	// environment win.
+	// MemoryLimitMiB is the Go heap's budget, at least 32: the worker collects garbage
+	// when its heap nears it (GOGC off, this as the soft memory limit), not each time the
+	// heap doubles, so its peak does not grow with the backlog. Peak RSS is about this
+	// plus librdkafka's buffers. GOGC and GOMEMLIMIT in the environment win.
 	MemoryLimitMiB int64 `yaml:"memory_limit_mib"`
-	// Routes are the redrive routes (see the routes package for every key).
+	// Routes are the redrive routes: each a set of DLQ topics redriven on one schedule
+	// with one retry policy.
 	Routes []routes.Config `yaml:"routes"`
-	// Jobs configures the operator jobs (replays, discards) the worker executes.
-	Jobs Jobs `yaml:"jobs"`
+	Jobs   Jobs            `yaml:"jobs"`
 	// GroupInstanceID is the static group membership id of this worker (each route's
-	// consumer adds ".<route>"): empty picks the host name and the lowest slot no other
-	// worker on this host holds, "off" disables static membership.
-	GroupInstanceID string `yaml:"group_instance_id"`
-	// Retention is how long rows nobody needs any more are kept.
-	Retention Retention `yaml:"retention"`
+	// consumer adds ".<route>"), so that a worker restarted after a crash gets its
+	// partitions back at once: empty picks the host name and the lowest slot no other
+	// worker on this host holds (a lock file in the temporary directory), "off" disables
+	// static membership.
+	GroupInstanceID string    `yaml:"group_instance_id"`
+	Retention       Retention `yaml:"retention"`
 }
 
 // Jobs configures the job runner.
 type Jobs struct {
-	// Concurrency is how many jobs run at once, besides one slot kept for jobs that name
-	// their records. Default 4.
+	// Concurrency is how many operator jobs (replays, discards) run at once, 1 to 64, each
+	// at its own rate; one more slot takes only jobs that name their records, so a
+	// single-record replay never waits behind bulk jobs.
 	Concurrency int `yaml:"concurrency"`
 }
 
@@ -91,9 +95,10 @@ var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
 
 // Admin is dlq-admin's configuration (environment prefix DLQ_ADMIN_).
 type Admin struct {
-	Log           Log           `yaml:"log"`
-	HTTP          HTTP          `yaml:"http"`
-	Database      Database      `yaml:"database"`
+	Log      Log      `yaml:"log"`
+	HTTP     HTTP     `yaml:"http"`
+	Database Database `yaml:"database"`
+	// ShutdownGrace is how long SIGTERM or SIGINT waits for requests in progress.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
 	// Tokens are the API's bearer tokens, stored as SHA-256 hashes with a role.
 	Tokens []auth.Token `yaml:"tokens"`
@@ -104,7 +109,7 @@ type Admin struct {
 	// Limits bound what callers may consume.
 	Limits api.Limits `yaml:"limits"`
 	// AllowDevTokens accepts the well-known development tokens of the example
-	// configuration; `make dev` sets it (DLQ_ADMIN_ALLOW_DEV_TOKENS=true), nothing else should.
+	// configuration; `make dev` sets it, nothing else should.
 	AllowDevTokens bool `yaml:"allow_dev_tokens"`
 }
 

@@ -11,18 +11,29 @@ import (
 
 // HTTP is the operations listener: /healthz, /readyz and /metrics (and the API on dlq-admin).
 type HTTP struct {
+	// Listen is the host:port of /healthz, /readyz (ready only when PostgreSQL, Kafka for
+	// the worker, and every route's topics answer), /metrics, and dlq-admin's API and
+	// console.
 	Listen string `yaml:"listen"`
-	// Timeouts of each connection (see ops.Listen) and the cap on connections at once.
+	// ReadHeaderTimeout is how long a connection may take to send its request headers
+	// (capped at 64 KiB).
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
-	ReadTimeout       time.Duration `yaml:"read_timeout"`
-	WriteTimeout      time.Duration `yaml:"write_timeout"`
-	IdleTimeout       time.Duration `yaml:"idle_timeout"`
-	MaxConns          int           `yaml:"max_conns"`
-	// TLSCertFile and TLSKeyFile (PEM) make the listener serve TLS; both or neither.
+	// ReadTimeout is how long a connection may take to send its whole request.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// WriteTimeout is how long a connection may take to receive its answer.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// IdleTimeout is how long a keep-alive connection may idle between requests.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxConns is how many connections are served at once; further ones wait in the
+	// kernel's accept queue.
+	MaxConns int `yaml:"max_conns"`
+	// TLSCertFile and TLSKeyFile (PEM: certificate chain and key) make the listener serve
+	// TLS 1.2+; both or neither. The files are read again when either changes, so a renewal
+	// needs no restart (a broken one keeps the previous certificate, logged at WARN).
 	TLSCertFile string `yaml:"tls_cert_file"`
 	TLSKeyFile  string `yaml:"tls_key_file"`
-	// AllowInsecure lets dlq-admin listen on a non-loopback address without TLS: for a
-	// TLS-terminating proxy in front of it.
+	// AllowInsecure lets dlq-admin listen on a non-loopback address without TLS, for a
+	// TLS-terminating proxy in front of it (dlq-admin only).
 	AllowInsecure bool `yaml:"allow_insecure"`
 }
 
@@ -55,30 +66,39 @@ func (h HTTP) Loopback() bool {
 
 // Log selects the log level and format.
 type Log struct {
+	// Level is one of `trace`, `debug`, `info`, `warn`, `error`.
 	Level string `yaml:"level"`
-	// Format is json, console, or auto (console when stderr is a terminal).
+	// Format is `json`, `console`, or `auto` (console when stderr is a terminal).
 	Format string `yaml:"format"`
 }
 
 // Database is the PostgreSQL connection.
 type Database struct {
+	// URL is the PostgreSQL connection string; it starts from DATABASE_URL, which the file
+	// and the prefixed variable override.
 	URL string `yaml:"url"`
-	// MigrateOnStart applies pending migrations before serving.
-	MigrateOnStart bool  `yaml:"migrate_on_start"`
-	MaxConns       int32 `yaml:"max_conns"`
-	// StatementTimeout makes PostgreSQL cancel a statement of the pool that runs longer;
-	// zero is none.
+	// MigrateOnStart applies pending migrations before serving (safe with several
+	// instances: they take an advisory lock).
+	MigrateOnStart bool `yaml:"migrate_on_start"`
+	// MaxConns is the pool size. Each worker route stores with up to 3 connections at
+	// once, each running job takes up to 6, housekeeping 2 during a pass.
+	MaxConns int32 `yaml:"max_conns"`
+	// StatementTimeout makes PostgreSQL cancel a statement of the pool that runs longer
+	// (dlq-admin then answers 503 with Retry-After); zero is none.
 	StatementTimeout time.Duration `yaml:"statement_timeout"`
 }
 
 // Kafka is the client configuration shared by every Kafka handle the worker opens.
 type Kafka struct {
+	// BootstrapServers are the brokers; it starts from KAFKA_BOOTSTRAP_SERVERS, which the
+	// file and the prefixed variable override.
 	BootstrapServers string `yaml:"bootstrap_servers"`
 	// Extra holds further librdkafka properties (security.protocol, sasl.*, ...).
 	Extra map[string]string `yaml:"extra"`
 	// ExtraFiles holds librdkafka properties whose value is the content of a file
-	// (sasl.password from a mounted Secret), read at start-up into Extra, so that a
-	// secret never has to be written into the configuration file.
+	// (sasl.password from a mounted Secret), read at start-up into Extra without one
+	// trailing newline, so that a secret is in neither the file nor the environment. A
+	// property may not also be in Extra; a missing file stops start-up.
 	ExtraFiles map[string]string `yaml:"extra_files"`
 }
 

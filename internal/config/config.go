@@ -35,7 +35,8 @@ type FileReader interface {
 // Load reads path (when not empty) into dst, applies environment overrides, fills defaults
 // and validates. Every scalar key has an environment variable: envPrefix followed by its
 // YAML path in upper case joined by "_" (database.url → DLQ_WORKER_DATABASE_URL), parsed
-// exactly as the YAML value would be. Lists and maps are set in the file only. Then a
+// exactly as the YAML value would be. Durations also take days and years (90d, 2y).
+// Lists and maps are set in the file only. Then a
 // FileReader reads the files it names.
 func Load(path, envPrefix string, dst Validatable) error {
 	if path != "" {
@@ -43,7 +44,7 @@ func Load(path, envPrefix string, dst Validatable) error {
 		if err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(raw))
+		dec := yaml.NewDecoder(bytes.NewReader(expandDurationsInFile(raw, dst)))
 		dec.KnownFields(true)
 		if err := dec.Decode(dst); err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("config %s: %w%s", path, err, keysAtErrorLines(raw, err))
@@ -89,8 +90,11 @@ func applyEnv(v reflect.Value, prefix string) error {
 			// Quoting keeps a string value a string (yes, 0123) while durations,
 			// numbers and booleans parse as they do in the file.
 			doc := val
-			if fv.Kind() == reflect.String {
+			switch {
+			case fv.Kind() == reflect.String:
 				doc = strconv.Quote(val)
+			case fv.Type() == durationType:
+				doc = expandDays(val)
 			}
 			if err := yaml.Unmarshal([]byte(doc), fv.Addr().Interface()); err != nil {
 				return fmt.Errorf("environment %s=%q: %w", key, val, err)

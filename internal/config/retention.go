@@ -7,13 +7,15 @@ import (
 )
 
 // Retention is how long dlq-worker keeps rows nobody needs any more (`retention:`), and how
-// often its housekeeping looks. An age must be positive: to keep rows for years, say so.
+// often its housekeeping looks. Ages take days and years (90d, 2y) as every duration of
+// the configuration does.
 type Retention struct {
-	// Records: redriven, replayed and discarded dead-letter rows, after their last change.
+	// Records: redriven, replayed and discarded dead-letter rows, after their last change
+	// (parked and scheduled ones are never deleted).
 	Records time.Duration `yaml:"records"`
 	// Runs: redrive runs and their ledger; the newest ledger row of each DLQ partition stays.
 	Runs time.Duration `yaml:"runs"`
-	// IdleRuns: runs that read nothing, written by every idle schedule tick.
+	// IdleRuns: runs that read nothing (a route's consecutive idle runs share one row).
 	IdleRuns time.Duration `yaml:"idle_runs"`
 	// Jobs: finished operator jobs.
 	Jobs time.Duration `yaml:"jobs"`
@@ -22,7 +24,8 @@ type Retention struct {
 	// Ledger: ledger gaps, and the ledger positions of partitions no worker has held; at
 	// least 48h, as workers mark the positions they hold once a day.
 	Ledger time.Duration `yaml:"ledger"`
-	// Interval between housekeeping passes, which also update the backlog gauges.
+	// Interval is the time between housekeeping passes, which also update the backlog
+	// gauges. Every age must be at least 1m.
 	Interval time.Duration `yaml:"interval"`
 }
 

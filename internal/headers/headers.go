@@ -1,10 +1,10 @@
 // Package headers is the DLQ record header contract: it decodes the retry
 // envelope from our canonical dlq-* headers and from the conventions other
-// systems already write (Kafka share groups and Kafka Streams, seed 002 plain
-// style, x-retry-count, Spring Kafka, Kafka Connect, Karafka), and it writes our canonical headers on redrive or
-// replay without disturbing any other header.
+// systems already write (Kafka share groups and Kafka Streams, the plain
+// originalTopic/retryCount style, x-retry-count, Spring Kafka, Kafka Connect, Karafka), and
+// it writes our canonical headers on redrive or replay without disturbing any other header.
 //
-// Decoding rules (the README copies them):
+// Decoding rules (docs/headers.md describes them for users):
 //   - Precedence is fixed: dlq, share-group, streams, plain, x-retry-count,
 //     spring, spring-original, connect, karafka. Each field takes the first convention that has it,
 //     except routing: topic, partition, offset and timestamp all come from the

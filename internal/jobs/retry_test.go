@@ -8,7 +8,7 @@ import (
 )
 
 // A job's records that failed for a transient cause are produced again after 250 ms,
-// doubling up to 10 s, each wait ±20 % (the README's figures).
+// doubling up to 10 s, each wait ±20 % (docs/semantics.md's figures).
 func TestRetryBackoff(t *testing.T) {
 	require.Equal(t, 250*time.Millisecond, retryBackoff.Delay(0, 0.5))
 	require.Equal(t, 200*time.Millisecond, retryBackoff.Delay(0, 0))

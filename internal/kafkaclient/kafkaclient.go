@@ -41,7 +41,8 @@ func ProducerConfig(cfg config.Kafka) kafka.ConfigMap {
 const producerQueueDefault = 100_000
 
 // ConsumerConfig is a consumer that commits only what its caller stored: no auto offset
-// store, earliest reset (seed 003: never skip what nobody committed).
+// store, earliest reset: a group without a committed offset never skips what nobody
+// handled.
 func ConsumerConfig(cfg config.Kafka, group string) kafka.ConfigMap {
 	m := base(cfg)
 	m["group.id"] = group
@@ -59,8 +60,8 @@ func ConsumerConfig(cfg config.Kafka, group string) kafka.ConfigMap {
 // against, so that both sides read ahead and buffer alike.
 func PipeQueues(consumer, producer kafka.ConfigMap, inFlight int) {
 	// 4 MiB of read-ahead is thousands of records, enough to keep a loopback or LAN pipe
-	// busy; 16 MiB of it (and the fetch buffers it pins) was a third of the worker's peak
-	// RSS in BenchmarkWorker.
+	// busy; more of it, and the fetch buffers it pins, would be a large share of the
+	// worker's peak RSS.
 	consumer["queued.max.messages.kbytes"] = 4096
 	// Acknowledgements never outnumber the records in flight; the 1,000,000 default is a
 	// 16 MB buffer of pointers the garbage collector scans on every cycle.

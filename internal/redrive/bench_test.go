@@ -29,7 +29,7 @@ import (
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
 
-// The redrive benchmarks (issue 5). Each parent seeds a DLQ of DLQ_BENCH_RECORDS (default
+// The redrive benchmarks. Each parent seeds a DLQ of DLQ_BENCH_RECORDS (default
 // 1,000,000) 1 KiB records once; its "raw" and "ours" sub-benchmarks then drain that same
 // backlog with fresh consumer groups in the same run and report rec/s, which benchratio
 // puts side by side. One iteration drains the whole backlog: run with -benchtime 1x.

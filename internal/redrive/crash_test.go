@@ -61,7 +61,7 @@ func TestCommitBehindTheLedgerResumesAtTheLedger(t *testing.T) {
 }
 
 // A group whose committed offsets are gone (deleted, or expired with
-// offsets.retention.minutes, as in seed 003) would read its DLQ again from the earliest
+// offsets.retention.minutes) would read its DLQ again from the earliest
 // offset. The ledger knows where it was: the next worker counts each partition's missing
 // offset (cause not_found), logs it at WARN with the ledger's position, resumes there and
 // redrives only what came after.

@@ -21,7 +21,7 @@ import (
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
 
-// runFailingService is seed 000's service B while its downstream is down: a consumer of
+// runFailingService is a service whose downstream is down: a consumer of
 // topic that fails every record and dead-letters it through the public deadletter package.
 func runFailingService(t *testing.T, bootstrap, topic, dlq string) {
 	t.Helper()

@@ -29,7 +29,7 @@ func TestStallDelayDoublesUpToTheCap(t *testing.T) {
 	require.Equal(t, 30*time.Second, stallDelay(1<<30))
 }
 
-// The README's stall backoff: the first transient failure waits 200 ms, each one after it
+// The stall backoff of docs/semantics.md: the first transient failure waits 200 ms, each one after it
 // twice as long, up to 30 s; a success starts again at 200 ms.
 func TestStallWaitsStartAt200ms(t *testing.T) {
 	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"route", "kind"})

@@ -43,7 +43,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_lag",
 			Help: "DLQ records not yet committed at the last run start or end, per partition."}, []string{"route", "topic", "partition"}),
 		offsetResets: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_offset_resets_total",
-			Help: "Committed offsets that disagreed with the ledger or the log (seed 003), by cause: not_found, jump, backward, below_log_start."}, []string{"route", "topic", "partition", "cause"}),
+			Help: "Committed offsets that disagreed with the ledger or the log, by cause: not_found, jump, backward, below_log_start."}, []string{"route", "topic", "partition", "cause"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_last_success_timestamp_seconds",
 			Help: "Unix time of the end of the last run that read every partition it held to its high watermark."}, []string{"route"}),
 		lostMidRun: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_partitions_lost_total",

@@ -15,7 +15,8 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 )
 
-// The ledger is the truth (seed 003). Before librdkafka may commit an offset, the worker
+// The ledger is the truth: a group's committed offsets can be reset, lost or rewound
+// behind the worker's back. Before librdkafka may commit an offset, the worker
 // writes it to the ledger (ledger_positions) and has PostgreSQL confirm it flushed: the
 // committed offset is never ahead of the durable ledger by our doing. The position writes
 // themselves do not wait for the flush (an asynchronous commit, visible at once): a flush
@@ -411,7 +412,7 @@ func (l *ledger) checkAssigned(p *partition, committed int64, positions map[part
 	case committed < 0 && known:
 		l.offsetReset(p, "not_found")
 		pl.Warn().Int64("ledger_offset", pos).
-			Msg("no committed offset (offsets lost as in seed 003?); resuming where the ledger says the group committed")
+			Msg("no committed offset (expired or deleted?); resuming where the ledger says the group committed")
 		start = pos
 	case committed < 0:
 		l.offsetReset(p, "not_found")

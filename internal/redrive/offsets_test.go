@@ -77,7 +77,7 @@ func stopNow(t *testing.T, e *redrive.Engine) {
 
 // jumpSetup redrives a first batch, stops the worker, appends a second batch and moves the
 // group's committed offsets to the end of the DLQ behind the worker's back: the second
-// batch is skipped unread, as after seed 003's reset to latest. A new engine then starts.
+// batch is skipped unread, as after a reset to latest. A new engine then starts.
 type jumpSetup struct {
 	bs, dlq, target string
 	rc              routes.Config
@@ -119,8 +119,7 @@ func (s jumpSetup) gaps(t *testing.T) []store.Gap {
 	return gaps
 }
 
-// A committed offset moved forward while the worker was down (seed 003: a reset to
-// latest): at assignment the worker sees it against the ledger, counts it, records the
+// A committed offset moved forward while the worker was down (a reset to latest): at assignment the worker sees it against the ledger, counts it, records the
 // range, rewinds to where the ledger says it committed and redrives the skipped records;
 // the audit is clean.
 func TestOffsetJumpIsRewound(t *testing.T) {
@@ -184,7 +183,7 @@ func TestOffsetJumpAlarm(t *testing.T) {
 	require.ElementsMatch(t, []audit.LostRange{
 		{Partition: 0, From: first / 2, To: (first + skipped) / 2, Cause: string(store.GapJump)},
 		{Partition: 1, From: first / 2, To: (first + skipped) / 2, Cause: string(store.GapJump)},
-	}, rep.Lost, "the ledger's lost ranges, as the README says")
+	}, rep.Lost, "the ledger's lost ranges, as docs/semantics.md says")
 
 	// Counted once: a later run does not see the jump again.
 	runNow(t, s.e, s.rc.Name)

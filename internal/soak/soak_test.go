@@ -270,8 +270,8 @@ func groupAdmin(t *testing.T, op func(ctx context.Context) error) {
 	}, 2*time.Minute, 500*time.Millisecond, "group admin: %v", last)
 }
 
-// moveToLatest commits the DLQ's end for the group behind the worker's back (seed 003's
-// reset to latest): the second batch would be skipped unread.
+// moveToLatest commits the DLQ's end for the group behind the worker's back (a reset to
+// latest): the second batch would be skipped unread.
 func moveToLatest(t *testing.T, s *soak, rt route) int {
 	a := kafkatest.Admin(t, s.bootstrap())
 	var tps []kafka.TopicPartition

@@ -216,9 +216,7 @@ func (s *Store) DiscardRecord(ctx context.Context, id int64, reason string, acto
 
 // MaxJobPage bounds a job's page (JobRecords), twice a listing's: each page a job leases,
 // produces and finishes costs a share of work of its own (statements, transactions,
-// the pipeline's hand-overs), which pages of 1,000 records made 1 to 9 µs of CPU per
-// record of a bulk replay, 6 in the median (BenchmarkBulkReplay, 8 rounds interleaved
-// against pages of 2,000).
+// the pipeline's hand-overs), which larger pages spread over more records.
 const MaxJobPage = 2 * MaxPageSize
 
 // JobRecords returns up to limit records of job with ids above afterID, lowest first: the

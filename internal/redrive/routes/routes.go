@@ -19,21 +19,28 @@ import (
 
 // Config is one route of the worker's configuration (`routes:` in YAML).
 type Config struct {
+	// Name identifies the route in metrics, logs and the API: letters, digits, '.', '_',
+	// '-'. Required.
 	Name string `yaml:"name"`
 	// Topics are DLQ topic names, or patterns starting with "^" (librdkafka regex
 	// subscriptions).
 	Topics []string `yaml:"topics"`
-	// Group is the consumer group; default "dlq-worker.<name>".
+	// Group is the consumer group; workers with the same group split the partitions.
 	Group string `yaml:"group"`
-	// Schedule is a cron spec with optional seconds, or a descriptor (@every 1m, @hourly).
+	// Schedule is a cron spec with optional seconds, or a descriptor (@every 1m, @hourly);
+	// overlapping ticks are skipped.
 	Schedule string `yaml:"schedule"`
-	// MaxRetries: a record whose retry count reached it is parked as exhausted. Default 5.
+	// MaxRetries: a record whose retry count reached it is parked as exhausted; at least 1.
 	MaxRetries *int `yaml:"max_retries"`
-	// Backoff: `none`, or base/factor/cap/jitter.
+	// Backoff: due = last failure + min(cap, base·factorⁿ) ± jitter; or `none`, and the
+	// schedule is the only delay. Without it, the default applies; a mapping of your own
+	// needs base.
 	Backoff *Backoff `yaml:"backoff"`
-	// RateLimit caps redriven records per second; 0 means unlimited.
+	// RateLimit caps redriven records per second; 0 is unlimited.
 	RateLimit float64 `yaml:"rate_limit"`
-	// MaxInFlight bounds records read but not yet acknowledged or stored. Default 2500.
+	// MaxInFlight bounds records read but not yet acknowledged or stored, each holding
+	// about 5 KiB of worker memory (2 KiB of it in librdkafka) meanwhile. A broker that
+	// pauses fills this window, so it sets a long run's peak memory.
 	MaxInFlight int `yaml:"max_in_flight"`
 	// AllowedTargets restricts the topics records may be redriven to (names or ^patterns);
 	// empty allows every topic. A record for another topic is parked as target_not_allowed.
@@ -43,8 +50,8 @@ type Config struct {
 	StripHeaders        []string `yaml:"strip_headers"`
 	StripHeaderPrefixes []string `yaml:"strip_header_prefixes"`
 	// OnOffsetJump is what the worker does when the group's committed offset is ahead of
-	// the ledger (records skipped unread, seed 003): OnJumpRewind (default) reads the
-	// skipped range again, OnJumpAlarm only logs, counts and records it as lost.
+	// the ledger (a reset to latest: records skipped unread): rewind reads the skipped
+	// range again, alarm only logs, counts and records it as lost.
 	OnOffsetJump string `yaml:"on_offset_jump"`
 }
 
@@ -56,10 +63,14 @@ const (
 
 // Backoff is the YAML form of backoff.Policy; the scalar `none` disables backoff.
 type Backoff struct {
-	Base   time.Duration `yaml:"base"`
-	Factor float64       `yaml:"factor"`
-	Cap    time.Duration `yaml:"cap"`
-	Jitter float64       `yaml:"jitter"`
+	// Base is the first delay.
+	Base time.Duration `yaml:"base"`
+	// Factor multiplies the delay at each retry; default 2.
+	Factor float64 `yaml:"factor"`
+	// Cap bounds the delay; default the larger of 1h and base.
+	Cap time.Duration `yaml:"cap"`
+	// Jitter spreads each delay by ± this fraction; default 0 in a mapping of your own.
+	Jitter float64 `yaml:"jitter"`
 	// None disables backoff: the cron interval is the only delay.
 	None bool `yaml:"-"`
 }
@@ -94,10 +105,9 @@ func (b Backoff) Policy() backoff.Policy {
 const (
 	DefaultMaxRetries = 5
 	// Each record in flight holds about 2 KiB in librdkafka (the record, and each of its
-	// headers copied apart; TestDefaultWindowHoldsLittleInLibrdkafka), and a broker's
-	// pause fills the window: at 10,000 that was 20-25 MiB more resident memory during
-	// the pause, the peak RSS of a long run (BenchmarkWorker). 2,500 still allows 70 ms
-	// of acknowledgement latency at 36,000 records a second.
+	// headers copied apart), and a broker's pause fills the window, so the window sets a
+	// long run's peak RSS. 2,500 still allows 70 ms of acknowledgement latency at 36,000
+	// records a second.
 	DefaultMaxInFlight = 2500
 	DefaultSchedule    = "@every 1m"
 )

@@ -67,7 +67,7 @@ func TestBackoffYAML(t *testing.T) {
 	rc = Config{}
 	require.NoError(t, yaml.Unmarshal([]byte("name: r\ntopics: [a]\n"), &rc))
 	rc.WithDefaults()
-	require.Equal(t, Backoff{Base: 30 * time.Second, Factor: 2, Cap: time.Hour, Jitter: 0.2}, *rc.Backoff, "the README's default")
+	require.Equal(t, Backoff{Base: 30 * time.Second, Factor: 2, Cap: time.Hour, Jitter: 0.2}, *rc.Backoff, "the documented default")
 	require.Error(t, yaml.Unmarshal([]byte("backoff: sometimes\n"), &rc))
 }
 
