@@ -329,7 +329,8 @@ func (dec *decoder[H]) first(f field) (int, bool) {
 	return 0, false
 }
 
-// firstNonEmpty is first for text fields, where an empty value counts as absent.
+// firstNonEmpty is first for text fields and the retry count, where an empty value
+// counts as absent.
 func (dec *decoder[H]) firstNonEmpty(f field) (int, bool) {
 	for m := dec.seen; m != 0; m &= m - 1 {
 		c := bits.TrailingZeros16(m)
@@ -362,8 +363,10 @@ func (dec *decoder[H]) text(c int, f field) string {
 // isText marks the fields read with text.
 var isText = [numFields]bool{fTopic: true, fClass: true, fCause: true, fMessage: true, fActor: true, fJob: true, fReplayID: true, fGroup: true}
 
+// retryCount reads the retry count; an empty (or null) value counts as absent, as it does
+// for text fields, so the next convention's count applies, or none.
 func (dec *decoder[H]) retryCount() *Problem {
-	c, ok := dec.first(fRetry)
+	c, ok := dec.firstNonEmpty(fRetry)
 	if !ok {
 		return nil
 	}

@@ -15,7 +15,7 @@
 //     headers do not give are the DLQ record's timestamp (DeadLetteredAt).
 //   - Keys match exactly (Kafka header keys are case-sensitive). A key that
 //     occurs more than once: the last occurrence wins, with a warning.
-//   - An empty text value counts as absent.
+//   - An empty (or null) text value or retry count counts as absent.
 //   - Our own values are ASCII: decimal integers, RFC 3339 UTC timestamps with
 //     milliseconds, a redrive id "topic/partition/offset".
 //   - Spring numeric headers are big-endian binary (4 bytes int, 8 bytes long);
