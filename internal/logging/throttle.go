@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// WarnInterval is the least time between two warnings of one kind: an outage gives one
+// line per kind every 10 s, whatever the retry loop's pace.
+const WarnInterval = 10 * time.Second
+
 // Throttle lets through at most one log line of each kind per interval, so that an outage
 // retried in a tight loop, or a DLQ full of alike records, gives a bounded log; it counts
 // the lines it held back, for the next line to say. Safe for concurrent use.

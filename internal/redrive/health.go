@@ -88,7 +88,7 @@ func newHealth(log zerolog.Logger, route string, errs *prometheus.CounterVec, pr
 }
 
 // warnInterval is the least time between two warnings of one kind.
-const warnInterval = 10 * time.Second
+const warnInterval = logging.WarnInterval
 
 // warnDue reports whether a warning of kind may be logged now, and if so marks it logged.
 func (h *health) warnDue(kind string) bool {
