@@ -587,3 +587,26 @@ func TestShortTokenIsRefusedWithItsReason(t *testing.T) {
 	prefix := b.do("GET", "/v1/stats", adminToken[:auth.MinTokenLength-1], nil)
 	require.Equal(t, short.problem(t).Detail, prefix.problem(t).Detail)
 }
+
+// A record whose original topic is no valid topic name (kept Go-quoted from headers that
+// are not UTF-8 text) is never replayed to it: a replay without a target is refused and
+// the record stays parked; with a replay topic it is accepted.
+func TestReplayNeverTargetsAnIllegalOriginalTopic(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.park("orders", 1, func(_ int, r *store.NewRecord) {
+		r.Origin.Topic, r.Reason = `"orders\xff"`, store.ReasonUnroutable
+	})
+	path := fmt.Sprintf("/v1/records/%d/replay", ids[0])
+	r := b.do("POST", path, operatorToken, api.ReplayRequest{})
+	require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+	p := r.problem(t)
+	require.Equal(t, "target_topic", p.Field)
+	require.Contains(t, p.Detail, "not a valid topic name")
+	rec, err := b.store.Get(context.Background(), ids[0])
+	require.NoError(t, err)
+	require.Equal(t, store.StatusParked, rec.Status)
+
+	r = b.do("POST", path, operatorToken, api.ReplayRequest{TargetTopic: "orders.replay"})
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+}

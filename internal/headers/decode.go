@@ -1,6 +1,7 @@
 package headers
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -393,7 +394,7 @@ func (dec *decoder[H]) routing() {
 		return
 	}
 	e.Convention = conventions[c].name
-	e.OriginalTopic = dec.text(c, fTopic)
+	e.OriginalTopic = dec.topic(c)
 	if !ValidTopicName(e.OriginalTopic) {
 		dec.d.Problem = &Problem{Reason: ReasonUnroutable, Detail: dec.key(c, fTopic) + ": illegal topic name " + quote([]byte(e.OriginalTopic))}
 	}
@@ -404,6 +405,20 @@ func (dec *decoder[H]) routing() {
 		e.OriginalOffset = o
 	}
 	e.OriginalTimestamp = dec.time(c, fTimestamp)
+}
+
+// topic is the original topic of convention c as it is stored and shown: the header's
+// text, or, when its bytes are not UTF-8 text (invalid UTF-8, a NUL), their Go-quoted
+// form ("orders\xff"), which keeps every byte (strconv.Unquote gives them back) where
+// text would replace them with U+FFFD. Such a topic is illegal either way: the record is
+// unroutable, and the quoted form, with its quotes, is no topic name anything could be
+// produced to.
+func (dec *decoder[H]) topic(c int) string {
+	v, _ := dec.value(c, fTopic)
+	if plainASCII(v) || utf8.Valid(v) && bytes.IndexByte(v, 0) < 0 {
+		return dec.text(c, fTopic)
+	}
+	return text(strconv.Quote(string(v)))
 }
 
 // nonNegative parses an optional number; a malformed one is a warning.

@@ -3,6 +3,7 @@ package redrive_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,4 +91,37 @@ func TestRecordsParkedForThemselvesAreLogged(t *testing.T) {
 		require.NotEmpty(t, ls[0].Detail, reason)
 	}
 	require.Contains(t, byReason["invalid_retry_count"][0].Detail, `"many"`)
+}
+
+// A dead letter whose original-topic header is not UTF-8 is parked unroutable with the
+// header's bytes kept exact: original_topic is their Go-quoted form, never U+FFFD, and the
+// stored headers are byte-identical. Nothing is produced anywhere.
+func TestOriginalTopicInInvalidUTF8IsParkedExact(t *testing.T) {
+	t.Parallel()
+	bs := testenv.KafkaBootstrap(t)
+	dlq := kafkatest.CreateTopic(t, bs, 1, nil)
+	clock := newClock()
+	st := storetest.New(t, store.WithClock(clock.Now))
+	hs := []kafka.Header{{Key: "retryCount", Value: []byte("1")}, {Key: "originalTopic", Value: []byte("orders\xff\xfe")}}
+	produce(t, dlq, &kafka.Message{Key: []byte("k"), Value: []byte("v"), Headers: hs})
+
+	rc := route("badutf8", dlq)
+	e := startEngine(t, st, clock, rc)
+	require.Eventually(t, func() bool {
+		runNow(t, e, "badutf8")
+		n, err := st.Count(context.Background(), store.Filter{})
+		return err == nil && n == 1
+	}, 60*time.Second, 100*time.Millisecond)
+	page, err := st.List(context.Background(), store.Filter{}, "", 10)
+	require.NoError(t, err)
+	require.Len(t, page.Records, 1)
+	rec, err := st.Get(context.Background(), page.Records[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, store.ReasonUnroutable, rec.Reason)
+	require.Equal(t, `"orders\xff\xfe"`, rec.Origin.Topic)
+	raw, err := strconv.Unquote(rec.Origin.Topic)
+	require.NoError(t, err)
+	require.Equal(t, "orders\xff\xfe", raw, "the header's bytes, exact")
+	require.Equal(t, headers.To[store.Header](hs), rec.Headers, "the headers as they were")
+	requireConserved(t, st, dlq, rc.Group)
 }
