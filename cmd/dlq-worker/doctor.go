@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/spf13/cobra"
 
 	"github.com/dlqops/dlq/internal/config"
@@ -27,7 +26,7 @@ func doctorCommand(load func() (*config.Worker, error)) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := kafka.NewAdminClient(ptr(kafkaclient.AdminConfig(cfg.Kafka)))
+			a, err := kafkaclient.NewAdmin(cfg.Kafka)
 			if err != nil {
 				return fmt.Errorf("kafka: %w", err)
 			}
@@ -47,7 +46,7 @@ func doctorCommand(load func() (*config.Worker, error)) *cobra.Command {
 			} else {
 				fmt.Fprintln(cmd.OutOrStdout(), "share.version not checked over "+proto+": run kafka-features.sh describe")
 			}
-			findings, err := doctor.ShareGroupDLQs(ctx, a, topics, groups, features)
+			findings, err := doctor.ShareGroupDLQs(ctx, a.AdminClient, topics, groups, features)
 			if err != nil {
 				return err
 			}

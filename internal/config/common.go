@@ -74,8 +74,15 @@ type Database struct {
 // Kafka is the client configuration shared by every Kafka handle the worker opens.
 type Kafka struct {
 	BootstrapServers string `yaml:"bootstrap_servers"`
-	// Extra holds further librdkafka properties (security.protocol, sasl.*, ...).
+	// Extra holds further librdkafka properties of every client (security.protocol,
+	// sasl.*, client.id, ...).
 	Extra map[string]string `yaml:"extra"`
+	// Consumer and Producer hold librdkafka properties of the consumers only
+	// (session.timeout.ms, fetch.*) and of the producers only (linger.ms,
+	// compression.type): librdkafka warns (CONFWARN) about a consumer property given to a
+	// producer, or the other way round. They override Extra.
+	Consumer map[string]string `yaml:"consumer"`
+	Producer map[string]string `yaml:"producer"`
 	// ExtraFiles holds librdkafka properties whose value is the content of a file
 	// (sasl.password from a mounted Secret), read at start-up into Extra, so that a
 	// secret never has to be written into the configuration file.
