@@ -187,5 +187,3 @@ func workerVersion() string {
 	_, rdkafka := kafka.LibraryVersion()
 	return fmt.Sprintf("%s, librdkafka %s (%s)", version.String("dlq-worker"), rdkafka, kafka.LibrdkafkaLinkInfo)
 }
-
-func ptr[T any](v T) *T { return &v }
