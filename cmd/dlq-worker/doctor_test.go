@@ -98,7 +98,7 @@ func TestDoctorChecksTopicsAndMigrations(t *testing.T) {
 	require.Len(t, lines, 3, out)
 	require.Equal(t, "route r: topic "+cfg.Routes[0].Topics[0]+" does not exist", lines[0])
 	require.Equal(t, "route r: pattern "+cfg.Routes[0].Topics[1]+" matches no topic", lines[1])
-	require.Regexp(t, `^postgresql: \d+ migration\(s\) not applied \(.*00001_parking_store.sql.*\): run `+"`dlq-worker migrate up`", lines[2])
+	require.Regexp(t, `^postgresql: \d+ migration\(s\) not applied \(the first: 00001_parking_store.sql\): run `+"`dlq-worker migrate up`", lines[2])
 	require.NotContains(t, out, "no problem found")
 	require.Equal(t, "10s", doctorCommand(nil).Flags().Lookup("timeout").DefValue)
 }

@@ -135,8 +135,8 @@ func (r *Report) postgres(ctx context.Context, o Options) {
 	}
 	switch {
 	case len(pending) > 0 && o.Config.Database.MigrateOnStart:
-		r.Notes = append(r.Notes, Finding{Subject: "postgresql", Advice: true, Problem: fmt.Sprintf("%d migration(s) not applied yet (%s): the worker applies them at start (database.migrate_on_start)", len(pending), strings.Join(pending, ", "))})
+		r.Notes = append(r.Notes, Finding{Subject: "postgresql", Advice: true, Problem: fmt.Sprintf("%d migration(s) not applied yet (the first: %s): the worker applies them at start (database.migrate_on_start)", len(pending), pending[0])})
 	case len(pending) > 0:
-		r.problem("postgresql", "%d migration(s) not applied (%s): run `dlq-worker migrate up` or set database.migrate_on_start", len(pending), strings.Join(pending, ", "))
+		r.problem("postgresql", "%d migration(s) not applied (the first: %s): run `dlq-worker migrate up` or set database.migrate_on_start", len(pending), pending[0])
 	}
 }
