@@ -1,6 +1,7 @@
-// Package doctor checks a cluster's configuration for mistakes the worker cannot see
-// while it runs: share-group dead-letter topics (Kafka 4.4, KIP-1191) that the broker
-// accepts silently and then never writes to.
+// Package doctor checks what the worker needs before its first run (Run): Kafka and
+// PostgreSQL reachable, migrations applied, the routes' topics, and the mistakes the
+// worker cannot see while it runs: share-group dead-letter topics (Kafka 4.4, KIP-1191)
+// that the broker accepts silently and then never writes to.
 package doctor
 
 import (
