@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
+	"io"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/dlqops/dlq/internal/config"
@@ -14,53 +14,59 @@ import (
 	"github.com/dlqops/dlq/internal/kafkaclient"
 )
 
-// doctorCommand checks the cluster's set-up of the routes' DLQ topics for mistakes the
-// broker accepts silently (doctor.ShareGroupDLQs), and exits non-zero when it finds one.
+// doctorTimeout bounds each of the doctor's network checks by default: an unreachable
+// broker or database is a finding after this long, not a hang.
+const doctorTimeout = 10 * time.Second
+
+// doctorCommand checks what the worker needs before it can redrive anything (doctor.Run):
+// a valid configuration, Kafka and PostgreSQL reachable, migrations applied, the routes'
+// topics, and the share-group DLQ set-up the broker accepts silently. It prints one line
+// per problem and per note, and exits non-zero on a problem, so that it can gate CI.
 func doctorCommand(load func() (*config.Worker, error)) *cobra.Command {
 	var groups []string
+	var timeout time.Duration
+	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check the share-group dead-letter set-up of the routes' DLQ topics (and of --share-group groups)",
+		Short: "Check the configuration, Kafka, PostgreSQL, the routes' topics and the share-group DLQ set-up",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
 			cfg, err := load()
 			if err != nil {
+				fmt.Fprintln(out, "configuration:", err)
+				return fmt.Errorf("1 problem(s) found")
+			}
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout: must be positive, got %s", timeout)
+			}
+			// librdkafka's own lines (a refused connection, ...) go through zerolog, to
+			// stderr with --verbose: the findings say what failed.
+			var w io.Writer = io.Discard
+			if verbose {
+				w = cmd.ErrOrStderr()
+			}
+			klog := kafkaclient.NewLogRouter(zerolog.New(w).With().Timestamp().Logger())
+			if err := klog.Start(cmd.Context()); err != nil {
 				return err
 			}
-			a, err := kafka.NewAdminClient(ptr(kafkaclient.AdminConfig(cfg.Kafka)))
-			if err != nil {
-				return fmt.Errorf("kafka: %w", err)
+			defer func() { _ = klog.Stop(context.Background()) }()
+			rep := doctor.Run(cmd.Context(), doctor.Options{Config: cfg, ShareGroups: groups, Timeout: timeout})
+			for _, f := range rep.Problems {
+				fmt.Fprintln(out, f)
 			}
-			defer a.Close()
-			var topics []string
-			for _, rc := range cfg.Routes {
-				topics = append(topics, rc.Topics...)
+			for _, f := range rep.Notes {
+				fmt.Fprintln(out, "note:", f)
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
-			defer cancel()
-			// share.version is read over a raw connection, which only a PLAINTEXT
-			// listener allows (confluent-kafka-go does not expose feature levels).
-			var features func(context.Context) (map[string]int16, error)
-			if proto := strings.ToLower(cfg.Kafka.Extra["security.protocol"]); proto == "" || proto == "plaintext" {
-				addr := strings.TrimSpace(strings.Split(cfg.Kafka.BootstrapServers, ",")[0])
-				features = func(ctx context.Context) (map[string]int16, error) { return doctor.FinalizedFeatures(ctx, addr) }
-			} else {
-				fmt.Fprintln(cmd.OutOrStdout(), "share.version not checked over "+proto+": run kafka-features.sh describe")
+			if len(rep.Problems) > 0 {
+				return fmt.Errorf("%d problem(s) found", len(rep.Problems))
 			}
-			findings, err := doctor.ShareGroupDLQs(ctx, a, topics, groups, features)
-			if err != nil {
-				return err
-			}
-			for _, f := range findings {
-				fmt.Fprintln(cmd.OutOrStdout(), f)
-			}
-			if len(findings) > 0 {
-				return fmt.Errorf("%d problem(s) found", len(findings))
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "no problem found")
+			fmt.Fprintln(out, "no problem found")
 			return nil
 		},
 	}
 	cmd.Flags().StringSliceVar(&groups, "share-group", nil, "a share group whose dead letters a route reads (repeatable)")
+	cmd.Flags().DurationVar(&timeout, "timeout", doctorTimeout, "how long each Kafka or PostgreSQL check may take")
+	cmd.Flags().BoolVar(&verbose, "verbose", false, "also write librdkafka's own log lines to stderr")
 	return cmd
 }

@@ -82,12 +82,12 @@ func run(ctx context.Context, cfg *config.Worker) error {
 		return err
 	}
 	defer func() { _ = klog.Stop(context.Background()) }()
-	admin, err := kafka.NewAdminClient(ptr(kafkaclient.AdminConfig(cfg.Kafka)))
+	admin, err := kafkaclient.NewAdmin(cfg.Kafka)
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
 	}
 	defer admin.Close()
-	srv.AddCheck("kafka", kafkaclient.MetadataCheck(admin))
+	srv.AddCheck("kafka", kafkaclient.MetadataCheck(admin.AdminClient))
 	// A fatal route error ends the process like a signal would, then makes it exit non-zero.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -187,5 +187,3 @@ func workerVersion() string {
 	_, rdkafka := kafka.LibraryVersion()
 	return fmt.Sprintf("%s, librdkafka %s (%s)", version.String("dlq-worker"), rdkafka, kafka.LibrdkafkaLinkInfo)
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -566,4 +567,46 @@ func TestKeyFilterTextOrBase64(t *testing.T) {
 		require.Equal(t, f.Key, job.Filter.Key)
 		require.Equal(t, f.KeyB64, job.Filter.KeyB64)
 	}
+}
+
+// A token shorter than the minimum cannot be valid whatever tokens are configured: its 401
+// says so, with the minimum, and a wrong token of a valid length keeps the plain answer,
+// so the text tells nothing about the configured tokens.
+func TestShortTokenIsRefusedWithItsReason(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	short := b.do("GET", "/v1/stats", "short-token", nil)
+	require.Equal(t, http.StatusUnauthorized, short.status)
+	require.Equal(t, fmt.Sprintf("the token is too short: a token has at least %d characters (`dlq-admin token new` makes one)", auth.MinTokenLength),
+		short.problem(t).Detail)
+
+	wrong := b.do("GET", "/v1/stats", strings.Repeat("x", auth.MinTokenLength), nil)
+	require.Equal(t, http.StatusUnauthorized, wrong.status)
+	require.Equal(t, "give a valid token: Authorization: Bearer <token>", wrong.problem(t).Detail)
+	// A short prefix of a valid token is as short as any other.
+	prefix := b.do("GET", "/v1/stats", adminToken[:auth.MinTokenLength-1], nil)
+	require.Equal(t, short.problem(t).Detail, prefix.problem(t).Detail)
+}
+
+// A record whose original topic is no valid topic name (kept Go-quoted from headers that
+// are not UTF-8 text) is never replayed to it: a replay without a target is refused and
+// the record stays parked; with a replay topic it is accepted.
+func TestReplayNeverTargetsAnIllegalOriginalTopic(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.park("orders", 1, func(_ int, r *store.NewRecord) {
+		r.Origin.Topic, r.Reason = `"orders\xff"`, store.ReasonUnroutable
+	})
+	path := fmt.Sprintf("/v1/records/%d/replay", ids[0])
+	r := b.do("POST", path, operatorToken, api.ReplayRequest{})
+	require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+	p := r.problem(t)
+	require.Equal(t, "target_topic", p.Field)
+	require.Contains(t, p.Detail, "not a valid topic name")
+	rec, err := b.store.Get(context.Background(), ids[0])
+	require.NoError(t, err)
+	require.Equal(t, store.StatusParked, rec.Status)
+
+	r = b.do("POST", path, operatorToken, api.ReplayRequest{TargetTopic: "orders.replay"})
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -101,8 +102,11 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 			return 0, nil, err
 		}
 	}
-	if req.TargetTopic == "" && rec.Origin.Topic == "" {
+	switch {
+	case req.TargetTopic == "" && rec.Origin.Topic == "":
 		return 0, nil, badParam("target_topic", "the record has no original topic: give one of the replay topics")
+	case req.TargetTopic == "" && !headers.ValidTopicName(rec.Origin.Topic):
+		return 0, nil, badParam("target_topic", "the record's original topic is not a valid topic name: give one of the replay topics")
 	}
 	key, err := idempotencyKey(c)
 	if err != nil {

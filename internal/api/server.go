@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -212,7 +213,7 @@ func (s *Server) serve(c *call, rt Route) (int, error) {
 	}
 	p, err := s.cfg.Auth.Authenticate(r.Header.Get("Authorization"))
 	if err != nil {
-		return fail(probUnauthorized.with("give a valid token: Authorization: Bearer <token>"))
+		return fail(probUnauthorized.with(unauthorizedDetail(r.Header.Get("Authorization"))))
 	}
 	c.principal, c.actor.Name, c.log = p, p.Name, c.log.With().Str("actor", p.Name).Logger()
 	if !p.Role.Allows(rt.Role) {
@@ -265,4 +266,15 @@ func secureHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// unauthorizedDetail says why a token was refused when saying so gives nothing away: a
+// token shorter than the minimum cannot be valid, whatever tokens are configured. Any
+// other refusal gets one text, so the answer tells nothing about the configured tokens.
+func unauthorizedDetail(header string) string {
+	scheme, token, ok := strings.Cut(header, " ")
+	if ok && strings.EqualFold(scheme, "Bearer") && token != "" && len(token) < auth.MinTokenLength {
+		return fmt.Sprintf("the token is too short: a token has at least %d characters (`dlq-admin token new` makes one)", auth.MinTokenLength)
+	}
+	return "give a valid token: Authorization: Bearer <token>"
 }

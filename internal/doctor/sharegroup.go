@@ -1,6 +1,7 @@
-// Package doctor checks a cluster's configuration for mistakes the worker cannot see
-// while it runs: share-group dead-letter topics (Kafka 4.4, KIP-1191) that the broker
-// accepts silently and then never writes to.
+// Package doctor checks what the worker needs before its first run (Run): Kafka and
+// PostgreSQL reachable, migrations applied, the routes' topics, and the mistakes the
+// worker cannot see while it runs: share-group dead-letter topics (Kafka 4.4, KIP-1191)
+// that the broker accepts silently and then never writes to.
 package doctor
 
 import (
@@ -26,20 +27,24 @@ const (
 )
 
 // Finding is one misconfiguration: what it is about and why no dead letter reaches the
-// worker because of it.
+// worker because of it; or, with Advice, something to look at that is no misconfiguration
+// by itself.
 type Finding struct {
-	Subject string // "topic dlq.billing", "group billing-workers", "cluster"
+	Subject string // "topic dlq.billing (share group billing-workers)", "group billing-workers", "cluster"
 	Problem string
+	Advice  bool
 }
 
 func (f Finding) String() string { return f.Subject + ": " + f.Problem }
 
 // ShareGroupDLQs checks the share-group dead-letter set-up of the worker's DLQ topics
 // (names, or regular expressions starting with ^ as in routes) and of the share groups
-// named. A topic is checked as a share group's DLQ when a group names it, when it has
-// the broker's DLQ name prefix, or when it carries errors.deadletterqueue.group.enable.
-// Each rule is one the broker enforces silently, by archiving a rejected record without
-// writing it to the DLQ:
+// named. A topic is checked as a share group's DLQ when a group names it or when it
+// carries errors.deadletterqueue.group.enable; each topic finding names the groups that
+// dead-letter to it. A topic that only has the broker's DLQ name prefix may be any other
+// DLQ (Kafka Streams, Kafka Connect, Spring): it gets an Advice, no problem. Each rule is
+// one the broker enforces silently, by archiving a rejected record without writing it to
+// the DLQ:
 //   - the broker supports share-group DLQs (Kafka 4.4: it has the prefix configuration);
 //   - each group names a DLQ topic (errors.deadletterqueue.topic.name) that a route reads;
 //   - that topic exists, or the broker may create it;
@@ -66,14 +71,14 @@ func ShareGroupDLQs(ctx context.Context, a *kafka.AdminClient, topics, groups []
 		if len(groups) == 0 {
 			return nil, nil // no share-group DLQ can exist, none is asked for
 		}
-		return []Finding{{"cluster", "the brokers are older than Kafka 4.4: share groups cannot dead-letter records (KIP-1191)"}}, nil
+		return []Finding{{Subject: "cluster", Problem: "the brokers are older than Kafka 4.4: share groups cannot dead-letter records (KIP-1191)"}}, nil
 	}
 	names, err := expand(a, topics)
 	if err != nil {
 		return nil, err
 	}
 	var out []Finding
-	dlqs := map[string]bool{} // topics checked as share-group DLQs
+	dlqs := map[string][]string{} // topics checked as share-group DLQs → the groups naming them
 	for _, g := range groups {
 		cfg, err := describe(ctx, a, kafka.ResourceGroup, g)
 		if err != nil {
@@ -82,24 +87,20 @@ func ShareGroupDLQs(ctx context.Context, a *kafka.AdminClient, topics, groups []
 		t := cfg[groupTopic]
 		switch {
 		case t == "":
-			out = append(out, Finding{"group " + g, groupTopic + " is not set: the broker archives the records the group rejects without dead-lettering them"})
+			out = append(out, Finding{Subject: "group " + g, Problem: groupTopic + " is not set: the broker archives the records the group rejects without dead-lettering them"})
 			continue
 		case !slices.Contains(names, t):
-			out = append(out, Finding{"group " + g, fmt.Sprintf("dead-letters to %s, which no route reads", t)})
+			out = append(out, Finding{Subject: "group " + g, Problem: fmt.Sprintf("dead-letters to %s, which no route reads", t)})
 		}
-		dlqs[t] = true
-	}
-	for _, t := range names {
-		if strings.HasPrefix(t, prefix) && prefix != "" {
-			dlqs[t] = true
-		}
+		dlqs[t] = append(dlqs[t], g)
 	}
 	for _, t := range sortedKeys(dlqs) {
+		subject := topicSubject(t, dlqs[t])
 		cfg, err := describe(ctx, a, kafka.ResourceTopic, t)
 		var ke kafka.Error
 		if errors.As(err, &ke) && ke.Code() == kafka.ErrUnknownTopicOrPart {
 			if broker[brokerAutoCreate] != "true" {
-				out = append(out, Finding{"topic " + t, "does not exist, and " + brokerAutoCreate + " is false: the broker drops the group's dead letters"})
+				out = append(out, Finding{Subject: subject, Problem: "does not exist, and " + brokerAutoCreate + " is false: the broker drops the group's dead letters"})
 			}
 			continue
 		}
@@ -107,26 +108,31 @@ func ShareGroupDLQs(ctx context.Context, a *kafka.AdminClient, topics, groups []
 			return nil, err
 		}
 		if cfg[topicEnable] != "true" {
-			out = append(out, Finding{"topic " + t, topicEnable + " is not true: the broker writes no share-group dead letter to it"})
+			out = append(out, Finding{Subject: subject, Problem: topicEnable + " is not true: the broker writes no share-group dead letter to it"})
 		}
 		if !strings.HasPrefix(t, prefix) {
-			out = append(out, Finding{"topic " + t, fmt.Sprintf("the name does not start with the brokers' %s %q: the broker writes no share-group dead letter to it", brokerPrefix, prefix)})
+			out = append(out, Finding{Subject: subject, Problem: fmt.Sprintf("the name does not start with the brokers' %s %q: the broker writes no share-group dead letter to it", brokerPrefix, prefix)})
 		}
 	}
-	// Topics that enable share-group dead letters but were not recognised by name.
+	// The routes' other topics: those that enable share-group dead letters are share-group
+	// DLQs no group named here; those with the prefix alone are likely another kind of DLQ.
 	for _, t := range names {
-		if dlqs[t] {
+		if dlqs[t] != nil {
 			continue
 		}
 		cfg, err := describe(ctx, a, kafka.ResourceTopic, t)
 		if err != nil {
-			continue // a missing route topic is the worker's readiness' to report
+			continue // a missing route topic is reported by the topics check
 		}
-		if cfg[topicEnable] == "true" {
-			dlqs[t] = true
+		switch {
+		case cfg[topicEnable] == "true":
+			dlqs[t] = []string{}
 			if !strings.HasPrefix(t, prefix) {
-				out = append(out, Finding{"topic " + t, fmt.Sprintf("the name does not start with the brokers' %s %q: the broker writes no share-group dead letter to it", brokerPrefix, prefix)})
+				out = append(out, Finding{Subject: topicSubject(t, nil), Problem: fmt.Sprintf("the name does not start with the brokers' %s %q: the broker writes no share-group dead letter to it", brokerPrefix, prefix)})
 			}
+		case prefix != "" && strings.HasPrefix(t, prefix):
+			out = append(out, Finding{Subject: "topic " + t, Advice: true, Problem: fmt.Sprintf("has the brokers' share-group DLQ prefix %q but %s is not true: "+
+				"fine for a Kafka Streams, Connect or Spring DLQ; if a share group dead-letters to it, enable it and name the group with --share-group", prefix, topicEnable)})
 		}
 	}
 	if len(dlqs) > 0 && features != nil {
@@ -135,7 +141,7 @@ func ShareGroupDLQs(ctx context.Context, a *kafka.AdminClient, topics, groups []
 			return nil, fmt.Errorf("feature levels: %w", err)
 		}
 		if v := levels[shareVersion]; v < 2 {
-			out = append(out, Finding{"cluster", fmt.Sprintf("%s is %d: share groups dead-letter records from level 2 on (kafka-features.sh upgrade --feature %s=2)", shareVersion, v, shareVersion)})
+			out = append(out, Finding{Subject: "cluster", Problem: fmt.Sprintf("%s is %d: share groups dead-letter records from level 2 on (kafka-features.sh upgrade --feature %s=2)", shareVersion, v, shareVersion)})
 		}
 	}
 	return out, nil
@@ -193,7 +199,16 @@ func expand(a *kafka.AdminClient, topics []string) ([]string, error) {
 	return names, nil
 }
 
-func sortedKeys(m map[string]bool) []string {
+// topicSubject names a share-group DLQ topic with the groups that dead-letter to it, so
+// that a finding says which group's dead letters it is about.
+func topicSubject(t string, groups []string) string {
+	if len(groups) == 0 {
+		return "topic " + t + " (no --share-group names it)"
+	}
+	return "topic " + t + " (share group " + strings.Join(groups, ", ") + ")"
+}
+
+func sortedKeys(m map[string][]string) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

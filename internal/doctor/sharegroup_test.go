@@ -82,22 +82,18 @@ func TestShareGroupDLQs(t *testing.T) {
 	for _, f := range findings {
 		got[f.Subject] = append(got[f.Subject], f.Problem)
 	}
-	var none, unread string
+	group := map[string]string{} // topic → the group naming it
 	for g, topic := range groups {
-		switch topic {
-		case "":
-			none = g
-		case notRead:
-			unread = g
-		}
+		group[topic] = g
 	}
+	// Each topic line names the group whose dead letters it is about.
 	want := map[string]string{
-		"topic " + notEnabled: "errors.deadletterqueue.group.enable is not true",
-		"topic " + noPrefix:   `does not start with the brokers' errors.deadletterqueue.topic.name.prefix "dlq."`,
-		"topic " + missing:    "does not exist, and errors.deadletterqueue.auto.create.topics.enable is false",
-		"topic " + orphan:     `does not start with the brokers' errors.deadletterqueue.topic.name.prefix "dlq."`,
-		"group " + none:       "errors.deadletterqueue.topic.name is not set",
-		"group " + unread:     "dead-letters to " + notRead + ", which no route reads",
+		"topic " + notEnabled + " (share group " + group[notEnabled] + ")": "errors.deadletterqueue.group.enable is not true",
+		"topic " + noPrefix + " (share group " + group[noPrefix] + ")":     `does not start with the brokers' errors.deadletterqueue.topic.name.prefix "dlq."`,
+		"topic " + missing + " (share group " + group[missing] + ")":       "does not exist, and errors.deadletterqueue.auto.create.topics.enable is false",
+		"topic " + orphan + " (no --share-group names it)":                 `does not start with the brokers' errors.deadletterqueue.topic.name.prefix "dlq."`,
+		"group " + group[""]:      "errors.deadletterqueue.topic.name is not set",
+		"group " + group[notRead]: "dead-letters to " + notRead + ", which no route reads",
 	}
 	for subject, problem := range want {
 		require.Len(t, got[subject], 1, "%s: %v", subject, got[subject])

@@ -1,6 +1,7 @@
 package headers
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -329,7 +330,8 @@ func (dec *decoder[H]) first(f field) (int, bool) {
 	return 0, false
 }
 
-// firstNonEmpty is first for text fields, where an empty value counts as absent.
+// firstNonEmpty is first for text fields and the retry count, where an empty value
+// counts as absent.
 func (dec *decoder[H]) firstNonEmpty(f field) (int, bool) {
 	for m := dec.seen; m != 0; m &= m - 1 {
 		c := bits.TrailingZeros16(m)
@@ -362,8 +364,10 @@ func (dec *decoder[H]) text(c int, f field) string {
 // isText marks the fields read with text.
 var isText = [numFields]bool{fTopic: true, fClass: true, fCause: true, fMessage: true, fActor: true, fJob: true, fReplayID: true, fGroup: true}
 
+// retryCount reads the retry count; an empty (or null) value counts as absent, as it does
+// for text fields, so the next convention's count applies, or none.
 func (dec *decoder[H]) retryCount() *Problem {
-	c, ok := dec.first(fRetry)
+	c, ok := dec.firstNonEmpty(fRetry)
 	if !ok {
 		return nil
 	}
@@ -390,7 +394,7 @@ func (dec *decoder[H]) routing() {
 		return
 	}
 	e.Convention = conventions[c].name
-	e.OriginalTopic = dec.text(c, fTopic)
+	e.OriginalTopic = dec.topic(c)
 	if !ValidTopicName(e.OriginalTopic) {
 		dec.d.Problem = &Problem{Reason: ReasonUnroutable, Detail: dec.key(c, fTopic) + ": illegal topic name " + quote([]byte(e.OriginalTopic))}
 	}
@@ -401,6 +405,20 @@ func (dec *decoder[H]) routing() {
 		e.OriginalOffset = o
 	}
 	e.OriginalTimestamp = dec.time(c, fTimestamp)
+}
+
+// topic is the original topic of convention c as it is stored and shown: the header's
+// text, or, when its bytes are not UTF-8 text (invalid UTF-8, a NUL), their Go-quoted
+// form ("orders\xff"), which keeps every byte (strconv.Unquote gives them back) where
+// text would replace them with U+FFFD. Such a topic is illegal either way: the record is
+// unroutable, and the quoted form, with its quotes, is no topic name anything could be
+// produced to.
+func (dec *decoder[H]) topic(c int) string {
+	v, _ := dec.value(c, fTopic)
+	if plainASCII(v) || utf8.Valid(v) && bytes.IndexByte(v, 0) < 0 {
+		return dec.text(c, fTopic)
+	}
+	return text(strconv.Quote(string(v)))
 }
 
 // nonNegative parses an optional number; a malformed one is a warning.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -320,4 +321,23 @@ func TestPlainASCIIMatchesByteByByte(t *testing.T) {
 		}
 		require.Equal(t, naive(string(b)), plainASCII(string(b)), "%q", b)
 	}
+}
+
+// An original topic whose bytes are not UTF-8 text is kept exact, Go-quoted (U+FFFD
+// would lose the bytes), and the record is unroutable; UTF-8 text is kept as it is.
+func TestOriginalTopicBytesAreKeptExact(t *testing.T) {
+	for _, raw := range []string{"orders\xff", "\xc3(", "a\x00b", "caf\xc3\xa9\xff", `"x\xff"` + "\xfe"} {
+		for _, key := range []string{KeyOriginalTopic, KeyShareTopic, "kafka_dlt-original-topic"} {
+			d := Decode([]Header{{Key: key, Value: []byte(raw)}})
+			require.NotNil(t, d.Problem, "%s %q", key, raw)
+			require.Equal(t, ReasonUnroutable, d.Problem.Reason)
+			got, err := strconv.Unquote(d.Envelope.OriginalTopic)
+			require.NoError(t, err, "%s: %q", key, d.Envelope.OriginalTopic)
+			require.Equal(t, raw, got, key)
+			require.True(t, utf8.ValidString(d.Envelope.OriginalTopic))
+		}
+	}
+	d := Decode([]Header{{Key: KeyOriginalTopic, Value: []byte("café")}})
+	require.Equal(t, "café", d.Envelope.OriginalTopic, "UTF-8 text is kept as it is")
+	require.Equal(t, ReasonUnroutable, d.Problem.Reason)
 }

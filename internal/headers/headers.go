@@ -15,7 +15,7 @@
 //     headers do not give are the DLQ record's timestamp (DeadLetteredAt).
 //   - Keys match exactly (Kafka header keys are case-sensitive). A key that
 //     occurs more than once: the last occurrence wins, with a warning.
-//   - An empty text value counts as absent.
+//   - An empty (or null) text value or retry count counts as absent.
 //   - Our own values are ASCII: decimal integers, RFC 3339 UTC timestamps with
 //     milliseconds, a redrive id "topic/partition/offset".
 //   - Spring numeric headers are big-endian binary (4 bytes int, 8 bytes long);
@@ -25,6 +25,9 @@
 //     attempt count, offset or millisecond timestamp reaches.
 //   - A share group's delivery count is information only: it counts deliveries
 //     to one group, not our redrives, and never becomes the retry count.
+//   - An original topic whose bytes are not UTF-8 text (invalid UTF-8, a NUL) is
+//     kept in its Go-quoted form ("orders\xff"), every byte recoverable, never
+//     replaced: such a topic is illegal.
 //   - A missing or illegal original topic makes the record unroutable; a
 //     malformed, negative or overflowing retry count makes it
 //     invalid_retry_count (unroutable wins when both apply). Any other

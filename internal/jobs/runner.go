@@ -36,6 +36,7 @@ import (
 	"github.com/dlqops/dlq/internal/delivery/rules"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/lifecycle"
+	"github.com/dlqops/dlq/internal/logging"
 	"github.com/dlqops/dlq/internal/redrive/backoff"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
@@ -74,7 +75,11 @@ type Runner struct {
 	records *prometheus.CounterVec
 	jobs    *prometheus.CounterVec
 	retries *prometheus.CounterVec
-	rules   map[string]*rules.Rules // by route name
+	// claimErrors counts failed claims; claimWarns lets one warning about them through
+	// per interval, however many slots retry at their poll pace.
+	claimErrors prometheus.Counter
+	claimWarns  *logging.Throttle
+	rules       map[string]*rules.Rules // by route name
 
 	// Set by Start before any goroutine; the producer is closed once every slot has exited.
 	producer *kafka.Producer
@@ -125,12 +130,17 @@ func New(cfg Config) (*Runner, error) {
 			Name: "dlq_job_produce_retries_total",
 			Help: "Records of operator jobs produced again after a transient failure (broker down, lookup timed out), by job kind.",
 		}, []string{"kind"}),
+		claimErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dlq_job_claim_errors_total",
+			Help: "Failed attempts of a job slot to claim a job (PostgreSQL unreachable or failing); each slot tries again at its poll interval.",
+		}),
+		claimWarns: logging.NewThrottle(logging.WarnInterval),
 	}
 	r.rules = make(map[string]*rules.Rules, len(cfg.Routes))
 	for _, rc := range cfg.Routes {
 		r.rules[rc.Name] = rules.New(rc)
 	}
-	for _, c := range []prometheus.Collector{r.records, r.jobs, r.retries} {
+	for _, c := range []prometheus.Collector{r.records, r.jobs, r.retries, r.claimErrors} {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, err
 		}
@@ -213,7 +223,10 @@ func (r *Runner) loop(ctx context.Context, owner string, claim func(context.Cont
 			continue
 		case errors.Is(err, store.ErrNotFound), ctx.Err() != nil:
 		default:
-			r.log.Warn().Err(err).Msg("claim job")
+			r.claimErrors.Inc()
+			if n, ok := r.claimWarns.Allow("claim"); ok {
+				r.log.Warn().Err(err).Int("not_logged", n).Msg("claim job")
+			}
 		}
 		select {
 		case <-r.stopping:

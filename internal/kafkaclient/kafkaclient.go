@@ -12,10 +12,15 @@ import (
 	"github.com/dlqops/dlq/internal/config"
 )
 
-// base is the connection part every handle shares; extra properties may override it.
-func base(cfg config.Kafka) kafka.ConfigMap {
+// base is the connection part every handle shares, with the properties of kafka.extra
+// and then those of one kind of client (kafka.consumer, kafka.producer), which may
+// override it.
+func base(cfg config.Kafka, kind map[string]string) kafka.ConfigMap {
 	m := kafka.ConfigMap{"bootstrap.servers": cfg.BootstrapServers}
 	for k, v := range cfg.Extra {
+		m[k] = v
+	}
+	for k, v := range kind {
 		m[k] = v
 	}
 	return m
@@ -24,7 +29,7 @@ func base(cfg config.Kafka) kafka.ConfigMap {
 // ProducerConfig is a producer that loses nothing it confirmed: acks=all, idempotence
 // (which also keeps per-partition order across retries).
 func ProducerConfig(cfg config.Kafka) kafka.ConfigMap {
-	m := base(cfg)
+	m := base(cfg, cfg.Producer)
 	m["acks"] = "all"
 	m["enable.idempotence"] = true
 	// confluent-kafka-go allocates its channels up front, 1,000,000 slots each by default:
@@ -44,7 +49,7 @@ const producerQueueDefault = 100_000
 // store, earliest reset: a group without a committed offset never skips what nobody
 // handled.
 func ConsumerConfig(cfg config.Kafka, group string) kafka.ConfigMap {
-	m := base(cfg)
+	m := base(cfg, cfg.Consumer)
 	m["group.id"] = group
 	m["enable.auto.offset.store"] = false
 	m["auto.offset.reset"] = "earliest"
@@ -69,9 +74,42 @@ func PipeQueues(consumer, producer kafka.ConfigMap, inFlight int) {
 	producer["queue.buffering.max.messages"] = max(inFlight*2, 1000)
 }
 
-// AdminConfig is an admin client. confluent-kafka-go's admin client takes no log
-// channel: its librdkafka lines go to stderr.
-func AdminConfig(cfg config.Kafka) kafka.ConfigMap { return base(cfg) }
+// Admin is an admin client whose librdkafka log lines go through the running LogRouter
+// like every other handle's. confluent-kafka-go's NewAdminClient takes no log channel
+// (its lines would reach stderr as raw "%3|…|FAIL|…" text), so the client is derived
+// from a producer of its own that does.
+type Admin struct {
+	*kafka.AdminClient
+	producer *kafka.Producer
+}
+
+// NewAdmin returns an admin client on the connection properties (kafka.extra).
+func NewAdmin(cfg config.Kafka) (*Admin, error) {
+	m := withLogs(base(cfg, nil))
+	m["go.produce.channel.size"], m["go.events.channel.size"] = 0, 100
+	p, err := kafka.NewProducer(&m)
+	if err != nil {
+		return nil, err
+	}
+	a, err := kafka.NewAdminClientFromProducer(p)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	// Nothing is produced: the events are client errors (all brokers down, ...), which
+	// librdkafka logs as well. Close ends the channel, and this reader with it.
+	go func() {
+		for range p.Events() {
+		}
+	}()
+	return &Admin{AdminClient: a, producer: p}, nil
+}
+
+// Close closes the admin client and its producer.
+func (a *Admin) Close() {
+	a.AdminClient.Close()
+	a.producer.Close()
+}
 
 // MetadataCheck is a readiness check: the cluster answers a metadata request.
 func MetadataCheck(a *kafka.AdminClient) func(ctx context.Context) error {

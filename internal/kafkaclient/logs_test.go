@@ -33,9 +33,8 @@ func TestLogRouterForwardsLibrdkafkaLines(t *testing.T) {
 	c, err := kafka.NewConsumer(&cc)
 	require.NoError(t, err)
 	defer c.Close()
-	ac := kafkaclient.AdminConfig(config.Kafka{BootstrapServers: "127.0.0.1:1"})
-	a, err := kafka.NewAdminClient(&ac)
-	require.NoError(t, err, "the admin client takes no log channel")
+	a, err := kafkaclient.NewAdmin(config.Kafka{BootstrapServers: "127.0.0.1:1"})
+	require.NoError(t, err)
 	a.Close()
 
 	var line map[string]any
@@ -58,4 +57,23 @@ func TestLogRouterForwardsLibrdkafkaLines(t *testing.T) {
 	require.Contains(t, line["message"], "127.0.0.1:1")
 	require.NotEmpty(t, line["client"])
 	require.Equal(t, false, kafkaclient.ProducerConfig(config.Kafka{BootstrapServers: "x"})["go.logs.channel.enable"], "stopped: back to librdkafka's default")
+}
+
+// The admin client's own lines go through the router too (confluent-kafka-go's admin
+// client takes no log channel; NewAdmin derives it from a producer that does), and the
+// properties of the consumers only reach no producer: no CONFWARN line.
+func TestAdminLogsGoThroughTheRouter(t *testing.T) {
+	ctx := context.Background()
+	logs := &testenv.SyncBuffer{}
+	r := kafkaclient.NewLogRouter(zerolog.New(logs))
+	require.NoError(t, r.Start(ctx))
+	defer func() { require.NoError(t, r.Stop(ctx)) }()
+	a, err := kafkaclient.NewAdmin(config.Kafka{BootstrapServers: "127.0.0.1:1", // nothing listens
+		Consumer: map[string]string{"session.timeout.ms": "6000", "fetch.wait.max.ms": "100"}})
+	require.NoError(t, err)
+	defer a.Close()
+	_, err = a.GetMetadata(nil, false, 500)
+	require.Error(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"tag":"FAIL"`) }, 30*time.Second, 50*time.Millisecond)
+	require.NotContains(t, logs.String(), "CONFWARN")
 }

@@ -42,8 +42,7 @@ func TestSASLPasswordFromFile(t *testing.T) {
 	b := kafkatest.StartSASLBroker(t, "dlq", "pw-from-a-secret")
 	k := saslConfig(t, b.Bootstrap(), "pw-from-a-secret")
 
-	ac := kafkaclient.AdminConfig(k)
-	admin, err := kafka.NewAdminClient(&ac)
+	admin, err := kafkaclient.NewAdmin(k)
 	require.NoError(t, err)
 	defer admin.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

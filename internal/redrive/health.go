@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/dlqops/dlq/internal/logging"
 	"github.com/dlqops/dlq/internal/redrive/backoff"
 )
 
@@ -63,8 +64,8 @@ func probeTimeout(ctx context.Context) time.Duration {
 }
 
 // health is a route's account of whether it can progress, for readiness, and its
-// rate-limited warnings. The loop owns stallN and lastWarn; stalled and kafkaDown are
-// shared with Ready and the storers, as atomics.
+// rate-limited warnings. The loop owns stallN; stalled and kafkaDown are shared with Ready
+// and the storers, as atomics.
 type health struct {
 	log      zerolog.Logger
 	route    string
@@ -76,33 +77,30 @@ type health struct {
 	// record comes or is acknowledged, or when Ready's probe gets an answer (an idle
 	// worker sees no record to tell it the cluster is back).
 	kafkaDown atomic.Bool
-	stallN    int // consecutive transient failures, for the stall backoff
-	lastWarn  map[string]time.Time
+	stallN    int               // consecutive transient failures, for the stall backoff
+	warns     *logging.Throttle // one warning per kind and warnInterval
 }
 
 func newHealth(log zerolog.Logger, route string, errs *prometheus.CounterVec, producer *kafka.Producer) *health {
-	h := &health{log: log, route: route, errors: errs, producer: producer, lastWarn: map[string]time.Time{}}
+	h := &health{log: log, route: route, errors: errs, producer: producer, warns: logging.NewThrottle(warnInterval)}
 	h.stalled.Store("")
 	return h
 }
 
 // warnInterval is the least time between two warnings of one kind.
-const warnInterval = 10 * time.Second
+const warnInterval = logging.WarnInterval
 
 // warnDue reports whether a warning of kind may be logged now, and if so marks it logged.
 func (h *health) warnDue(kind string) bool {
-	now := time.Now()
-	if now.Sub(h.lastWarn[kind]) < warnInterval {
-		return false
-	}
-	h.lastWarn[kind] = now
-	return true
+	_, ok := h.warns.Allow(kind)
+	return ok
 }
 
-// warnEvery logs at most once per interval per kind, so an outage gives clear, bounded logs.
+// warnEvery logs at most once per interval per kind, so an outage gives clear, bounded
+// logs; each line says how many of its kind were not logged since the last.
 func (h *health) warnEvery(kind string, err error, msg string) {
-	if h.warnDue(kind) {
-		h.log.Warn().Err(err).Str("kind", kind).Msg(msg)
+	if n, ok := h.warns.Allow(kind); ok {
+		h.log.Warn().Err(err).Str("kind", kind).Int("not_logged", n).Msg(msg)
 	}
 }
 

@@ -85,7 +85,32 @@ func (pk *parker) enqueue(p *partition, m *kafka.Message, env headers.Envelope, 
 	} else if d.detail != "" && rec.ErrorMessage == "" {
 		rec.ErrorMessage = d.detail
 	}
+	if msg, ok := parkWarnings[d.reason]; ok && d.act == actPark {
+		pk.warn(rec.DLQ, d, msg)
+	}
 	pk.batch = append(pk.batch, parkItem{part: p, offset: rec.DLQ.Offset, rec: rec})
+}
+
+// parkWarnings are the park reasons that say the record itself is wrong (its headers or
+// its size), by the message of their warning: an operator learns of such a record from a
+// log line of its own, not only from the run's summary.
+var parkWarnings = map[store.Reason]string{
+	store.ReasonUnroutable:        "record parked unroutable: its headers name no valid original topic",
+	store.ReasonInvalidRetryCount: "record parked invalid_retry_count: its retry count header is malformed",
+	store.ReasonTooLarge:          "record parked too_large: its target topic refuses a record this large",
+}
+
+// warn logs a record parked for one of parkWarnings, rate-limited per reason like the
+// route's other warnings (a DLQ full of records from a broken writer gives one line per
+// interval); every park is counted in dlq_worker_parked_total. The detail quotes header
+// values: it is a field of the line, never its message.
+func (pk *parker) warn(at store.Coordinates, d decision, msg string) {
+	n, ok := pk.health.warns.Allow("parked_" + string(d.reason))
+	if !ok {
+		return
+	}
+	pk.log.Warn().Str("topic", at.Topic).Int32("partition", at.Partition).Int64("offset", at.Offset).
+		Str("reason", string(d.reason)).Str("detail", d.detail).Int("records_not_logged", n).Msg(msg)
 }
 
 // flush hands the records waiting for PostgreSQL to the free storers, at most

@@ -6,6 +6,7 @@ package rules
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/dlqops/dlq/internal/headers"
@@ -69,6 +70,10 @@ func (r *Rules) Target(origin, explicit string) (string, *Refusal) {
 	switch {
 	case target == "":
 		return "", &Refusal{Reason: store.ReasonUnroutable, Detail: "no original topic and no target topic given"}
+	case !headers.ValidTopicName(target):
+		// An original topic from hostile headers (kept Go-quoted when its bytes are not
+		// text) is never a produce target.
+		return "", &Refusal{Reason: store.ReasonUnroutable, Detail: strconv.Quote(target) + " is not a valid topic name"}
 	case !r.Allows(target):
 		return "", &Refusal{Reason: store.ReasonTargetNotAllowed, Detail: target + " is not in allowed_targets"}
 	}

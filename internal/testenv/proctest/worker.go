@@ -37,7 +37,7 @@ http: {listen: "127.0.0.1:0"}
 database: {url: %q}
 kafka:
   bootstrap_servers: %q
-  extra: {session.timeout.ms: "%d", heartbeat.interval.ms: "1000"}
+  consumer: {session.timeout.ms: "%d", heartbeat.interval.ms: "1000"}
 shutdown_grace: 30s
 %sroutes:
   - name: %s

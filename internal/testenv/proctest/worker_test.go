@@ -19,7 +19,7 @@ func TestWorkerConfig(t *testing.T) {
 	require.NoError(t, config.Load(c.Write(t, t.TempDir()), "PROCTEST_UNSET_", &w))
 	require.Equal(t, c.DatabaseURL, w.Database.URL)
 	require.Equal(t, c.Bootstrap, w.Kafka.BootstrapServers)
-	require.Equal(t, "6000", w.Kafka.Extra["session.timeout.ms"])
+	require.Equal(t, "6000", w.Kafka.Consumer["session.timeout.ms"])
 	require.Empty(t, w.GroupInstanceID)
 	require.Len(t, w.Routes, 1)
 	r := w.Routes[0]
@@ -31,7 +31,7 @@ func TestWorkerConfig(t *testing.T) {
 	c.Session, c.GroupInstance, c.MaxInFlight = 10*time.Second, "off", 1000
 	w = config.Worker{}
 	require.NoError(t, config.Load(c.Write(t, t.TempDir()), "PROCTEST_UNSET_", &w))
-	require.Equal(t, "10000", w.Kafka.Extra["session.timeout.ms"])
+	require.Equal(t, "10000", w.Kafka.Consumer["session.timeout.ms"])
 	require.Equal(t, "off", w.GroupInstanceID)
 	require.Equal(t, 1000, w.Routes[0].MaxInFlight)
 }

@@ -62,9 +62,12 @@ database: {migrate_on_start: {{ .Values.database.migrateOnStart }}, max_conns: {
 {{/* dlq.kafka: the worker's kafka section the chart sets from kafka.* (YAML). */}}
 {{- define "dlq.kafka" -}}
 {{- $k := .Values.kafka -}}
-{{- range $prop, $_ := ((.Values.worker.config.kafka | default dict).extra | default dict) -}}
+{{- $wk := .Values.worker.config.kafka | default dict -}}
+{{- range $section := list "extra" "consumer" "producer" -}}
+{{- range $prop, $_ := (get $wk $section | default dict) -}}
 {{- if regexMatch "(?i)password|secret" $prop -}}
-{{- fail (printf "worker.config.kafka.extra.%s: it would land in a ConfigMap; give Kafka credentials as kafka.sasl.password or kafka.sasl.existingSecret" $prop) -}}
+{{- fail (printf "worker.config.kafka.%s.%s: it would land in a ConfigMap; give Kafka credentials as kafka.sasl.password or kafka.sasl.existingSecret" $section $prop) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- $extra := dict -}}
