@@ -136,9 +136,10 @@ const (
 
 // outageSession is the group session (session.timeout.ms) of the fault tests whose
 // outage must not cost the group's assignment: longer than the outage plus the private
-// broker's restart and its group coordinator's load, which took over two and a half
-// minutes on a loaded machine (kafkatest.Broker.Start allows three). librdkafka gives the
-// assignment up as lost after a session without an answer from the coordinator.
+// broker's restart and its group coordinator's load (kafkatest.Broker.Start allows the
+// restart three minutes; the coordinator answered three minutes after the stop on a
+// loaded machine). librdkafka gives the assignment up as lost after a session without an
+// answer from the coordinator.
 const outageSession = "300000"
 
 // waitOutage returns once d has passed since from: the injected fault's duration, not a
