@@ -134,6 +134,14 @@ const (
 	deliveryTimeout = 10 * time.Second
 )
 
+// outageSession is the group session (session.timeout.ms) of the fault tests whose
+// outage must not cost the group's assignment: longer than the outage plus the private
+// broker's restart and its group coordinator's load (kafkatest.Broker.Start allows the
+// restart three minutes; the coordinator answered three minutes after the stop on a
+// loaded machine). librdkafka gives the assignment up as lost after a session without an
+// answer from the coordinator.
+const outageSession = "300000"
+
 // waitOutage returns once d has passed since from: the injected fault's duration, not a
 // synchronization.
 func waitOutage(from time.Time, d time.Duration) {
@@ -149,7 +157,7 @@ func TestBrokerOutageMidRun(t *testing.T) {
 	// The outage plus the private broker's restart must stay within the group session
 	// (45 s by default; a loaded machine restarts the broker slowly): an outage longer than
 	// the session loses the assignment, which TestLostAssignmentFailsTheRun covers.
-	r := startBrokerOutageRun(t, "broker-", n, map[string]string{"session.timeout.ms": "120000"})
+	r := startBrokerOutageRun(t, "broker-", n, map[string]string{"session.timeout.ms": outageSession})
 	b, bs, kc, st, dlq, rc, e, run := r.b, r.b.Bootstrap(), r.kc, r.st, r.dlq, r.rc, r.e, r.outcome
 
 	down := time.Now()

@@ -346,7 +346,7 @@ func TestSharePointersThroughABrokerOutage(t *testing.T) {
 	// The outage and the broker's restart stay within the group session, as in
 	// TestBrokerOutageMidRun: a longer one is a rebalance.
 	kc := config.Kafka{BootstrapServers: bs, Extra: map[string]string{"message.timeout.ms": strconv.Itoa(int(deliveryTimeout / time.Millisecond)),
-		"session.timeout.ms": "120000"}}
+		"session.timeout.ms": outageSession}}
 	source := kafkatest.CreateTopic(t, bs, 2, nil)
 	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
 	records := make([]*kafka.Message, n)

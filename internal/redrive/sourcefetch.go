@@ -84,6 +84,14 @@ func (f *fetcher) read(topic string, partition int32, offset int64) (*kafka.Mess
 		if err := f.c.IncrementalAssign([]kafka.TopicPartition{tp}); err != nil {
 			return nil, err
 		}
+		// librdkafka keeps an application's pause of a partition across its unassignment
+		// and a later assignment: one the fetcher let go of while its read-ahead was full
+		// (idle, reset, the end of a run) would never be fetched again. A new fetchPart
+		// is not paused; neither is the partition.
+		if err := f.c.Resume([]kafka.TopicPartition{tp}); err != nil {
+			_ = f.c.IncrementalUnassign([]kafka.TopicPartition{tp})
+			return nil, err
+		}
 		fp = &fetchPart{from: offset, next: offset}
 		f.parts[k] = fp
 		f.seeks()

@@ -2,15 +2,21 @@
 // An element with data-poll="<url>" is refreshed from that JSON every second: each child
 // with data-field="<name>" gets the field's value as text (or as the value of a
 // <progress>). When the answer says finished, the page reloads to show the final state.
+// A page being left (a form sent, a link followed) stops: a reload would cancel that
+// navigation, and with it the answer to the form (a cancel's one-time "Job cancelled.").
 (function () {
   "use strict";
   var box = document.querySelector("[data-poll]");
   if (!box) { return; }
   var url = box.getAttribute("data-poll");
+  var leaving = false;
+  window.addEventListener("beforeunload", function () { leaving = true; });
   function tick() {
+    if (leaving) { return; }
     fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (r) { if (!r.ok) { throw new Error(String(r.status)); } return r.json(); })
       .then(function (p) {
+        if (leaving) { return; }
         box.querySelectorAll("[data-field]").forEach(function (el) {
           var v = p[el.getAttribute("data-field")];
           if (v === undefined) { return; }
