@@ -51,7 +51,7 @@ func requirePodRun(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skipf("not root: %s", why)
 	}
-	for _, tool := range []string{"unshare", "setpriv", "chroot", "mount", "hostname"} {
+	for _, tool := range []string{"unshare", "nsenter", "setpriv", "chroot", "mount", "hostname"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is missing: %s", tool, why)
 		}
@@ -81,6 +81,7 @@ func buildBinaries(t *testing.T) string {
 type pod struct {
 	name   string
 	spec   corev1.PodSpec
+	priv   []string // setpriv's arguments: the pod's user, groups and no capabilities
 	cmd    *exec.Cmd
 	out    *testenv.SyncBuffer
 	exited chan struct{} // closed when the process has exited; err is its result
@@ -194,7 +195,7 @@ func (k *kubelet) start(t *testing.T, name string, spec corev1.PodSpec) *pod {
 	require.NotEmpty(t, argv, "%s: no command", name)
 	script = append(script, `exec chroot "$R" `+quoteAll(priv)+" -- "+quoteAll(argv))
 
-	p := &pod{name: name, spec: spec, out: &testenv.SyncBuffer{}, exited: make(chan struct{})}
+	p := &pod{name: name, spec: spec, priv: priv, out: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command("unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", strings.Join(script, "\n"))
 	p.cmd.Env = append(k.env(t, name, c), "PATH="+imagePath, "HOSTNAME="+name)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
@@ -263,6 +264,16 @@ func writeVolume(t *testing.T, dir string, data map[string][]byte, items []corev
 		require.NoError(t, os.Chmod(file, m)) // past the umask
 		require.NoError(t, os.Chown(file, 0, int(fsGroup)))
 	}
+}
+
+// exec runs argv in the pod's container as `kubectl exec` or Docker's HEALTHCHECK does:
+// in its mount namespace and root, as its user, with its environment.
+func (p *pod) exec(argv ...string) (string, error) {
+	args := append([]string{"--target", fmt.Sprint(p.cmd.Process.Pid), "--mount", "--uts", "--root", "--wd", "--"}, p.priv...)
+	cmd := exec.Command("nsenter", append(append(args, "--"), argv...)...)
+	cmd.Env = p.cmd.Env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // exitedWith reports how the pod's process ended, and its output.

@@ -50,6 +50,20 @@ func TestChartPodsRunAsKubernetesRunsThem(t *testing.T) {
 					p.waitStarted(t)
 					p.waitReady(t, readyWithin)
 					require.NoError(t, p.probe(w.template.Spec.Containers[0].LivenessProbe), "%s: liveness after ready", p.name)
+					// The image's HEALTHCHECK, run in the container: the binary asks its own
+					// health endpoint, found from the configuration the pod mounts.
+					c := w.template.Spec.Containers[0]
+					out, err := p.exec(c.Args[0], "health", c.Args[2], c.Args[3])
+					require.NoError(t, err, "%s health: %s", c.Args[0], out)
+					require.Contains(t, out, "/readyz: ")
+					out, err = p.exec(c.Args[0], "health", "--live", c.Args[2], c.Args[3])
+					require.NoError(t, err, "%s health --live: %s", c.Args[0], out)
+					require.Contains(t, out, "/healthz: ")
+					if w.component == "worker" {
+						argv, _ := imageHealthcheck(t)
+						out, err = p.exec(argv...)
+						require.NoError(t, err, "the image's HEALTHCHECK %q: %s", argv, out)
+					}
 					p.stop(t)
 				})
 			}
