@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -101,6 +102,57 @@ func TestPodRunFailsWhereABinaryWritesOutsideAMount(t *testing.T) {
 	}
 	require.Error(t, p.err)
 	require.Contains(t, p.out.String(), "read-only file system", p.exitedWith())
+}
+
+// The worker's replicas get distinct identities that survive a restart: each pod's
+// group.instance.id is its StatefulSet name (the route's suffix added), so a restarted
+// replica takes its own place in the group back, and another replica takes another.
+func TestChartWorkerReplicasHaveDistinctStableIdentities(t *testing.T) {
+	requirePodRun(t)
+	k, values := podRelease(t)
+	vals := values("worker.replicas", 2, "admin.enabled", false, "admin.config.tokens", []any{})
+	var worker *workload
+	for _, w := range k.release(t, vals) {
+		if w.component == "worker" {
+			worker = &w
+		}
+	}
+	require.NotNil(t, worker)
+	require.Equal(t, "StatefulSet", worker.kind)
+	require.Equal(t, 2, worker.replicas)
+	route := vals["worker"].(map[string]any)["config"].(map[string]any)["routes"].([]any)[0].(map[string]any)["name"].(string)
+	group := "dlq-worker." + route
+	admin := kafkatest.Admin(t, testenv.KafkaBootstrap(t))
+	// members is the group's static members by group.instance.id.
+	members := func() map[string]bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := admin.DescribeConsumerGroups(ctx, []string{group})
+		require.NoError(t, err)
+		out := map[string]bool{}
+		for _, m := range res.ConsumerGroupDescriptions[0].Members {
+			out[m.GroupInstanceID] = true
+		}
+		return out
+	}
+	for i, ordinal := range []int{0, 0, 1} {
+		name := worker.podName(ordinal)
+		p := k.start(t, name, worker.template.Spec)
+		p.waitStarted(t)
+		p.waitReady(t, readyWithin)
+		require.Eventually(t, func() bool { return members()[name+"."+route] }, time.Minute, 200*time.Millisecond,
+			"%s is no member of %s as %s.%s: %v", name, group, name, route, members())
+		switch i {
+		case 1: // restarted: it took its own place back, no second member
+			require.Equal(t, map[string]bool{name + "." + route: true}, members())
+		case 2: // the other replica: an identity of its own (the first one's place stays until its session ends)
+			require.NotEqual(t, worker.podName(0), name)
+			for id := range members() {
+				require.Contains(t, []string{worker.podName(0) + "." + route, name + "." + route}, id)
+			}
+		}
+		p.stop(t)
+	}
 }
 
 // workload is a Deployment's or a StatefulSet's pod template.
