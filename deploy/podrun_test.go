@@ -74,7 +74,8 @@ func TestChartPodsRunAsKubernetesRunsThem(t *testing.T) {
 
 // The pod run fails where a binary writes on the read-only root and the template mounts
 // nothing there: the worker's default identity takes a lock file in the temporary
-// directory, which the chart's worker avoids by naming its identity (the pod's name).
+// directory, which the chart's worker avoids by naming its identity (the pod's name). With
+// an emptyDir at /tmp the same pod starts.
 func TestPodRunFailsWhereABinaryWritesOutsideAMount(t *testing.T) {
 	requirePodRun(t)
 	k, values := podRelease(t)
@@ -102,6 +103,15 @@ func TestPodRunFailsWhereABinaryWritesOutsideAMount(t *testing.T) {
 	}
 	require.Error(t, p.err)
 	require.Contains(t, p.out.String(), "read-only file system", p.exitedWith())
+
+	// The same pod with an emptyDir where the binary writes starts: the one writable place
+	// a pod has is the one it mounts.
+	worker.template.Spec.Volumes = append(worker.template.Spec.Volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"})
+	p = k.start(t, worker.podName(0), worker.template.Spec)
+	p.waitStarted(t)
+	p.waitReady(t, readyWithin)
+	p.stop(t)
 }
 
 // The worker's replicas get distinct identities that survive a restart: each pod's
