@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -63,18 +64,41 @@ func requirePodRun(t *testing.T) {
 	}
 }
 
+// The binaries are built once per test binary, into a directory TestMain removes.
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
 // buildBinaries builds both binaries of the main module into a directory the pod's user
 // can read, as the image has them.
 func buildBinaries(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "bin")
-	require.NoError(t, os.Mkdir(dir, 0o755))
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/dlq-worker", "./cmd/dlq-admin")
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "GOFLAGS=")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build:\n%s", out)
-	return dir
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "dlq-pod-bin-"); binErr != nil {
+			return
+		}
+		if binErr = os.Chmod(binDir, 0o755); binErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "./cmd/dlq-worker", "./cmd/dlq-admin")
+		cmd.Dir = ".."
+		cmd.Env = append(os.Environ(), "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, binErr)
+	return binDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
 // pod is a started pod: its one container's process and output.
