@@ -86,7 +86,10 @@ func (id identity) heldByAnother(ctx context.Context) error {
 		res, err := admin.DescribeConsumerGroups(cctx, []string{id.group})
 		cancel()
 		if err != nil || len(res.ConsumerGroupDescriptions) != 1 || res.ConsumerGroupDescriptions[0].Error.Code() != kafka.ErrNoError {
-			time.Sleep(time.Second)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
 			continue
 		}
 		for _, m := range res.ConsumerGroupDescriptions[0].Members {
