@@ -48,9 +48,11 @@ test: up ## Run the whole test suite against the real stack (screenshots: .cache
 .PHONY: test-deploy
 # deploy/ is a module of its own (Helm's and Kubernetes' dependencies stay out of the main
 # module); -mod=mod follows the main module's requirements as they change. No -race: the
-# tests are sequential, and a race build of Helm and Kubernetes costs minutes of CI.
-test-deploy: up ## Test the Helm chart, the alert rules and the dashboard (deploy/)
-	$(STACK) need promtool:prometheus
+# tests are sequential, and a race build of Helm and Kubernetes costs minutes of CI. The
+# chart's pods run as Kubernetes runs them (a read-only root in a mount namespace, the
+# pod's user): that needs root and util-linux, else those tests skip and say so.
+test-deploy: up ## Test the Helm chart (its pods run on the real stack), the alert rules and the dashboard (deploy/)
+	$(STACK) need promtool:prometheus unshare:util-linux setpriv:util-linux
 	$(WITH_STACK) cd deploy && go test -mod=mod -count=1 -timeout 30m ./...
 
 .PHONY: soak

@@ -25,6 +25,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
+	helmrelease "helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -74,40 +75,40 @@ var matrix = []struct {
 	values map[string]any
 	kinds  []string
 }{
-	{"minimal", minimal(), []string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service"}},
+	{"minimal", minimal(), []string{"ConfigMap", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "StatefulSet"}},
 	{"service monitor", with("serviceMonitor.enabled", true, "serviceMonitor.labels", map[string]any{"release": "kube-prometheus"}),
-		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "ServiceMonitor"}},
+		[]string{"ConfigMap", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "ServiceMonitor", "StatefulSet"}},
 	{"existing secret", with("database.url", "", "database.existingSecret", "dlq-credentials", "admin.config.tokens", []any{}),
-		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Service", "Service"}},
+		[]string{"ConfigMap", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Service", "Service", "StatefulSet"}},
 	{"worker only", with("admin.enabled", false, "admin.config.tokens", []any{}),
-		[]string{"ConfigMap", "Deployment", "PodDisruptionBudget", "Secret", "Service"}},
+		[]string{"ConfigMap", "PodDisruptionBudget", "Secret", "Service", "StatefulSet"}},
 	{"admin only, no PDBs", with("worker.enabled", false, "worker.config.routes", []any{}, "kafka.bootstrapServers", "",
 		"admin.podDisruptionBudget.enabled", false, "worker.podDisruptionBudget.enabled", false),
 		[]string{"Deployment", "Secret", "Service"}},
 	{"service monitor, admin TLS", with("serviceMonitor.enabled", true, "admin.allowInsecure", false, "admin.tls.secretName", "dlq-admin-tls"),
-		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "ServiceMonitor"}},
+		[]string{"ConfigMap", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "ServiceMonitor", "StatefulSet"}},
 	{"service monitor, admin TLS, own tlsConfig", with("serviceMonitor.enabled", true, "admin.allowInsecure", false, "admin.tls.secretName", "dlq-admin-tls",
 		"serviceMonitor.adminTLSConfig", map[string]any{"ca": map[string]any{"secret": map[string]any{"name": "corp-ca", "key": "ca.pem"}}, "serverName": "dlq.example.com"}),
-		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "ServiceMonitor"}},
+		[]string{"ConfigMap", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "ServiceMonitor", "StatefulSet"}},
 	{"scaled, migrations by hand, pull secret", with("worker.replicas", 3, "admin.replicas", 3, "database.migrateOnStart", false,
 		"imagePullSecrets", []any{map[string]any{"name": "registry"}}, "image.tag", "1.2.3",
 		"worker.config.kafka", map[string]any{"extra": map[string]any{"security.protocol": "SSL"}},
 		"worker.nodeSelector", map[string]any{"pool": "dlq"}, "admin.service.type", "LoadBalancer",
 		"admin.allowInsecure", false, "admin.tls.secretName", "dlq-admin-tls"),
-		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service"}},
+		[]string{"ConfigMap", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "StatefulSet"}},
 	{"kafka SASL_SSL: password in the chart's secret, a CA", with(
 		"kafka.sasl", map[string]any{"mechanism": "SCRAM-SHA-512", "username": "dlq", "password": kafkaPassword},
 		"kafka.tls", map[string]any{"caSecret": "kafka-ca", "caKey": "ca.pem"},
 		"worker.config.kafka", map[string]any{"extra": map[string]any{"client.id": "dlq-worker"}}),
-		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Secret", "Service", "Service"}},
+		[]string{"ConfigMap", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Secret", "Service", "Service", "StatefulSet"}},
 	{"kafka SASL from an existing secret, a client certificate", with(
 		"kafka.securityProtocol", "SASL_SSL",
 		"kafka.sasl", map[string]any{"mechanism": "PLAIN", "username": "dlq", "existingSecret": "kafka-credentials", "existingSecretKey": "pw"},
 		"kafka.tls", map[string]any{"clientSecret": "kafka-client-cert"},
 		"database.url", "", "database.existingSecret", "dlq-credentials", "admin.config.tokens", []any{}),
-		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Service", "Service"}},
+		[]string{"ConfigMap", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Service", "Service", "StatefulSet"}},
 	{"kafka TLS only", with("kafka.tls", map[string]any{"caSecret": "kafka-ca"}),
-		[]string{"ConfigMap", "Deployment", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service"}},
+		[]string{"ConfigMap", "Deployment", "PodDisruptionBudget", "PodDisruptionBudget", "Secret", "Service", "Service", "StatefulSet"}},
 }
 
 // consoleSessionTTL is how long a console sign-in lasts (internal/console's SessionTTL).
@@ -199,6 +200,16 @@ func render(t *testing.T, values map[string]any) (string, error) {
 // renderAs is `helm template RELEASE` of the chart with values.
 func renderAs(t *testing.T, release string, values map[string]any) (string, error) {
 	t.Helper()
+	rel, err := install(t, release, values)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
+}
+
+// install is a client-only dry run of `helm install RELEASE` of the chart with values.
+func install(t *testing.T, release string, values map[string]any) (*helmrelease.Release, error) {
+	t.Helper()
 	chrt, err := loader.Load(chartDir)
 	require.NoError(t, err)
 	install := action.NewInstall(&action.Configuration{})
@@ -206,11 +217,7 @@ func renderAs(t *testing.T, release string, values map[string]any) (string, erro
 	install.ReleaseName, install.Namespace = release, namespace
 	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.31.0", Major: "1", Minor: "31"}
 	install.APIVersions = chartutil.VersionSet{"monitoring.coreos.com/v1/ServiceMonitor"}
-	rel, err := install.Run(chrt, values)
-	if err != nil {
-		return "", err
-	}
-	return rel.Manifest, nil
+	return install.Run(chrt, values)
 }
 
 // decodeStrict decodes every document into its Kubernetes API type, refusing unknown
@@ -234,6 +241,8 @@ func decodeStrict(t *testing.T, manifest string) []object {
 			obj = &corev1.Service{}
 		case "apps/v1/Deployment":
 			obj = &appsv1.Deployment{}
+		case "apps/v1/StatefulSet":
+			obj = &appsv1.StatefulSet{}
 		case "policy/v1/PodDisruptionBudget":
 			obj = &policyv1.PodDisruptionBudget{}
 		case "monitoring.coreos.com/v1/ServiceMonitor":
@@ -258,7 +267,8 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 	var secret *corev1.Secret // the one with the database URL
 	secrets := map[string]*corev1.Secret{}
 	var services []*corev1.Service
-	var deployments []*appsv1.Deployment
+	var workloads []podOwner
+	var budgets []*policyv1.PodDisruptionBudget
 	var monitor *monitoringv1.ServiceMonitor
 	for _, o := range objs {
 		switch v := o.obj.(type) {
@@ -276,11 +286,16 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 		case *corev1.Service:
 			services = append(services, v)
 		case *appsv1.Deployment:
-			deployments = append(deployments, v)
+			workloads = append(workloads, podOwner{v.Kind, v.Name, *v.Spec.Replicas, v.Spec.Selector.MatchLabels, v.Spec.Template, ""})
+		case *appsv1.StatefulSet:
+			workloads = append(workloads, podOwner{v.Kind, v.Name, *v.Spec.Replicas, v.Spec.Selector.MatchLabels, v.Spec.Template, v.Spec.ServiceName})
+		case *policyv1.PodDisruptionBudget:
+			budgets = append(budgets, v)
 		case *monitoringv1.ServiceMonitor:
 			monitor = v
 		}
 	}
+	checkDisruptionBudgets(t, workloads, budgets)
 	if monitor != nil {
 		checkScrapes(t, values, monitor, services)
 	}
@@ -293,15 +308,17 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 		require.Equal(t, corev1.ServiceAffinityClientIP, s.Spec.SessionAffinity, "%s: the console needs sticky sessions", s.Name)
 		require.GreaterOrEqual(t, *s.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds, int32(consoleSessionTTL.Seconds()), s.Name)
 	}
-	for _, d := range deployments {
-		pod := d.Spec.Template
-		require.True(t, matches(d.Spec.Selector.MatchLabels, pod.Labels), "%s selects its pods", d.Name)
-		require.True(t, *pod.Spec.SecurityContext.RunAsNonRoot, "%s runs as non-root", d.Name)
+	for _, d := range workloads {
+		pod := d.template
+		require.True(t, matches(d.selector, pod.Labels), "%s selects its pods", d.name)
+		checkStartup(t, values, d)
+		checkSpread(t, d)
+		require.True(t, *pod.Spec.SecurityContext.RunAsNonRoot, "%s runs as non-root", d.name)
 		c := pod.Spec.Containers[0]
 		require.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
 		require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
-		require.False(t, c.Resources.Requests.Memory().IsZero(), "%s requests memory", d.Name)
-		require.False(t, c.Resources.Limits.Memory().IsZero(), "%s has a memory limit", d.Name)
+		require.False(t, c.Resources.Requests.Memory().IsZero(), "%s requests memory", d.name)
+		require.False(t, c.Resources.Limits.Memory().IsZero(), "%s has a memory limit", d.name)
 		require.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
 		require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
 		require.Equal(t, "http", c.ReadinessProbe.HTTPGet.Port.StrVal)
@@ -309,13 +326,14 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 		binary, cfgPath := c.Args[0], c.Args[3]
 		require.Equal(t, "DATABASE_URL", c.Env[0].Name)
 		for _, e := range c.Env {
-			require.NotContains(t, e.Value, kafkaPassword, "%s's environment", d.Name)
-			require.NotContains(t, e.Value, "postgres://", "%s's environment", d.Name)
+			require.NotContains(t, e.Value, kafkaPassword, "%s's environment", d.name)
+			require.NotContains(t, e.Value, "postgres://", "%s's environment", d.name)
 		}
 		var cfgYAML string
 		switch binary {
 		case "dlq-worker":
 			require.Equal(t, []string{"dlq-worker", "run", "--config", "/etc/dlq/worker.yaml"}, c.Args)
+			checkIdentity(t, d, services)
 			cfgYAML = cm.Data["worker.yaml"]
 			var cfg config.Worker
 			loadConfig(t, mountedFiles(t, cfgYAML, pod, secrets), "DLQ_WORKER_", &cfg)
@@ -343,14 +361,14 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 				require.True(t, cfg.HTTP.AllowInsecure)
 			}
 		default:
-			t.Fatalf("%s runs %q", d.Name, binary)
+			t.Fatalf("%s runs %q", d.name, binary)
 		}
 		require.Equal(t, filepath.Base(cfgPath), volumeItem(pod.Spec.Volumes[0]), "the configuration is mounted where the binary reads it")
 		var served bool
 		for _, s := range services {
 			served = served || (matches(s.Spec.Selector, pod.Labels) && s.Spec.Ports[0].TargetPort.StrVal == "http")
 		}
-		require.True(t, served, "a Service selects %s's pods", d.Name)
+		require.True(t, served, "a Service selects %s's pods", d.name)
 	}
 	if secret != nil {
 		require.Equal(t, values["database"].(map[string]any)["url"], secret.StringData["database-url"])

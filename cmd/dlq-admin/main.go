@@ -57,6 +57,13 @@ func newRoot(cf *clientFlags) *cobra.Command {
 		},
 	})
 	clientCommands(root, cf)
+	root.AddCommand(daemon.HealthCommand(func() (config.HTTP, error) {
+		cfg, err := load()
+		if err != nil {
+			return config.HTTP{}, err
+		}
+		return cfg.HTTP, nil
+	}))
 	root.AddCommand(daemon.MigrateCommand(func() (config.Database, error) {
 		cfg, err := load()
 		return cfg.Database, err

@@ -32,7 +32,9 @@ func groupInstanceID(setting string) (id string, release func(), err error) {
 	for slot := range maxSlots {
 		f, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("dlq-worker.slot-%d.lock", slot)), os.O_CREATE|os.O_RDWR, 0o600)
 		if err != nil {
-			return "", nil, fmt.Errorf("group_instance_id: %w", err)
+			// A read-only root (a container's readOnlyRootFilesystem) has no lock to take.
+			return "", nil, fmt.Errorf("group_instance_id: the default takes a lock file in the temporary directory: %w; "+
+				"set it (DLQ_WORKER_GROUP_INSTANCE_ID) to a name stable for this worker and unique in its group, such as a StatefulSet pod's name, or to off", err)
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
 			return fmt.Sprintf("%s-%d", host, slot), func() { _ = f.Close() }, nil

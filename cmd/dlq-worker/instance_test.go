@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,4 +29,16 @@ func TestGroupInstanceIDSlots(t *testing.T) {
 	given, _, err := groupInstanceID("orders-worker-0")
 	require.NoError(t, err)
 	require.Equal(t, "orders-worker-0", given)
+}
+
+// Without a writable temporary directory (a read-only root) the default identity cannot
+// take its lock: the error says how to name the worker instead.
+func TestGroupInstanceIDWithoutATemporaryDirectory(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "absent"))
+	_, _, err := groupInstanceID("")
+	require.ErrorContains(t, err, "group_instance_id: the default takes a lock file in the temporary directory")
+	require.ErrorContains(t, err, "set it (DLQ_WORKER_GROUP_INSTANCE_ID) to a name stable for this worker and unique in its group")
+	given, _, err := groupInstanceID("dlq-worker-0")
+	require.NoError(t, err, "a named identity writes nothing")
+	require.Equal(t, "dlq-worker-0", given)
 }

@@ -57,6 +57,13 @@ func main() {
 	})
 	root.AddCommand(auditCommand(load))
 	root.AddCommand(doctorCommand(load))
+	root.AddCommand(daemon.HealthCommand(func() (config.HTTP, error) {
+		cfg, err := load()
+		if err != nil {
+			return config.HTTP{}, err
+		}
+		return cfg.HTTP, nil
+	}))
 	root.AddCommand(daemon.MigrateCommand(func() (config.Database, error) {
 		cfg, err := load()
 		return cfg.Database, err

@@ -48,7 +48,9 @@ type Options struct {
 	// HeadroomProbe is how often each route looks at its oldest unresolved share-group
 	// dead letter for dlq_worker_source_headroom_records; default 1 min.
 	HeadroomProbe time.Duration
-	// OnFatal is called once when a route hits a fatal error (the binary then exits non-zero).
+	// OnFatal is called once when a route hits a fatal error (the binary then exits
+	// non-zero); not for a fence by another worker holding the route's identity, which
+	// leaves the route stopped and not ready instead (identity.go).
 	OnFatal func(error)
 }
 

@@ -73,6 +73,9 @@ type health struct {
 	producer *kafka.Producer        // asked for metadata by Ready while kafkaDown
 
 	stalled atomic.Value // string: why the route cannot progress, "" when fine
+	// fenced: the route stopped because another worker holds its group.instance.id
+	// (identity.go); "" otherwise. It stays until the worker is restarted.
+	fenced atomic.Value
 	// kafkaDown is set when librdkafka reports every broker down and cleared when a
 	// record comes or is acknowledged, or when Ready's probe gets an answer (an idle
 	// worker sees no record to tell it the cluster is back).
@@ -84,6 +87,7 @@ type health struct {
 func newHealth(log zerolog.Logger, route string, errs *prometheus.CounterVec, producer *kafka.Producer) *health {
 	h := &health{log: log, route: route, errors: errs, producer: producer, warns: logging.NewThrottle(warnInterval)}
 	h.stalled.Store("")
+	h.fenced.Store("")
 	return h
 }
 
@@ -172,6 +176,9 @@ func (h *health) kafkaUp() {
 
 // ready is the route's readiness apart from its topics; it runs outside the loop.
 func (h *health) ready(ctx context.Context) error {
+	if s := h.fenced.Load().(string); s != "" {
+		return errors.New(s)
+	}
 	if s := h.stalled.Load().(string); s != "" {
 		return errors.New(s)
 	}

@@ -76,6 +76,7 @@ type worker struct {
 	store      *store.Store
 	metrics    *metrics
 	instanceID string
+	identity   identity    // identity.go: its static membership, for a fence
 	onFatal    func(error) // reports the error that stops the loop; safe from any goroutine
 
 	// Set up by newWorker, then only used.
@@ -140,6 +141,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	if e.groupInst != "" {
 		cc["group.instance.id"] = e.groupInst + "." + r.Name
 	}
+	w.identity = newIdentity(e.kafka, r.Group, cc)
 	pc := delivery.ProducerConfig(e.kafka)
 	pc["client.id"] = e.instanceID
 	kafkaclient.PipeQueues(cc, pc, r.MaxInFlight)
@@ -207,12 +209,49 @@ func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done cha
 		}
 		w.step(ctx)
 	}
+	if w.identity.fenced(w.fatal) {
+		w.health.fenced.Store(w.identity.fencedReason())
+		w.log.Error().Err(w.fatal).Str("group", w.route.Group).Str("group_instance_id", w.identity.instance).
+			Msg("fenced by a consumer with this route's group.instance.id: stopping without committing unacknowledged records; another worker with this identity keeps it, this worker's own rejoin leaves it")
+		err = errors.Join(w.fatal, w.shutdown(ctx))
+		stopServices()
+		done <- w.judgeFence(ctx, stop, err)
+		return
+	}
 	w.log.Error().Err(w.fatal).Msg("fatal error: stopping without committing unacknowledged records")
 	w.onFatal(fmt.Errorf("route %s: %w", w.route.Name, w.fatal))
 	err = errors.Join(w.fatal, w.shutdown(ctx))
 	stopServices()
 	<-stop
 	done <- err
+}
+
+// judgeFence ends a fenced route's loop (identity.go): a duplicate identity keeps the
+// route stopped and not ready until stop; a free one is a fatal error, so the worker
+// exits and rejoins. It returns the loop's result once stop came.
+func (w *worker) judgeFence(ctx context.Context, stop <-chan context.Context, err error) error {
+	vctx, cancel := context.WithCancel(ctx)
+	verdict := make(chan error, 1)
+	go func() { verdict <- w.identity.heldByAnother(vctx) }()
+	select {
+	case <-stop:
+		cancel()
+		<-verdict
+		return err
+	case dup := <-verdict:
+		cancel()
+		if dup != nil {
+			w.health.fenced.Store(dup.Error())
+			w.health.count("identity")
+			w.log.Error().Err(dup).Str("group", w.route.Group).Str("group_instance_id", w.identity.instance).
+				Msg("two workers share one identity: this route stays stopped and not ready; the worker does not exit, which would fence the other in turn")
+			<-stop
+			return errors.Join(dup, err)
+		}
+		w.onFatal(fmt.Errorf("route %s: %w", w.route.Name, w.fatal))
+		<-stop
+		return err
+	}
 }
 
 // step is one turn of the loop.
@@ -337,8 +376,9 @@ func (w *worker) shutdown(ctx context.Context) error {
 		// After a fatal consumer error (a static member fenced by a newer one with its
 		// group.instance.id) librdkafka refuses to start the consumer close, and
 		// confluent-kafka-go v2.11.1's Close waits for it forever (confluent-kafka-go#1588).
-		// The handle is left to the process's exit, which a fatal error brings anyway.
-		w.log.Warn().Msg("the consumer is not closed after its fatal error: the worker exits")
+		// The handle is left to the process's exit (a duplicate identity keeps the worker
+		// running without it).
+		w.log.Warn().Msg("the consumer is left open after its fatal error: it cannot be closed, and goes with the process")
 	} else {
 		cerr = w.consumer.Close() // may revoke, and a revocation drains through the sender
 	}

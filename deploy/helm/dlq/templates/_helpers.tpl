@@ -144,6 +144,36 @@ configuration. */}}
 {{- toYaml (merge $own (deepCopy .Values.admin.config)) -}}
 {{- end -}}
 
+{{/* dlq.disruptionBudget: a PodDisruptionBudget's spec that always lets a node drain
+evict at least one pod of the component (a budget that allows none blocks every drain, as
+minAvailable: 1 does with one replica); call with (list $ "worker"). */}}
+{{- define "dlq.disruptionBudget" -}}
+{{- $ := index . 0 -}}
+{{- $c := index . 1 -}}
+{{- $v := index $.Values $c -}}
+{{- $pdb := $v.podDisruptionBudget -}}
+{{- if not (kindIs "invalid" $pdb.minAvailable) -}}
+{{- if ge (int $pdb.minAvailable) (int $v.replicas) -}}
+{{- fail (printf "%s.podDisruptionBudget.minAvailable: %v of %v replicas would block every node drain; set it below %s.replicas, or use maxUnavailable" $c $pdb.minAvailable $v.replicas $c) -}}
+{{- end -}}
+minAvailable: {{ $pdb.minAvailable }}
+{{- else -}}
+{{- if lt (int $pdb.maxUnavailable) 1 -}}
+{{- fail (printf "%s.podDisruptionBudget.maxUnavailable: %v would block every node drain; at least 1" $c $pdb.maxUnavailable) -}}
+{{- end -}}
+maxUnavailable: {{ $pdb.maxUnavailable }}
+{{- end -}}
+{{- end -}}
+
+{{/* dlq.startupFailures: how many startupProbe failures (every 5 s) a container gets
+before the kubelet restarts it. With migrate_on_start the health port opens only after the
+migrations, which may take up to the binaries' migration timeout (5 minutes, waiting on
+another replica's migration lock included): 66 x 5 s = 330 s covers it and the connection
+to PostgreSQL. */}}
+{{- define "dlq.startupFailures" -}}
+{{- ternary 66 12 .Values.database.migrateOnStart -}}
+{{- end -}}
+
 {{/* dlq.pod: the pod template of one component; call with (list $ "worker"|"admin"). */}}
 {{- define "dlq.pod" -}}
 {{- $ := index . 0 -}}
@@ -187,9 +217,20 @@ spec:
         {{- if eq $c "worker" }}
         - name: KAFKA_BOOTSTRAP_SERVERS
           value: {{ required "kafka.bootstrapServers is required" $.Values.kafka.bootstrapServers | quote }}
+        # The static group membership id: the StatefulSet's pod name, stable across
+        # restarts and unique across replicas, with nothing written on the read-only root.
+        - name: DLQ_WORKER_GROUP_INSTANCE_ID
+          valueFrom:
+            fieldRef: {fieldPath: metadata.name}
         {{- end }}
       ports:
         - {name: http, containerPort: {{ $port }}, protocol: TCP}
+      # The health port opens once the binary is set up (migrations applied): until then the
+      # startupProbe, sized for migrate_on_start, holds the liveness probe back.
+      startupProbe:
+        httpGet: {path: /healthz, port: http, scheme: {{ ternary "HTTPS" "HTTP" (not (empty $tls)) }}}
+        periodSeconds: 5
+        failureThreshold: {{ include "dlq.startupFailures" $ }}
       livenessProbe:
         httpGet: {path: /healthz, port: http, scheme: {{ ternary "HTTPS" "HTTP" (not (empty $tls)) }}}
         periodSeconds: 10
@@ -269,5 +310,20 @@ spec:
   {{- with $v.affinity }}
   affinity:
     {{- toYaml . | nindent 4 }}
+  {{- end }}
+  # Replicas spread over nodes and zones where the scheduler can, so one node or zone lost
+  # does not take them all.
+  topologySpreadConstraints:
+  {{- if $v.topologySpreadConstraints }}
+    {{- toYaml $v.topologySpreadConstraints | nindent 4 }}
+  {{- else }}
+    {{- range list "kubernetes.io/hostname" "topology.kubernetes.io/zone" }}
+    - maxSkew: 1
+      topologyKey: {{ . }}
+      whenUnsatisfiable: ScheduleAnyway
+      labelSelector:
+        matchLabels:
+          {{- include "dlq.selector" (list $ $c) | nindent 10 }}
+    {{- end }}
   {{- end }}
 {{- end -}}
