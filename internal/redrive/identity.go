@@ -75,8 +75,7 @@ func (id identity) heldByAnother(ctx context.Context) error {
 		return nil
 	case <-time.After(id.session + identityMargin):
 	}
-	cfg := kafkaclient.AdminConfig(id.kafka)
-	admin, err := kafka.NewAdminClient(&cfg)
+	admin, err := kafkaclient.NewAdmin(id.kafka)
 	if err != nil {
 		return nil
 	}
