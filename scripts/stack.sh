@@ -194,15 +194,21 @@ kafka_up() {
     -Dlog4j2.configurationFile="$ROOT/stack/kafka/log4j2.yaml" -Dkafka.logs.dir="$KAFKA_DIR/logs" \
     -cp "$(kafka_cp)" kafka.Kafka "$KAFKA_DIR/server.properties" \
     >"$KAFKA_DIR/logs/stdout.log" 2>&1 </dev/null &
-  echo $! >"$KAFKA_DIR/kafka.pid"
+  local pid=$!
+  echo "$pid" >"$KAFKA_DIR/kafka.pid"
+  # The started process is a shell until it has evaluated the class path and become the
+  # JVM (seconds on a loaded machine): while it lives, wait for the port, then for metadata.
   local i
   for i in $(seq 1 120); do
-    kafka_running || { tail -30 "$KAFKA_DIR/logs/stdout.log" >&2; die "Kafka exited during start-up"; }
-    kafka_answers "$(default_kafka)" && { kafka_features; log "Kafka: ready"; return; }
+    kill -0 "$pid" 2>/dev/null || { tail -30 "$KAFKA_DIR/logs/stdout.log" >&2; die "Kafka exited during start-up"; }
+    port_open "$KAFKA_PORT" && kafka_answers "$(default_kafka)" && { kafka_features; log "Kafka: ready"; return; }
     sleep 1
   done
   die "Kafka did not answer metadata requests within 120 s (log: $KAFKA_DIR/logs/server.log)"
 }
+
+# Whether something accepts connections on the loopback port.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Finalizes every feature at the jars' release (share.version=2: share groups and their
 # dead-letter topics), so that storage formatted by an older release gets them too. A
