@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The local stack: a real single-node Apache Kafka (KRaft) and a real PostgreSQL 15,
-# both on loopback, both living in .cache/ (git-ignored).
+# both on loopback, both living in .cache/ (git-ignored) or DLQ_CACHE_DIR; ports
+# DLQ_PG_PORT, DLQ_KAFKA_PORT and DLQ_KAFKA_CONTROLLER_PORT.
 #
 #   scripts/stack.sh up      start what is not running (installs what is missing)
+#   scripts/stack.sh install install what is missing (PostgreSQL, Java, the Kafka jars), start nothing
 #   scripts/stack.sh down    stop what this script started, nothing else
 #   scripts/stack.sh status  say what runs
 #   scripts/stack.sh env     print the export lines for the tests and binaries
@@ -257,6 +259,7 @@ status() {
 
 case "${1:-}" in
   up) pg_up; kafka_up ;;
+  install) ensure_pg_binaries; ensure_java; kafka_jars ;;
   down) kafka_down; pg_down ;;
   # Stop/start one service, for fault tests and by hand.
   kafka-stop) kafka_down ;;
@@ -271,5 +274,5 @@ case "${1:-}" in
   topics) shift; topics "$@" ;;
   browser) ensure_chromium ;;
   need) shift; need "$@" ;;
-  *) echo "usage: $0 up|down|status|env|browser|topics NAME:PARTITIONS...|need COMMAND:PACKAGE...|kafka-stop|kafka-start|pg-stop|pg-start" >&2; exit 2 ;;
+  *) echo "usage: $0 up|install|down|status|env|browser|topics NAME:PARTITIONS...|need COMMAND:PACKAGE...|kafka-stop|kafka-start|pg-stop|pg-start" >&2; exit 2 ;;
 esac

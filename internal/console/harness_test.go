@@ -61,6 +61,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	testenv.Integration(t)
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatalf("chromium is not installed: `make test` installs it (scripts/stack.sh browser); %v", err)
