@@ -118,7 +118,7 @@ fail: ## Make records fail now on `make dev`'s stack: redriven, parked exhausted
 .PHONY: demo
 demo: up build ## The whole loop: service → DLQ → worker → park → admin replay, with a conservation report
 	go build -o bin/ ./examples/orders-service
-	$(WITH_STACK) go run ./examples/demo
+	$(WITH_STACK) go run ./examples/demo -dir $(CACHE)/demo
 
 .PHONY: down
 down: ## Stop the binaries started by `make dev` (waiting for them), then the local stack
