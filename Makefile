@@ -1,14 +1,21 @@
 # Run `make help` for the list. Every target that needs Kafka or PostgreSQL starts the
 # local stack first (scripts/stack.sh), or uses KAFKA_BOOTSTRAP_SERVERS / DATABASE_URL
-# when they are already set.
+# when they are already set. DLQ_CACHE_DIR moves the stack's folder (default .cache), and
+# DLQ_PG_PORT, DLQ_KAFKA_PORT, DLQ_KAFKA_CONTROLLER_PORT its ports; DLQ_WORKER_HTTP_LISTEN
+# and DLQ_ADMIN_HTTP_LISTEN move the binaries of `make dev` (default: config/*.example.yaml).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 STACK := scripts/stack.sh
 WITH_STACK := eval "$$($(STACK) env)" &&
+CACHE := $(or $(DLQ_CACHE_DIR),$(CURDIR)/.cache)
 # -artifacts keeps what tests save for people to look at (the console's screenshots) under
-# .cache/test-output/.
-GO_TEST_FLAGS ?= -race -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/.cache/test-output
-DEV := .cache/dev
+# $(CACHE)/test-output/.
+GO_TEST_FLAGS ?= -race -count=1 -timeout 30m -artifacts -outputdir $(CACHE)/test-output
+DEV := $(CACHE)/dev
+# Where the binaries of `make dev` listen: the example configuration's address unless the
+# binaries' own environment overrides move them.
+WORKER_LISTEN := $(or $(DLQ_WORKER_HTTP_LISTEN),$(shell sed -n 's/^  listen: *\([^ ]*\).*/\1/p' config/worker.example.yaml))
+ADMIN_LISTEN := $(or $(DLQ_ADMIN_HTTP_LISTEN),$(shell sed -n 's/^  listen: *\([^ ]*\).*/\1/p' config/admin.example.yaml))
 
 .PHONY: help
 help: ## Show this help
@@ -35,15 +42,21 @@ status: ## Say what runs
 	$(STACK) status
 	@for p in $(DEV)/*.pid; do [ -f "$$p" ] && kill -0 "$$(cat $$p)" 2>/dev/null && echo "$$(basename $$p .pid): running (pid $$(cat $$p))"; done; true
 
+.PHONY: test-unit
+# -short skips every test that needs the stack (testenv.Integration): what is left needs
+# Go and a C compiler only, and nothing running.
+test-unit: ## Run the unit tier: every test that needs no Kafka, PostgreSQL, Java or browser (no stack started)
+	go test -short -race -count=1 -timeout 10m ./...
+
 .PHONY: test
-test: up ## Run the whole test suite against the real stack (screenshots: .cache/test-output/)
+test: up ## Run the whole test suite, unit and integration tiers, against the real stack (screenshots: $(CACHE)/test-output/)
 	$(STACK) browser
 	$(STACK) need musl-gcc:musl-tools promtool:prometheus
-	mkdir -p .cache/test-output
-	$(WITH_STACK) go run ./internal/tools/leftovers snapshot .cache/test-output/stack-before.json
+	mkdir -p $(CACHE)/test-output
+	$(WITH_STACK) go run ./internal/tools/leftovers snapshot $(CACHE)/test-output/stack-before.json
 	$(WITH_STACK) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) test-deploy
-	$(WITH_STACK) go run ./internal/tools/leftovers check .cache/test-output/stack-before.json
+	$(WITH_STACK) go run ./internal/tools/leftovers check $(CACHE)/test-output/stack-before.json
 
 .PHONY: test-deploy
 # deploy/ is a module of its own (Helm's and Kubernetes' dependencies stay out of the main
@@ -57,11 +70,12 @@ test-deploy: up ## Test the Helm chart (its pods run on the real stack), the ale
 
 .PHONY: soak
 # Not part of `make test`: about 20 minutes on two cores. The scenarios start a private
-# broker and a private PostgreSQL server, so they run beside the dev stack; the table is
-# kept in .cache/soak.txt.
-soak: up ## Soak the real binaries (kill -9, zombie, PostgreSQL and broker outages, moved offsets); prints a table
-	mkdir -p .cache
-	set -o pipefail; DLQ_SOAK=1 go test -count=1 -timeout 120m -v -run '^TestSoak$$' ./internal/soak/ 2>&1 | tee .cache/soak.log | sed -n '/^soak: /,/^[=-]-- /p' | tee .cache/soak.txt
+# broker and a private PostgreSQL server on free ports, so the stack need not run (only
+# be installed); the table is kept in $(CACHE)/soak.txt.
+soak: ## Soak the real binaries (kill -9, zombie, PostgreSQL and broker outages, moved offsets); prints a table
+	$(STACK) install
+	mkdir -p $(CACHE)
+	set -o pipefail; DLQ_SOAK=1 go test -count=1 -timeout 120m -v -run '^TestSoak$$' ./internal/soak/ 2>&1 | tee $(CACHE)/soak.log | sed -n '/^soak: /,/^[=-]-- /p' | tee $(CACHE)/soak.txt
 
 .PHONY: bench
 # -p 1: one package's benchmarks at a time, or two packages share the two cores and the
@@ -69,9 +83,9 @@ soak: up ## Soak the real binaries (kill -9, zombie, PostgreSQL and broker outag
 # The redrive benchmarks drain a whole backlog per iteration and repeat themselves in
 # rounds: -benchtime 1x runs each round once instead of growing b.N to a second.
 bench: up ## Run the benchmarks: our figures beside a raw baseline from the same run
-	$(WITH_STACK) go test -p 1 -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v '/internal/redrive$$') | tee .cache/bench.txt
-	$(WITH_STACK) go test -run '^$$' -bench . -benchtime 1x -benchmem -timeout 120m ./internal/redrive/ | tee -a .cache/bench.txt
-	go run ./internal/tools/benchratio < .cache/bench.txt
+	$(WITH_STACK) go test -p 1 -run '^$$' -bench . -benchmem -timeout 60m $$(go list ./... | grep -v '/internal/redrive$$') | tee $(CACHE)/bench.txt
+	$(WITH_STACK) go test -run '^$$' -bench . -benchtime 1x -benchmem -timeout 120m ./internal/redrive/ | tee -a $(CACHE)/bench.txt
+	go run ./internal/tools/benchratio < $(CACHE)/bench.txt
 
 FUZZTIME ?= 10m
 
@@ -96,18 +110,19 @@ dev: up build ## Stack up, demo topics, migrations, both binaries running with c
 	@scripts/stop-dev.sh $(DEV)
 	@$(WITH_STACK) for b in dlq-worker dlq-admin; do \
 	  sub=run; [ $$b = dlq-admin ] && sub=serve; \
-	  DLQ_ADMIN_ALLOW_DEV_TOKENS=true nohup bin/$$b $$sub --config config/$${b#dlq-}.example.yaml >$(DEV)/$$b.log 2>&1 & echo $$! >$(DEV)/$$b.pid; \
+	  DLQ_ADMIN_ALLOW_DEV_TOKENS=true DLQ_WORKER_HTTP_LISTEN=$(WORKER_LISTEN) DLQ_ADMIN_HTTP_LISTEN=$(ADMIN_LISTEN) \
+	    nohup bin/$$b $$sub --config config/$${b#dlq-}.example.yaml >$(DEV)/$$b.log 2>&1 & echo $$! >$(DEV)/$$b.pid; \
 	done
-	@scripts/dev-guide.sh
+	@scripts/dev-guide.sh $(DEV) $(WORKER_LISTEN) $(ADMIN_LISTEN)
 
 .PHONY: fail
 fail: ## Make records fail now on `make dev`'s stack: redriven, parked exhausted and unroutable, then how to watch and replay
-	$(WITH_STACK) go run ./examples/fail
+	$(WITH_STACK) go run ./examples/fail -admin http://$(ADMIN_LISTEN) -worker-log $(DEV)/dlq-worker.log
 
 .PHONY: demo
 demo: up build ## The whole loop: service → DLQ → worker → park → admin replay, with a conservation report
 	go build -o bin/ ./examples/orders-service
-	$(WITH_STACK) go run ./examples/demo
+	$(WITH_STACK) go run ./examples/demo -dir $(CACHE)/demo
 
 .PHONY: down
 down: ## Stop the binaries started by `make dev` (waiting for them), then the local stack
@@ -116,4 +131,4 @@ down: ## Stop the binaries started by `make dev` (waiting for them), then the lo
 
 .PHONY: clean
 clean: down ## Stop everything and delete the local stack's data (keeps downloaded jars)
-	rm -rf .cache/pg .cache/kafka/data .cache/dev bin
+	rm -rf $(CACHE)/pg $(CACHE)/kafka/data $(DEV) bin

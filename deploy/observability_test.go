@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -119,23 +118,26 @@ func TestObservabilityOnRealBinaries(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, proctest.Build(dir, "github.com/dlqops/dlq/cmd/dlq-worker", "github.com/dlqops/dlq/cmd/dlq-admin"))
 
-	workerAddr, adminAddr, promAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	// The binaries bind ports the kernel picks and log them; Prometheus takes a port number.
+	promAddr := testenv.FreeAddr(t)
 	writeYAML(t, dir, "worker.yaml", map[string]any{
-		"log": map[string]any{"format": "json"}, "http": map[string]any{"listen": workerAddr},
+		"log": map[string]any{"format": "json"}, "http": map[string]any{"listen": "127.0.0.1:0"},
 		"database": map[string]any{"url": dbURL, "migrate_on_start": true},
 		"kafka":    map[string]any{"bootstrap_servers": bootstrap},
 		"routes":   []any{map[string]any{"name": "obs", "topics": []string{dlq}, "schedule": "* * * * * *", "backoff": "none"}},
 	})
 	token := "observability-operator-token"
 	writeYAML(t, dir, "admin.yaml", map[string]any{
-		"log": map[string]any{"format": "json"}, "http": map[string]any{"listen": adminAddr},
+		"log": map[string]any{"format": "json"}, "http": map[string]any{"listen": "127.0.0.1:0"},
 		"database":      map[string]any{"url": dbURL, "migrate_on_start": true},
 		"tokens":        []any{map[string]any{"name": "obs", "role": "operator", "sha256": sha256Hex(token)}},
 		"replay_topics": []string{target},
 	})
 	proctest.StartService(t, filepath.Join(dir, "dlq-worker.log"), nil, 30*time.Second, filepath.Join(dir, "dlq-worker"), "run", "--config", filepath.Join(dir, "worker.yaml"))
+	workerAddr := proctest.ServingAddr(t, filepath.Join(dir, "dlq-worker.log"), 2*time.Minute)
 	waitHTTP(t, "http://"+workerAddr+"/readyz")
 	proctest.StartService(t, filepath.Join(dir, "dlq-admin.log"), nil, 30*time.Second, filepath.Join(dir, "dlq-admin"), "serve", "--config", filepath.Join(dir, "admin.yaml"))
+	adminAddr := proctest.ServingAddr(t, filepath.Join(dir, "dlq-admin.log"), 2*time.Minute)
 	waitHTTP(t, "http://"+adminAddr+"/readyz")
 
 	rules, err := filepath.Abs(alertsFile)
@@ -264,14 +266,6 @@ func TestObservabilityOnRealBinaries(t *testing.T) {
 		prom("/api/v1/query", url.Values{"query": {e}}, &res)
 		require.Equal(t, "success", res.Status, e)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func writeYAML(t *testing.T, dir, name string, v any) {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The local stack: a real single-node Apache Kafka (KRaft) and a real PostgreSQL 15,
-# both on loopback, both living in .cache/ (git-ignored).
+# both on loopback, both living in .cache/ (git-ignored) or DLQ_CACHE_DIR; ports
+# DLQ_PG_PORT, DLQ_KAFKA_PORT and DLQ_KAFKA_CONTROLLER_PORT.
 #
 #   scripts/stack.sh up      start what is not running (installs what is missing)
+#   scripts/stack.sh install install what is missing (PostgreSQL, Java, the Kafka jars), start nothing
 #   scripts/stack.sh down    stop what this script started, nothing else
 #   scripts/stack.sh status  say what runs
 #   scripts/stack.sh env     print the export lines for the tests and binaries
@@ -194,15 +196,21 @@ kafka_up() {
     -Dlog4j2.configurationFile="$ROOT/stack/kafka/log4j2.yaml" -Dkafka.logs.dir="$KAFKA_DIR/logs" \
     -cp "$(kafka_cp)" kafka.Kafka "$KAFKA_DIR/server.properties" \
     >"$KAFKA_DIR/logs/stdout.log" 2>&1 </dev/null &
-  echo $! >"$KAFKA_DIR/kafka.pid"
+  local pid=$!
+  echo "$pid" >"$KAFKA_DIR/kafka.pid"
+  # The started process is a shell until it has evaluated the class path and become the
+  # JVM (seconds on a loaded machine): while it lives, wait for the port, then for metadata.
   local i
   for i in $(seq 1 120); do
-    kafka_running || { tail -30 "$KAFKA_DIR/logs/stdout.log" >&2; die "Kafka exited during start-up"; }
-    kafka_answers "$(default_kafka)" && { kafka_features; log "Kafka: ready"; return; }
+    kill -0 "$pid" 2>/dev/null || { tail -30 "$KAFKA_DIR/logs/stdout.log" >&2; die "Kafka exited during start-up"; }
+    port_open "$KAFKA_PORT" && kafka_answers "$(default_kafka)" && { kafka_features; log "Kafka: ready"; return; }
     sleep 1
   done
   die "Kafka did not answer metadata requests within 120 s (log: $KAFKA_DIR/logs/server.log)"
 }
+
+# Whether something accepts connections on the loopback port.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Finalizes every feature at the jars' release (share.version=2: share groups and their
 # dead-letter topics), so that storage formatted by an older release gets them too. A
@@ -251,6 +259,7 @@ status() {
 
 case "${1:-}" in
   up) pg_up; kafka_up ;;
+  install) ensure_pg_binaries; ensure_java; kafka_jars ;;
   down) kafka_down; pg_down ;;
   # Stop/start one service, for fault tests and by hand.
   kafka-stop) kafka_down ;;
@@ -265,5 +274,5 @@ case "${1:-}" in
   topics) shift; topics "$@" ;;
   browser) ensure_chromium ;;
   need) shift; need "$@" ;;
-  *) echo "usage: $0 up|down|status|env|browser|topics NAME:PARTITIONS...|need COMMAND:PACKAGE...|kafka-stop|kafka-start|pg-stop|pg-start" >&2; exit 2 ;;
+  *) echo "usage: $0 up|install|down|status|env|browser|topics NAME:PARTITIONS...|need COMMAND:PACKAGE...|kafka-stop|kafka-start|pg-stop|pg-start" >&2; exit 2 ;;
 esac

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,12 +48,14 @@ func TestFirstLookRedrivesParksAndReplays(t *testing.T) {
 	workerCfg := example("worker.example.yaml", "topics: [orders.dlq]", "topics: ["+dlq+"]",
 		"# group: dlq-worker.orders", "group: "+testenv.UniqueName("first-look-"))
 	adminCfg := example("admin.example.yaml", "replay_topics: [orders]", "replay_topics: ["+orders+"]")
-	workerAddr, adminAddr := freeAddr(t), freeAddr(t)
+	// Each binary binds a port the kernel picks and logs it.
 	env := []string{"DATABASE_URL=" + dbURL, "KAFKA_BOOTSTRAP_SERVERS=" + bootstrap, "DLQ_WORKER_LOG_FORMAT=json",
-		"DLQ_WORKER_HTTP_LISTEN=" + workerAddr, "DLQ_ADMIN_HTTP_LISTEN=" + adminAddr, "DLQ_ADMIN_ALLOW_DEV_TOKENS=true",
+		"DLQ_WORKER_HTTP_LISTEN=127.0.0.1:0", "DLQ_ADMIN_HTTP_LISTEN=127.0.0.1:0", "DLQ_ADMIN_ALLOW_DEV_TOKENS=true",
 		"DLQ_ADMIN_LOG_FORMAT=json"}
-	proctest.StartService(t, filepath.Join(dir, "dlq-worker.log"), env, 45*time.Second, filepath.Join(dir, "dlq-worker"), "run", "--config", workerCfg)
-	proctest.StartService(t, filepath.Join(dir, "dlq-admin.log"), env, 45*time.Second, filepath.Join(dir, "dlq-admin"), "serve", "--config", adminCfg)
+	workerLog, adminLog := filepath.Join(dir, "dlq-worker.log"), filepath.Join(dir, "dlq-admin.log")
+	proctest.StartService(t, workerLog, env, 45*time.Second, filepath.Join(dir, "dlq-worker"), "run", "--config", workerCfg)
+	proctest.StartService(t, adminLog, env, 45*time.Second, filepath.Join(dir, "dlq-admin"), "serve", "--config", adminCfg)
+	workerAddr, adminAddr := proctest.ServingAddr(t, workerLog, 2*time.Minute), proctest.ServingAddr(t, adminLog, 2*time.Minute)
 	waitReady(t, workerAddr)
 	waitReady(t, adminAddr)
 
@@ -106,14 +107,6 @@ func TestFirstLookRedrivesParksAndReplays(t *testing.T) {
 	marks, err := onOrders()
 	require.NoError(t, err)
 	require.EqualValues(t, 7, kafkatest.Total(marks))
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func waitReady(t *testing.T, addr string) {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
@@ -37,6 +38,8 @@ func main() {
 	flag.IntVar(&k.retrying, "retrying", 5, "orders that failed once")
 	flag.IntVar(&k.exhausted, "exhausted", 3, "orders that failed max_retries times")
 	flag.IntVar(&k.unroutable, "unroutable", 2, "records without an original topic")
+	admin := flag.String("admin", "http://127.0.0.1:8080", "the URL of make dev's dlq-admin, for the commands printed")
+	workerLog := flag.String("worker-log", ".cache/dev/dlq-worker.log", "the log of make dev's dlq-worker, for the text printed")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -44,17 +47,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fail:", err)
 		os.Exit(1)
 	}
-	fmt.Printf(`Dead-lettered to %[1]s: %[2]d orders that failed once, %[3]d that failed %[4]d times, %[5]d without an original topic.
+	printNextSteps(os.Stdout, *dlq, k, *admin, *workerLog)
+}
 
-Watch the worker of `+"`make dev`"+` handle them (it runs every 30 s; logs in .cache/dev/dlq-worker.log):
-  export DLQ_ADMIN_URL=http://127.0.0.1:8080 DLQ_ADMIN_TOKEN=dev-admin-token
+// printNextSteps says what was dead-lettered and what to run next against the admin API at
+// adminURL, with the worker logging to workerLog.
+func printNextSteps(w io.Writer, dlq string, k kinds, adminURL, workerLog string) {
+	fmt.Fprintf(w, `Dead-lettered to %[1]s: %[2]d orders that failed once, %[3]d that failed %[4]d times, %[5]d without an original topic.
+
+Watch the worker of `+"`make dev`"+` handle them (it runs every 30 s; logs in %[6]s):
+  export DLQ_ADMIN_URL=%[7]s DLQ_ADMIN_TOKEN=dev-admin-token
   bin/dlq-admin stats                       # scheduled (backoff), then redriven; parked exhausted/unroutable
   bin/dlq-admin list --status parked
   bin/dlq-admin runs --route orders         # what each run read and did, per partition
 Then fix and replay the parked ones:
   bin/dlq-admin replay ID --wait                           # one, to its original topic
   bin/dlq-admin bulk replay --park-reason unroutable --to orders --yes   # the rest, with a progress bar
-`, *dlq, k.retrying, k.exhausted, retriesExhausted, k.unroutable)
+`, dlq, k.retrying, k.exhausted, retriesExhausted, k.unroutable, workerLog, adminURL)
 }
 
 // retriesExhausted is config/worker.example.yaml's max_retries.

@@ -17,21 +17,12 @@ import (
 const maxReasonBytes = 1000
 
 func (s *Server) listRecords(c *call) (int, any, error) {
-	q, err := query(c.r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
-		"route", "key", "key_b64", "stored_from", "stored_to", "cursor", "limit")
-	if err != nil {
-		return 0, nil, err
-	}
-	limit, err := limitParam(q)
-	if err != nil {
-		return 0, nil, err
-	}
-	f, err := filterFromQuery(q)
+	f, cursor, limit, err := listingQuery(c.r)
 	if err != nil {
 		return 0, nil, err
 	}
 	f.OriginalTopics = c.principal.Topics
-	page, err := s.cfg.Store.List(c.r.Context(), f, q.Get("cursor"), limit)
+	page, err := s.cfg.Store.List(c.r.Context(), f, cursor, limit)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -110,6 +110,20 @@ func parseTime(field, v string) (time.Time, error) {
 	return t, nil
 }
 
+// listingQuery reads a record listing's query: its filter, cursor and page size.
+func listingQuery(r *http.Request) (f store.Filter, cursor string, limit int, err error) {
+	q, err := query(r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
+		"route", "key", "key_b64", "stored_from", "stored_to", "cursor", "limit")
+	if err != nil {
+		return f, "", 0, err
+	}
+	if limit, err = limitParam(q); err != nil {
+		return f, "", 0, err
+	}
+	f, err = filterFromQuery(q)
+	return f, q.Get("cursor"), limit, err
+}
+
 // filterFromQuery reads the listing filters of the query.
 func filterFromQuery(q url.Values) (store.Filter, error) {
 	f := store.Filter{

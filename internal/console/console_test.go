@@ -31,12 +31,16 @@ const (
 	hostileClass  = `<svg onload="window.__pwned='class'">`
 )
 
-// TestConsole drives the console in headless Chromium against the real stack, one
-// browser for every step, each step signed in in a browser context of its own.
+// TestConsole drives the console in headless Chromium against the real stack. The setup
+// (store, topics, API, job runner, browser) is shared; each subtest is a scenario of its
+// own: it parks the records it selects by error class, signs in in a browser context of
+// its own, and relies on no other subtest having run (-run 'TestConsole/CancelJob' runs
+// one alone).
 func TestConsole(t *testing.T) {
 	e := newEnv(t)
 
 	t.Run("SignIn", func(t *testing.T) {
+		e := e.sub(t)
 		ctx := e.tab(t)
 		do(t, ctx, chromedp.Navigate(e.url+"/"), chromedp.WaitVisible("#token"))
 		require.Contains(t, run(t, ctx, chromedp.Location()), "/ui/login", "without a session the console asks for a token")
@@ -72,6 +76,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("FilterAndPage", func(t *testing.T) {
+		e := e.sub(t)
 		ids := e.park("PageErr", e.orders, 25)
 		e.park("OtherErr", e.orders, 4)
 		ctx := e.tab(t)
@@ -115,6 +120,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("KeyFilter", func(t *testing.T) {
+		e := e.sub(t)
 		// "user" is valid base64 too: the text field means the text.
 		user := e.park("KeyText", e.orders, 1, func(_ int, r *store.NewRecord) { r.Key = []byte("user") })[0]
 		bin := e.park("KeyBinary", e.orders, 1, func(_ int, r *store.NewRecord) { r.Key = []byte{0xff, 0x00, 0x01} })[0]
@@ -150,6 +156,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("RecordRendering", func(t *testing.T) {
+		e := e.sub(t)
 		jsonID := e.park("JSONValue", e.orders, 1, func(_ int, r *store.NewRecord) {
 			r.Value = []byte(`{"order":{"id":42,"lines":[1,2]}}`)
 		})[0]
@@ -207,6 +214,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("ReplayOne", func(t *testing.T) {
+		e := e.sub(t)
 		id := e.park("ReplayOne", e.orders, 1, func(_ int, r *store.NewRecord) {
 			r.Value = []byte("replay-one-" + e.orders)
 		})[0]
@@ -226,6 +234,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("EditAndReplay", func(t *testing.T) {
+		e := e.sub(t)
 		const bad, fixed = `{"amount":"12,50"}`, `{"amount": 12.5}`
 		id := e.park("EditOne", e.orders, 1, func(_ int, r *store.NewRecord) {
 			r.Value = []byte(bad)
@@ -264,6 +273,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("EditBinary", func(t *testing.T) {
+		e := e.sub(t)
 		stored, fixed := []byte{0xde, 0xad, 0x00, 0xff}, []byte{0x01, 0x00, 0xfe, 0xff, 0x80}
 		id := e.park("EditBinary", e.orders, 1, func(_ int, r *store.NewRecord) {
 			r.Value = stored
@@ -300,6 +310,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("Discard", func(t *testing.T) {
+		e := e.sub(t)
 		id := e.park("DiscardOne", e.orders, 1)[0]
 		ctx := e.tab(t)
 		e.signIn(t, ctx, operatorToken)
@@ -314,6 +325,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("HistoryAndAuditFilters", func(t *testing.T) {
+		e := e.sub(t)
 		ids := e.park("HistoryErr", e.orders, 2)
 		discarded, replayed := ids[0], ids[1]
 		ctx := e.tab(t)
@@ -356,6 +368,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("BulkReplay", func(t *testing.T) {
+		e := e.sub(t)
 		const parked = 31
 		ids := e.park("BulkErr", e.orders, parked)
 		ctx := e.tab(t)
@@ -406,6 +419,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("CancelJob", func(t *testing.T) {
+		e := e.sub(t)
 		// 120 records at 2 per second keep the job running for a minute, so the click lands
 		// on a running job's page however slow the machine. (20 took 10 s: under load the job
 		// finished first, its page reloaded to the final state under the click, and chromedp
@@ -425,6 +439,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("BulkSkipped", func(t *testing.T) {
+		e := e.sub(t)
 		const n, gone = 12, 3
 		ids := e.park("SkipErr", e.orders, n)
 		ctx := e.startBulkReplay(t, "SkipErr", n, 2)
@@ -446,6 +461,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("PauseResumeRoute", func(t *testing.T) {
+		e := e.sub(t)
 		// The next run a worker reported for the route.
 		next := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 		require.NoError(t, e.store.SetNextRun(context.Background(), e.routeName, next))
@@ -466,6 +482,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("ViewerSeesNoControlsAndForgedPostsFail", func(t *testing.T) {
+		e := e.sub(t)
 		id := e.park("ForgeErr", e.orders, 1)[0]
 		ctx := e.tab(t)
 		e.signIn(t, ctx, viewerToken)
@@ -518,6 +535,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("ScopedTokenSeesOnlyItsTopics", func(t *testing.T) {
+		e := e.sub(t)
 		mine := e.park("ScopeMine", e.orders, 2)
 		theirs := e.park("ScopeTheirs", e.other, 2)
 		ctx := e.tab(t)
@@ -539,6 +557,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("Pages", func(t *testing.T) {
+		e := e.sub(t)
 		bg := context.Background()
 		rn, err := e.store.BeginRun(bg, e.routeName, "worker-1")
 		require.NoError(t, err)

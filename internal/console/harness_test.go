@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,14 +54,15 @@ type env struct {
 	other        string // an original topic the scoped token does not see
 	replay       string // the configured replay topic
 	browser      context.Context
-	shotsMu      sync.Mutex
+	shotsMu      *sync.Mutex
 	shotsDir     string
 	routeName    string
-	parkedOffset int64
+	parkedOffset *atomic.Int64 // the DLQ offsets park gives, one sequence for every subtest
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	testenv.Integration(t)
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatalf("chromium is not installed: `make test` installs it (scripts/stack.sh browser); %v", err)
@@ -69,7 +71,8 @@ func newEnv(t *testing.T) *env {
 	bootstrap := testenv.KafkaBootstrap(t)
 	e := &env{t: t, store: st, orders: kafkatest.CreateTopic(t, bootstrap, 1, nil),
 		other: testenv.UniqueName("other-"), replay: kafkatest.CreateTopic(t, bootstrap, 1, nil),
-		routeName: testenv.UniqueName("route-"), shotsDir: t.ArtifactDir()}
+		routeName: testenv.UniqueName("route-"), shotsDir: t.ArtifactDir(), shotsMu: new(sync.Mutex),
+		parkedOffset: new(atomic.Int64)}
 
 	a, err := auth.New([]auth.Token{
 		{Name: "vera", SHA256: auth.Hash(viewerToken), Role: auth.Viewer},
@@ -115,6 +118,14 @@ func newEnv(t *testing.T) *env {
 	})
 	e.browser = browser
 	return e
+}
+
+// sub is the environment for subtest t: the same console, store, topics and browser, with
+// the helpers that fail (park, status, count, paused) failing t, not the whole TestConsole.
+func (e *env) sub(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
 }
 
 // tab is a page in a browser context of its own: its own cookies, so its own sign-in.
@@ -199,9 +210,8 @@ func (e *env) park(class, topic string, n int, mod ...func(i int, r *store.NewRe
 	since := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
 	recs := make([]store.NewRecord, n)
 	for i := range recs {
-		e.parkedOffset++
 		recs[i] = store.NewRecord{
-			DLQ:        store.Coordinates{Topic: topic + ".dlq", Partition: 0, Offset: e.parkedOffset},
+			DLQ:        store.Coordinates{Topic: topic + ".dlq", Partition: 0, Offset: e.parkedOffset.Add(1)},
 			Origin:     store.Origin{Topic: topic, Partition: 0, Offset: int64(i)},
 			Key:        fmt.Appendf(nil, "%s-key-%d", class, i),
 			Value:      fmt.Appendf(nil, `{"class":%q,"n":%d}`, class, i),

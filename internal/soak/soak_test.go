@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -345,10 +344,6 @@ func brokerRestartDuringReplay(t *testing.T, s *soak, r *row) {
 	s.waitDrained(t, rt.dlq, rt.group, partitions, 3*time.Minute)
 	require.Eventually(t, func() bool { return rowCount(rt.db, rt.dlq) == records }, time.Minute, 200*time.Millisecond)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
 	token := auth.NewToken()
 	adminCfg := filepath.Join(dir, "admin.yaml")
 	require.NoError(t, os.WriteFile(adminCfg, []byte(fmt.Sprintf(`log: {level: info, format: json}
@@ -357,9 +352,9 @@ database: {url: %q}
 shutdown_grace: 5s
 tokens:
   - {name: soak, role: admin, sha256: %s}
-`, addr, rt.db, auth.Hash(token))), 0o600))
+`, "127.0.0.1:0", rt.db, auth.Hash(token))), 0o600))
 	admin := s.start(t, filepath.Join(dir, "admin.log"), "dlq-admin", "serve", "--config", adminCfg)
-	url := "http://" + addr
+	url := "http://" + proctest.ServingAddr(t, filepath.Join(dir, "admin.log"), time.Minute)
 	require.Eventually(t, func() bool {
 		res, err := http.Get(url + "/readyz")
 		if err != nil {

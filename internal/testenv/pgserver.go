@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -33,6 +32,7 @@ type PGServer struct {
 // only, a free port), starts it, and stops it when the test ends.
 func StartPGServer(t testing.TB) *PGServer {
 	t.Helper()
+	Integration(t)
 	if _, err := os.Stat(filepath.Join(PGBinDir, "initdb")); err != nil {
 		t.Fatalf("PostgreSQL server binaries not found in %s (%v): `make test` installs them", PGBinDir, err)
 	}
@@ -56,7 +56,7 @@ func StartPGServer(t testing.TB) *PGServer {
 			t.Fatalf("chown %s: %v", dir, err)
 		}
 	}
-	s.port = freePort(t)
+	s.port = FreePort(t)
 	s.run("initdb", "-D", s.dataDir(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale")
 	t.Cleanup(func() {
 		if s.running() {
@@ -113,17 +113,6 @@ func (s *PGServer) command(bin string, args ...string) *exec.Cmd {
 		return exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
 	}
 	return exec.Command(path, args...)
-}
-
-// freePort asks the kernel for a loopback port nobody listens on.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // StallSynchronousCommits makes every synchronous commit wait until

@@ -22,6 +22,7 @@ const hint = "run the suite with `make test`, which starts the local stack, or e
 // DatabaseURL returns DATABASE_URL or fails the test.
 func DatabaseURL(t testing.TB) string {
 	t.Helper()
+	Integration(t)
 	u := os.Getenv("DATABASE_URL")
 	if u == "" {
 		t.Fatalf("DATABASE_URL is not set: %s", hint)
@@ -32,6 +33,7 @@ func DatabaseURL(t testing.TB) string {
 // KafkaBootstrap returns KAFKA_BOOTSTRAP_SERVERS or fails the test.
 func KafkaBootstrap(t testing.TB) string {
 	t.Helper()
+	Integration(t)
 	b := os.Getenv("KAFKA_BOOTSTRAP_SERVERS")
 	if b == "" {
 		t.Fatalf("KAFKA_BOOTSTRAP_SERVERS is not set: %s", hint)

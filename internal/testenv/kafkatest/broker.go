@@ -1,10 +1,8 @@
 package kafkatest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,16 +12,18 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/dlqops/dlq/internal/testenv"
 )
 
 // Broker is a private single-node KRaft broker for one test, for tests that stop and
 // start the broker without disturbing the shared one. It uses the jars `make test`
-// downloaded into .cache/kafka/libs.
+// downloaded into kafka/libs of the stack's cache (testenv.CacheDir).
 type Broker struct {
-	t         testing.TB
-	dir, root string
-	port      int
-	cmd       *exec.Cmd
+	t               testing.TB
+	dir, root, libs string
+	port            int
+	cmd             *exec.Cmd
 	// client holds the properties a client needs besides bootstrap.servers (SASL).
 	client kafka.ConfigMap
 }
@@ -73,12 +73,14 @@ func StartBrokerWithFeatures(t testing.TB, features ...string) *Broker {
 // storage is formatted with features; clients connect with client's properties.
 func startBroker(t testing.TB, extraProps string, client kafka.ConfigMap, features ...string) *Broker {
 	t.Helper()
-	root := repoRoot(t)
-	if _, err := os.Stat(filepath.Join(root, ".cache/kafka/libs")); err != nil {
-		t.Fatalf("Kafka jars not found in %s/.cache/kafka/libs: run `make up` once", root)
+	testenv.Integration(t)
+	root := testenv.RepoRoot(t)
+	libs := filepath.Join(testenv.CacheDir(t), "kafka", "libs")
+	if _, err := os.Stat(libs); err != nil {
+		t.Fatalf("Kafka jars not found in %s: run `make up` once (with the same DLQ_CACHE_DIR)", libs)
 	}
-	b := &Broker{t: t, dir: t.TempDir(), root: root, port: freePort(t), client: client}
-	controller := freePort(t)
+	b := &Broker{t: t, dir: t.TempDir(), root: root, libs: libs, port: testenv.FreePort(t), client: client}
+	controller := testenv.FreePort(t)
 	tmpl, err := os.ReadFile(filepath.Join(root, "stack/kafka/server.properties"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,37 +158,8 @@ func (b *Broker) config() string { return filepath.Join(b.dir, "server.propertie
 
 func (b *Broker) java(args ...string) *exec.Cmd {
 	base := []string{"-Xms128m", "-Xmx512m", "-Dlog4j2.configurationFile=" + filepath.Join(b.root, "stack/kafka/log4j2.yaml"),
-		"-Dkafka.logs.dir=" + b.dir, "-cp", filepath.Join(b.root, ".cache/kafka/libs") + "/*"}
+		"-Dkafka.logs.dir=" + b.dir, "-cp", b.libs + "/*"}
 	return exec.Command("java", append(base, args...)...)
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// repoRoot walks up from the test's working directory to the folder holding go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if raw, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(raw, []byte("module github.com/dlqops/dlq\n")) {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("repository root (go.mod) not found above the test's directory")
-		}
-		dir = parent
-	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/dlqops/dlq/internal/testenv"
 )
 
 var javaBuild struct {
@@ -19,14 +21,14 @@ var javaBuild struct {
 }
 
 // JavaProducers builds stack/java (real Kafka clients that write dead letters: a share
-// consumer, a Kafka Streams application) with Maven into .cache/java once per source
-// version, and returns the class path to run them with.
+// consumer, a Kafka Streams application) with Maven into java/build of the stack's cache
+// (testenv.CacheDir) once per source version, and returns the class path to run them with.
 func JavaProducers(t testing.TB) string {
 	t.Helper()
+	testenv.Integration(t)
 	javaBuild.once.Do(func() {
-		root := repoRoot(t)
-		src := filepath.Join(root, "stack/java")
-		out := filepath.Join(root, ".cache/java/build")
+		src := filepath.Join(testenv.RepoRoot(t), "stack/java")
+		out := filepath.Join(testenv.CacheDir(t), "java", "build")
 		h := sha256.New()
 		err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
