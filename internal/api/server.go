@@ -210,6 +210,8 @@ func (s *Server) serve(c *call, rt Route) (int, error) {
 		writeProblem(w, p, c.actor.RequestID)
 		return p.Status, err
 	}
+	// Bounded before anything could read it; only an admitted caller's handler does.
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	p, err := s.cfg.Auth.Authenticate(r.Header.Get("Authorization"))
 	if err != nil {
 		return fail(probUnauthorized.with("give a valid token: Authorization: Bearer <token>"))
@@ -231,7 +233,6 @@ func (s *Server) serve(c *call, rt Route) (int, error) {
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		return fail(&http.MaxBytesError{Limit: s.cfg.MaxBodyBytes})
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	status, body, err := rt.handle(c)
 	if err != nil {
 		return fail(err)

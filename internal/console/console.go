@@ -42,6 +42,9 @@ type Config struct {
 	// ReplayTopics are offered as replay targets besides a record's original topic (the
 	// API checks them anyway).
 	ReplayTopics []string
+	// MaxFormBytes bounds the form of a signed-in state change (an edited record's value
+	// and headers, URL-encoded); 4 MiB when zero.
+	MaxFormBytes int64
 	// SessionTTL is how long a sign-in lasts; 8h when zero.
 	SessionTTL time.Duration
 	Log        zerolog.Logger
@@ -69,6 +72,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.MaxFormBytes <= 0 {
+		cfg.MaxFormBytes = 4 << 20
 	}
 	pages, err := parsePages()
 	if err != nil {
@@ -122,6 +128,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
+	if !s.readForm(w, r) {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
