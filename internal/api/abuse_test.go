@@ -224,3 +224,35 @@ func TestAbuseIdempotentBulkByFilter(t *testing.T) {
 	r = b.do("POST", "/v1/bulk/discard", adminToken, other, "Idempotency-Key", "bulk-1")
 	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
 }
+
+// API8: a JSON body is read exactly as sent: text that is not UTF-8 (in a value or a
+// key), a key given twice and a key in other letter case are each a 400 naming the field,
+// never a replacement character in the audit log, the last value winning or a dry run
+// asked for as "DRY_RUN".
+func TestAbuseStrictJSON(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.park("orders", 1)
+	discard := path("/v1/records/%d/discard", ids[0])
+	for _, c := range []struct{ path, token, body, field string }{
+		{discard, operatorToken, "{\"reason\":\"a\xffb\"}", "reason"},
+		{discard, operatorToken, "{\"rea\xffson\":\"ab\"}", "body"},
+		{discard, operatorToken, `{"reason":"first","reason":"second"}`, "reason"},
+		{discard, operatorToken, `{"reason":"first","Reason":"second"}`, "Reason"},
+		{discard, operatorToken, `{"REASON":"upper"}`, "REASON"},
+		{"/v1/bulk/replay", adminToken, "{\"filter\":{\"error_contains\":\"\xfe\"},\"dry_run\":true}", "filter.error_contains"},
+		{"/v1/bulk/replay", adminToken, `{"filter":{"route":"a","route":"b"},"dry_run":true}`, "filter.route"},
+		{"/v1/bulk/replay", adminToken, `{"filter":{},"DRY_RUN":true}`, "DRY_RUN"},
+		{"/v1/bulk/discard", adminToken, `{"ids":[1],"dry_run":true,"reason":"x","dry_run":false}`, "dry_run"},
+	} {
+		r := b.do("POST", c.path, c.token, strings.NewReader(c.body))
+		require.Equal(t, http.StatusBadRequest, r.status, "%q: %s", c.body, r.body)
+		hasField(t, r, c.field)
+	}
+	rec, err := b.store.Get(context.Background(), ids[0])
+	require.NoError(t, err)
+	require.Equal(t, store.StatusParked, rec.Status, "no refused body discarded the record")
+	for _, row := range auditRows(t, b.store) {
+		require.NotContains(t, row.Reason, "\ufffd", "%+v", row)
+	}
+}
