@@ -256,3 +256,24 @@ func TestAbuseStrictJSON(t *testing.T) {
 		require.NotContains(t, row.Reason, "\ufffd", "%+v", row)
 	}
 }
+
+// API3 (excessive data exposure) and API6: a dry run by ids counts the records the job
+// would act on: ids of records that do not exist or are no longer parked or scheduled are
+// not counted, so a count does not confirm a guess.
+func TestAbuseDryRunByIDsCountsRecords(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.park("orders", 3)
+	require.Equal(t, http.StatusOK, b.do("POST", path("/v1/records/%d/discard", ids[2]), operatorToken, api.DiscardRequest{Reason: "x"}).status)
+	for _, kind := range []string{"replay", "discard"} {
+		req := api.BulkRequest{IDs: []int64{ids[0], ids[1], ids[2], ids[2] + 1000, 1 << 40}, DryRun: true}
+		if kind == "discard" {
+			req.Reason = "dry"
+		}
+		r := b.do("POST", "/v1/bulk/"+kind, adminToken, req)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		var dry api.DryRun
+		r.decode(t, &dry)
+		require.Equal(t, int64(2), dry.Count, kind)
+	}
+}

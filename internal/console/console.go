@@ -89,7 +89,7 @@ func New(cfg Config) (*Server, error) {
 		sessions: newSessions(cfg.SessionTTL, cfg.Clock), pages: pages, ref: ref,
 	}
 	static, _ := fs.Sub(staticFS, "static") // the directory is embedded above
-	s.mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
+	s.mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(filesOnly{static})))
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	})
@@ -117,6 +117,22 @@ func New(cfg Config) (*Server, error) {
 		s.fail(w, r, nil, http.StatusNotFound, "There is no such page.")
 	})
 	return s, nil
+}
+
+// filesOnly serves the console's static files and no directory: a listing would tell a
+// caller who is not signed in what the console is made of.
+type filesOnly struct{ fs.FS }
+
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := file.Stat(); err != nil || st.IsDir() {
+		_ = file.Close()
+		return nil, fs.ErrNotExist
+	}
+	return file, nil
 }
 
 // ServeHTTP implements http.Handler; every answer carries the security headers.
