@@ -3,9 +3,11 @@ package api_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -13,11 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv"
 )
 
 // The abuse suite: each test is one check of the README's security section, named with
@@ -275,5 +279,47 @@ func TestAbuseDryRunByIDsCountsRecords(t *testing.T) {
 		var dry api.DryRun
 		r.decode(t, &dry)
 		require.Equal(t, int64(2), dry.Count, kind)
+	}
+}
+
+// A client that goes away is neither a database outage nor a half-made change: a pause
+// whose client left before the server ran it is applied and audited whole, and a read
+// whose client left is logged at INFO as cancelled (status 499, not a 503 at ERROR).
+func TestAbuseClientGoneIsNotAnOutage(t *testing.T) {
+	t.Parallel()
+	var logs testenv.SyncBuffer
+	b := setupWith(t, storetest.New(t), func(c *api.Config) { c.Log = zerolog.New(&logs) })
+	gone := func(method, target, token string) *httptest.ResponseRecorder {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		req := httptest.NewRequestWithContext(ctx, method, target, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		b.api.ServeHTTP(rec, req)
+		return rec
+	}
+	require.NoError(t, b.store.RegisterRoutes(context.Background(), []string{"orders-route"}, "dlq-worker/w1"))
+	rec := gone("POST", "/v1/routes/orders-route/pause", operatorToken)
+	require.Equal(t, http.StatusOK, rec.Code, "%s", rec.Body)
+	routes, err := b.store.RouteControls(context.Background())
+	require.NoError(t, err)
+	require.Len(t, routes, 1)
+	require.True(t, routes[0].Paused)
+	rows := auditRows(t, b.store)
+	require.Len(t, rows, 1)
+	require.Equal(t, "ok", rows[0].Outcome, "%+v", rows[0])
+
+	rec = gone("GET", "/v1/records", viewerToken)
+	require.Equal(t, 499, rec.Code, "%s", rec.Body)
+	require.Len(t, auditRows(t, b.store), 1, "a read the client left is not audited")
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		require.NoError(t, json.Unmarshal([]byte(l), &line))
+		require.NotEqual(t, "error", line["level"], l)
+		if line["route"] == "/v1/records" {
+			require.Equal(t, "info", line["level"], l)
+			require.Equal(t, true, line["cancelled"], l)
+			require.InDelta(t, 499, line["status"], 0, l)
+		}
 	}
 }

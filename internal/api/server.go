@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -190,6 +191,8 @@ func (s *Server) endpoint(rt Route) http.Handler {
 		s.requests.WithLabelValues(rt.Method, rt.Path, strconv.Itoa(status)).Inc()
 		ev := log.Debug()
 		switch {
+		case status == statusClientClosed:
+			ev = log.Info().Bool("cancelled", true)
 		case status >= 500:
 			ev = log.Error().Err(err)
 		case mutating || status == http.StatusUnauthorized || status == http.StatusForbidden:
@@ -233,7 +236,19 @@ func (s *Server) serve(c *call, rt Route) (int, error) {
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		return fail(&http.MaxBytesError{Limit: s.cfg.MaxBodyBytes})
 	}
+	if rt.Method != http.MethodGet {
+		// A change the server accepted is made whole even if the client goes away (an
+		// operator who clicks Pause and navigates on): its transaction either commits with
+		// its audit row or never starts, bounded by the database's statement timeout.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
+		defer cancel()
+		c.r = r.WithContext(ctx)
+	}
 	status, body, err := rt.handle(c)
+	if err != nil && rt.Method == http.MethodGet && r.Context().Err() != nil {
+		// The client went away while its read ran: not the database's fault.
+		return fail(errClientGone)
+	}
 	if err != nil {
 		return fail(err)
 	}
