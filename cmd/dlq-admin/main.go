@@ -90,5 +90,6 @@ func serve(ctx context.Context, cfg *config.Admin) error {
 	}
 	srv.Mux.Handle("/ui/", ui)
 	srv.Mux.Handle("GET /{$}", ui)
+	defer handler.Close() // the folded refusals' audit rows
 	return daemon.Run(ctx, log, srv, cfg.HTTP.Listener(), cfg.ShutdownGrace)
 }

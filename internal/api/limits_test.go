@@ -158,3 +158,53 @@ func TestAbuseStatementTimeout(t *testing.T) {
 	require.NoError(t, tx.Rollback(ctx))
 	require.Equal(t, http.StatusOK, b.do("GET", "/v1/records", viewerToken, nil).status)
 }
+
+// API4: a caller refused for its rate cannot grow the audit log: a ten-second flood by one
+// viewer (eight connections; the test's clock moves 10 ms at each reading, so the flood
+// spans at least ten seconds of it) adds at most two rows per caller and window, and every refusal is accounted for: the first of a window
+// in its own row, the rest in the count (affected) of the window's second row.
+func TestAbuseRateLimitedRefusalsAreFolded(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(10 * time.Millisecond); return now }
+	b := setupWith(t, storetest.New(t), func(c *api.Config) { c.Clock = clock })
+	const requests = 1000
+	var wg sync.WaitGroup
+	var refused, served sync.Map
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < requests; i += 8 {
+				switch code := b.do("GET", "/v1/stats", viewerToken, nil).status; code {
+				case http.StatusTooManyRequests:
+					refused.Store(i, true)
+				case http.StatusOK:
+					served.Store(i, true)
+				default:
+					t.Errorf("status %d", code)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.api.Close()
+	var n429 int64
+	refused.Range(func(any, any) bool { n429++; return true })
+	require.Greater(t, n429, int64(requests/2), "the flood was refused")
+
+	rows := auditRows(t, b.store)
+	require.LessOrEqual(t, len(rows), 100, "the flood grew the audit log")
+	var accounted int64
+	for _, r := range rows {
+		require.Equal(t, "rate_limited", r.Outcome, "%+v", r)
+		require.Equal(t, "vera", r.Actor)
+		if r.Affected == 0 {
+			accounted++
+			require.NotEmpty(t, r.RequestID, "the first refusal of a window names its request")
+		} else {
+			accounted += r.Affected
+			require.Contains(t, r.Reason, "more refusals like the first")
+		}
+	}
+	require.Equal(t, n429, accounted, "every refusal is in a row or a row's count: %+v", rows)
+}

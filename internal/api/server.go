@@ -50,6 +50,8 @@ type Server struct {
 	anonAudit *rate.Limiter
 	callers   *callerLimits
 	inFlight  prometheus.Gauge
+	// refusals folds repeated refusals of one caller into few audit rows.
+	refusals *refusalWindows
 }
 
 // Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
@@ -88,7 +90,7 @@ func New(cfg Config) (*Server, error) {
 		}, []string{"method", "route", "code"}),
 		unaudited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dlq_admin_unaudited_refusals_total",
-			Help: "Refused requests without a valid token that were not audited, beyond limits.unauthenticated_audit_per_second.",
+			Help: "Refused requests that were not audited: without a valid token beyond limits.unauthenticated_audit_per_second, or from more callers at once than refusals can be folded for.",
 		}),
 		anonAudit: rate.NewLimiter(rate.Limit(cfg.Limits.UnauthenticatedAuditPerSecond), unauthenticatedAuditBurst),
 		callers:   newCallerLimits(cfg.Limits, cfg.Clock),
@@ -97,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 			Help: "Admin API requests of authenticated callers in progress.",
 		}),
 	}
+	s.refusals = newRefusalWindows(cfg.Clock, s.writeAudit)
 	for _, c := range []prometheus.Collector{s.requests, s.unaudited, s.inFlight} {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, err
