@@ -83,7 +83,7 @@ func serve(ctx context.Context, cfg *config.Admin) error {
 		return err
 	}
 	srv.Mux.Handle("/v1/", handler)
-	ui, err := console.New(console.Config{API: handler, Auth: authn, Spec: specfile.OpenAPI,
+	ui, err := console.New(console.Config{API: handler, Auth: authn, Audit: handler, Spec: specfile.OpenAPI,
 		ReplayTopics: cfg.ReplayTopics, MaxFormBytes: 3 * cfg.MaxBodyBytes, Log: log})
 	if err != nil {
 		return err

@@ -73,7 +73,7 @@ func (s *Server) auditRefusal(c *call, rt Route, status int, err error) {
 	if status == http.StatusTooManyRequests {
 		// A caller refused for its rate keeps being refused as fast as it sends: one row
 		// per caller and window, with the count, so that it cannot grow the audit log.
-		if !s.refusals.add("token\x00"+c.principal.Name, e) {
+		if !s.refusals.add("token\x00"+c.principal.Name, e, nil) {
 			s.unaudited.Inc()
 		}
 		return

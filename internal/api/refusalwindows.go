@@ -44,8 +44,9 @@ func newRefusalWindows(clock func() time.Time, write func(store.AuditEntry)) *re
 }
 
 // add audits refusal e of key, at once or folded; it reports false when e was neither
-// written nor folded (too many keys at once).
-func (rw *refusalWindows) add(key string, e store.AuditEntry) bool {
+// written nor folded (too many keys at once, or mayOpen, when not nil, refused a new
+// window).
+func (rw *refusalWindows) add(key string, e store.AuditEntry, mayOpen func() bool) bool {
 	now := rw.clock()
 	rw.mu.Lock()
 	w := rw.open[key]
@@ -58,7 +59,7 @@ func (rw *refusalWindows) add(key string, e store.AuditEntry) bool {
 	var ended *refusalWindow
 	if w != nil {
 		ended = rw.endLocked(key, w)
-	} else if len(rw.open) >= maxRefusalWindows {
+	} else if len(rw.open) >= maxRefusalWindows || (mayOpen != nil && !mayOpen()) {
 		rw.mu.Unlock()
 		return false
 	}
@@ -127,3 +128,15 @@ func (s *Server) writeAudit(e store.AuditEntry) {
 // Close writes the audit rows of the refusals still being folded; call it once the
 // server no longer serves.
 func (s *Server) Close() { s.refusals.close() }
+
+// AuditSignIn audits a refused console sign-in from addr (outcome unauthorized or
+// rate_limited), folded per address and outcome as the API's refusals are; the first
+// rows of addresses are bounded as those of requests without a valid token are.
+func (s *Server) AuditSignIn(addr, outcome, detail string) {
+	e := store.AuditEntry{At: s.cfg.Clock().UTC(), Actor: "anonymous", Action: "POST /ui/login", Outcome: outcome,
+		RequestID: requestID(), Reason: "console sign-in from " + addr + ": " + detail}
+	mayOpen := func() bool { return s.anonAudit.AllowN(s.cfg.Clock(), 1) }
+	if !s.refusals.add("sign-in\x00"+outcome+"\x00"+addr, e, mayOpen) {
+		s.unaudited.Inc()
+	}
+}

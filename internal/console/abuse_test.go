@@ -1,9 +1,14 @@
 package console_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,25 +19,36 @@ import (
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/console"
+	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 )
 
 // The console's abuse suite: each test is one attack of the README's security section,
 // named with the OWASP API Security Top 10 (2023) item it covers.
 
-// consoleServer serves the API and the console on a fresh schema, as dlq-admin mounts
-// them; adjust changes the console's configuration.
-func consoleServer(t *testing.T, adjust ...func(*console.Config)) *httptest.Server {
+// consoleUnderTest is the API and the console on a fresh schema, mounted as dlq-admin
+// mounts them.
+type consoleUnderTest struct {
+	*httptest.Server
+	store *store.Store
+	api   *api.Server
+	ui    *console.Server
+}
+
+// consoleServer serves the API and the console; adjust changes the console's
+// configuration.
+func consoleServer(t *testing.T, adjust ...func(*console.Config)) consoleUnderTest {
 	t.Helper()
 	a, err := auth.New([]auth.Token{
 		{Name: "vera", SHA256: auth.Hash(viewerToken), Role: auth.Viewer},
 		{Name: "otto", SHA256: auth.Hash(operatorToken), Role: auth.Operator},
 	})
 	require.NoError(t, err)
-	apiSrv, err := api.New(api.Config{Store: storetest.New(t), Auth: a, MaxBodyBytes: 1 << 20, Log: zerolog.Nop(),
+	st := storetest.New(t)
+	apiSrv, err := api.New(api.Config{Store: st, Auth: a, MaxBodyBytes: 1 << 20, Log: zerolog.Nop(),
 		Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
-	cfg := console.Config{API: apiSrv, Auth: a, Spec: specfile.OpenAPI, Log: zerolog.Nop()}
+	cfg := console.Config{API: apiSrv, Auth: a, Audit: apiSrv, Spec: specfile.OpenAPI, Log: zerolog.Nop()}
 	for _, f := range adjust {
 		f(&cfg)
 	}
@@ -43,7 +59,7 @@ func consoleServer(t *testing.T, adjust ...func(*console.Config)) *httptest.Serv
 	mux.Handle("/ui/", ui)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
-	return ts
+	return consoleUnderTest{Server: ts, store: st, api: apiSrv, ui: ui}
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -68,4 +84,69 @@ func TestAbuseStaticHasNoListing(t *testing.T) {
 	}
 	code, _ := get(t, ts.URL+"/ui/static/console.js")
 	require.Equal(t, http.StatusOK, code)
+}
+
+// signIn posts the sign-in form with token from addr, straight to the console's handler
+// (so the test chooses the client's address), with a matching double-submit cookie.
+func signIn(c consoleUnderTest, addr, token string) *httptest.ResponseRecorder {
+	form := url.Values{"csrf": {"form-token"}, "token": {token}}
+	req := httptest.NewRequest(http.MethodPost, "/ui/login", strings.NewReader(form.Encode()))
+	req.RemoteAddr = addr
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: "dlq_console_login", Value: "form-token"})
+	rec := httptest.NewRecorder()
+	c.ui.ServeHTTP(rec, req)
+	return rec
+}
+
+// API2 (broken authentication): 100 wrong sign-ins from one address are throttled (429
+// with Retry-After) and every one is audited, folded per address and window; the address
+// is throttled, not the operators: the right token from another address signs in.
+func TestAbuseSignInIsThrottledAndAudited(t *testing.T) {
+	t.Parallel()
+	c := consoleServer(t)
+	const attacker = "192.0.2.7:40000"
+	codes := map[int]int{}
+	for i := range 100 {
+		rec := signIn(c, attacker, fmt.Sprintf("guess-%03d-0123456789abcdef", i))
+		codes[rec.Code]++
+		if rec.Code == http.StatusTooManyRequests {
+			s, err := strconv.Atoi(rec.Header().Get("Retry-After"))
+			require.NoError(t, err)
+			require.Positive(t, s)
+		} else {
+			require.Equal(t, http.StatusUnauthorized, rec.Code, "%s", rec.Body)
+		}
+	}
+	require.Positive(t, codes[http.StatusTooManyRequests], "%v", codes)
+	require.LessOrEqual(t, codes[http.StatusUnauthorized], 20, "%v", codes)
+
+	// One token prefix from one address is throttled sooner than the address.
+	const other = "192.0.2.8:40000"
+	for range 5 {
+		require.Equal(t, http.StatusUnauthorized, signIn(c, other, "samepfx-wrong-0123456789abcdef").Code)
+	}
+	require.Equal(t, http.StatusTooManyRequests, signIn(c, other, "samepfx-wrong-0123456789abcdef").Code)
+
+	rec := signIn(c, "198.51.100.1:50000", operatorToken)
+	require.Equal(t, http.StatusSeeOther, rec.Code, "the operator is not locked out: %s", rec.Body)
+	require.Equal(t, http.StatusSeeOther, signIn(c, other, operatorToken).Code, "another prefix from a throttled pair's address")
+
+	c.api.Close()
+	rows, err := c.store.ListAudit(context.Background(), 0, store.MaxPageSize)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(rows), 10, "folded per address, outcome and window: %+v", rows)
+	var accounted int64
+	for _, r := range rows {
+		require.Equal(t, "POST /ui/login", r.Action)
+		require.Equal(t, "anonymous", r.Actor)
+		require.Contains(t, []string{"unauthorized", "rate_limited"}, r.Outcome)
+		require.Contains(t, r.Reason, "192.0.2.")
+		if r.Affected == 0 {
+			accounted++
+		} else {
+			accounted += r.Affected
+		}
+	}
+	require.Equal(t, int64(100+6), accounted, "every failed sign-in is audited: %+v", rows)
 }

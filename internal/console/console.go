@@ -32,11 +32,13 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// Config is what the console needs. API, Auth and Spec are required.
+// Config is what the console needs. API, Auth, Audit and Spec are required.
 type Config struct {
 	// API is the REST API handler (internal/api) that serves every page's data.
 	API  http.Handler
 	Auth *auth.Authenticator
+	// Audit writes the audit rows of refused sign-ins (the API server does).
+	Audit SignInAuditor
 	// Spec is api/openapi.yaml, served as is and as a reference page.
 	Spec []byte
 	// ReplayTopics are offered as replay targets besides a record's original topic (the
@@ -52,20 +54,27 @@ type Config struct {
 	Clock func() time.Time
 }
 
+// SignInAuditor audits refused sign-ins by client address; outcome is unauthorized or
+// rate_limited.
+type SignInAuditor interface {
+	AuditSignIn(addr, outcome, detail string)
+}
+
 // Server is the console's http.Handler; mount it at "/ui/" (and "/" for the redirect).
 type Server struct {
 	cfg      Config
 	log      zerolog.Logger
 	mux      *http.ServeMux
 	sessions *sessions
+	signIns  *signInThrottle
 	pages    map[string]*template.Template
 	ref      *reference
 }
 
 // New parses the templates and the spec.
 func New(cfg Config) (*Server, error) {
-	if cfg.API == nil || cfg.Auth == nil || len(cfg.Spec) == 0 {
-		return nil, errors.New("console: API, Auth and Spec are required")
+	if cfg.API == nil || cfg.Auth == nil || cfg.Audit == nil || len(cfg.Spec) == 0 {
+		return nil, errors.New("console: API, Auth, Audit and Spec are required")
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 8 * time.Hour
@@ -86,7 +95,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Log.With().Str("component", "console").Logger(), mux: http.NewServeMux(),
-		sessions: newSessions(cfg.SessionTTL, cfg.Clock), pages: pages, ref: ref,
+		sessions: newSessions(cfg.SessionTTL, cfg.Clock), signIns: newSignInThrottle(cfg.Clock), pages: pages, ref: ref,
 	}
 	static, _ := fs.Sub(staticFS, "static") // the directory is embedded above
 	s.mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(filesOnly{static})))

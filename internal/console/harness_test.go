@@ -81,7 +81,7 @@ func newEnv(t *testing.T) *env {
 	apiSrv, err := api.New(api.Config{Store: st, Auth: a, ReplayTopics: []string{e.replay}, MaxBodyBytes: 1 << 20,
 		Log: zerolog.Nop(), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
-	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Spec: specfile.OpenAPI,
+	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Audit: apiSrv, Spec: specfile.OpenAPI,
 		ReplayTopics: []string{e.replay}, Log: zerolog.Nop()})
 	require.NoError(t, err)
 	mux := http.NewServeMux()

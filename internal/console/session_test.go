@@ -29,7 +29,7 @@ func TestSessionCookie(t *testing.T) {
 	apiSrv, err := api.New(api.Config{Store: storetest.New(t), Auth: a, MaxBodyBytes: 1 << 20, Log: zerolog.Nop(),
 		Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
-	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Spec: specfile.OpenAPI, Log: zerolog.Nop()})
+	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Audit: apiSrv, Spec: specfile.OpenAPI, Log: zerolog.Nop()})
 	require.NoError(t, err)
 	csrfField := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 

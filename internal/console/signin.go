@@ -2,7 +2,9 @@ package console
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -35,9 +37,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
+	addr := clientAddr(r)
+	if d := s.signIns.wait(addr, token); d > 0 {
+		s.cfg.Audit.AuditSignIn(addr, "rate_limited", "too many failed sign-ins from this address")
+		s.log.Info().Str("remote_addr", addr).Dur("retry_after", d).Msg("console: sign-in throttled")
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(d)))
+		s.showLogin(w, r, http.StatusTooManyRequests,
+			fmt.Sprintf("Too many failed sign-ins from this address; try again in %d seconds.", retryAfter(d)))
+		return
+	}
 	p, err := s.cfg.Auth.Authenticate("Bearer " + token)
 	if err != nil {
-		s.log.Info().Str("remote_addr", r.RemoteAddr).Msg("console: sign-in with an unknown token refused")
+		s.signIns.failed(addr, token)
+		s.cfg.Audit.AuditSignIn(addr, "unauthorized", "not a valid token")
+		s.log.Info().Str("remote_addr", addr).Msg("console: sign-in with an unknown token refused")
 		s.showLogin(w, r, http.StatusUnauthorized, "That token is not valid.")
 		return
 	}
