@@ -229,7 +229,7 @@ func (s *Server) serve(c *call, rt Route) (int, error) {
 	if rt.Unscoped && len(p.Topics) > 0 {
 		return fail(probForbidden.with("routes and runs need a token without topics"))
 	}
-	release, refused := s.callers.admit(p.Name)
+	release, refused := s.callers.admit(p.Name, fromConsole(r.Context()))
 	if refused != nil {
 		return fail(refused)
 	}
@@ -274,6 +274,16 @@ func (s *Server) fallback(p *Problem, label, allow string) http.Handler {
 		s.requests.WithLabelValues(unmatchedMethod, label, strconv.Itoa(p.Status)).Inc()
 	})
 }
+
+// consoleKey marks the context of a request the console makes on an operator's behalf.
+type consoleKey struct{}
+
+// ForConsole marks ctx as a console page's request to the API, which the API counts
+// against the token's console budget (limits.console_max_concurrent). Only the console,
+// in process, can mark a request: nothing a client sends does.
+func ForConsole(ctx context.Context) context.Context { return context.WithValue(ctx, consoleKey{}, true) }
+
+func fromConsole(ctx context.Context) bool { return ctx.Value(consoleKey{}) != nil }
 
 // unmatchedMethod labels requests no route matched.
 const unmatchedMethod = "other"

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -33,11 +34,12 @@ type consoleUnderTest struct {
 	store *store.Store
 	api   *api.Server
 	ui    *console.Server
+	// metrics is the API's registry.
+	metrics *prometheus.Registry
 }
 
-// consoleServer serves the API and the console; adjust changes the console's
-// configuration.
-func consoleServer(t *testing.T, adjust ...func(*console.Config)) consoleUnderTest {
+// consoleServer serves the API and the console; adjust changes the API's configuration.
+func consoleServer(t *testing.T, adjust ...func(*api.Config)) consoleUnderTest {
 	t.Helper()
 	a, err := auth.New([]auth.Token{
 		{Name: "vera", SHA256: auth.Hash(viewerToken), Role: auth.Viewer},
@@ -45,21 +47,21 @@ func consoleServer(t *testing.T, adjust ...func(*console.Config)) consoleUnderTe
 	})
 	require.NoError(t, err)
 	st := storetest.New(t)
-	apiSrv, err := api.New(api.Config{Store: st, Auth: a, MaxBodyBytes: 1 << 20, Log: zerolog.Nop(),
-		Registerer: prometheus.NewRegistry()})
-	require.NoError(t, err)
-	cfg := console.Config{API: apiSrv, Auth: a, Audit: apiSrv, Spec: specfile.OpenAPI, Log: zerolog.Nop()}
+	reg := prometheus.NewRegistry()
+	cfg := api.Config{Store: st, Auth: a, MaxBodyBytes: 1 << 20, Log: zerolog.Nop(), Registerer: reg}
 	for _, f := range adjust {
 		f(&cfg)
 	}
-	ui, err := console.New(cfg)
+	apiSrv, err := api.New(cfg)
+	require.NoError(t, err)
+	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Audit: apiSrv, Spec: specfile.OpenAPI, Log: zerolog.Nop()})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", apiSrv)
 	mux.Handle("/ui/", ui)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
-	return consoleUnderTest{Server: ts, store: st, api: apiSrv, ui: ui}
+	return consoleUnderTest{Server: ts, store: st, api: apiSrv, ui: ui, metrics: reg}
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -149,4 +151,61 @@ func TestAbuseSignInIsThrottledAndAudited(t *testing.T) {
 		}
 	}
 	require.Equal(t, int64(100+6), accounted, "every failed sign-in is audited: %+v", rows)
+}
+
+// API4: the console has its own budget of requests in progress per token: a token's API
+// requests holding all of limits.max_concurrent do not refuse its operator's pages with
+// "Too many requests", and the pages do not take the scripts' places either.
+func TestAbuseConsoleHasItsOwnBudget(t *testing.T) {
+	t.Parallel()
+	c := consoleServer(t, func(cfg *api.Config) { cfg.Limits.MaxConcurrent = 1 })
+	rec := signIn(c, "198.51.100.1:50000", operatorToken)
+	require.Equal(t, http.StatusSeeOther, rec.Code, "%s", rec.Body)
+	session := rec.Result().Cookies()
+
+	// One API request of the token, held in its handler while its body is still coming.
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.CloseWithError(io.ErrUnexpectedEOF) })
+	held := make(chan int)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, c.URL+"/v1/records/1/discard", pr)
+		req.Header.Set("Authorization", "Bearer "+operatorToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			held <- 0
+			return
+		}
+		resp.Body.Close()
+		held <- resp.StatusCode
+	}()
+	require.Eventually(t, func() bool {
+		families, err := c.metrics.Gather()
+		require.NoError(t, err)
+		for _, f := range families {
+			if f.GetName() == "dlq_admin_requests_in_flight" {
+				return f.GetMetric()[0].GetGauge().GetValue() == 1
+			}
+		}
+		return false
+	}, 30*time.Second, 20*time.Millisecond)
+	req, err := http.NewRequest(http.MethodGet, c.URL+"/v1/stats", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+operatorToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the token's API budget is used up")
+
+	for _, page := range []string{"/ui/", "/ui/jobs", "/ui/audit", "/ui/records", "/ui/routes", "/ui/runs"} {
+		req := httptest.NewRequest(http.MethodGet, page, nil)
+		for _, ck := range session {
+			req.AddCookie(ck)
+		}
+		rec := httptest.NewRecorder()
+		c.ui.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", page, rec.Body)
+	}
+	_, _ = pw.Write([]byte(`{"reason":"held"}`))
+	require.NoError(t, pw.Close())
+	require.Equal(t, http.StatusNotFound, <-held)
 }
