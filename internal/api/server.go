@@ -281,7 +281,9 @@ type consoleKey struct{}
 // ForConsole marks ctx as a console page's request to the API, which the API counts
 // against the token's console budget (limits.console_max_concurrent). Only the console,
 // in process, can mark a request: nothing a client sends does.
-func ForConsole(ctx context.Context) context.Context { return context.WithValue(ctx, consoleKey{}, true) }
+func ForConsole(ctx context.Context) context.Context {
+	return context.WithValue(ctx, consoleKey{}, true)
+}
 
 func fromConsole(ctx context.Context) bool { return ctx.Value(consoleKey{}) != nil }
 
