@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"time"
 
@@ -103,6 +104,10 @@ type Admin struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// Limits bound what callers may consume.
 	Limits api.Limits `yaml:"limits"`
+	// PublicURL is the console's address as operators reach it (scheme, host and port);
+	// https there makes the console's cookies Secure and __Host- prefixed and adds HSTS
+	// behind a TLS-terminating proxy. Optional.
+	PublicURL string `yaml:"public_url"`
 	// AllowDevTokens accepts the well-known development tokens of the example
 	// configuration; `make dev` sets it (DLQ_ADMIN_ALLOW_DEV_TOKENS=true), nothing else should.
 	AllowDevTokens bool `yaml:"allow_dev_tokens"`
@@ -144,6 +149,11 @@ func (a *Admin) Validate() error {
 	for i, t := range a.ReplayTopics {
 		if !headers.ValidTopicName(t) {
 			errs = append(errs, fmt.Errorf("replay_topics[%d]: %q is not a valid topic name", i, t))
+		}
+	}
+	if a.PublicURL != "" {
+		if u, err := url.Parse(a.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("public_url: %q is not an http:// or https:// URL", a.PublicURL))
 		}
 	}
 	if a.MaxBodyBytes < 1024 {

@@ -38,8 +38,8 @@ type consoleUnderTest struct {
 	metrics *prometheus.Registry
 }
 
-// consoleServer serves the API and the console; adjust changes the API's configuration.
-func consoleServer(t *testing.T, adjust ...func(*api.Config)) consoleUnderTest {
+// consoleServer serves the API and the console; adjust changes their configurations.
+func consoleServer(t *testing.T, adjust ...func(*api.Config, *console.Config)) consoleUnderTest {
 	t.Helper()
 	a, err := auth.New([]auth.Token{
 		{Name: "vera", SHA256: auth.Hash(viewerToken), Role: auth.Viewer},
@@ -49,12 +49,14 @@ func consoleServer(t *testing.T, adjust ...func(*api.Config)) consoleUnderTest {
 	st := storetest.New(t)
 	reg := prometheus.NewRegistry()
 	cfg := api.Config{Store: st, Auth: a, MaxBodyBytes: 1 << 20, Log: zerolog.Nop(), Registerer: reg}
+	var uiCfg console.Config
 	for _, f := range adjust {
-		f(&cfg)
+		f(&cfg, &uiCfg)
 	}
 	apiSrv, err := api.New(cfg)
 	require.NoError(t, err)
-	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Audit: apiSrv, Spec: specfile.OpenAPI, Log: zerolog.Nop()})
+	uiCfg.API, uiCfg.Auth, uiCfg.Audit, uiCfg.Spec, uiCfg.Log = apiSrv, a, apiSrv, specfile.OpenAPI, zerolog.Nop()
+	ui, err := console.New(uiCfg)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", apiSrv)
@@ -158,7 +160,7 @@ func TestAbuseSignInIsThrottledAndAudited(t *testing.T) {
 // "Too many requests", and the pages do not take the scripts' places either.
 func TestAbuseConsoleHasItsOwnBudget(t *testing.T) {
 	t.Parallel()
-	c := consoleServer(t, func(cfg *api.Config) { cfg.Limits.MaxConcurrent = 1 })
+	c := consoleServer(t, func(cfg *api.Config, _ *console.Config) { cfg.Limits.MaxConcurrent = 1 })
 	rec := signIn(c, "198.51.100.1:50000", operatorToken)
 	require.Equal(t, http.StatusSeeOther, rec.Code, "%s", rec.Body)
 	session := rec.Result().Cookies()
@@ -208,4 +210,40 @@ func TestAbuseConsoleHasItsOwnBudget(t *testing.T) {
 	_, _ = pw.Write([]byte(`{"reason":"held"}`))
 	require.NoError(t, pw.Close())
 	require.Equal(t, http.StatusNotFound, <-held)
+}
+
+// API8: behind a TLS-terminating proxy (plain HTTP to dlq-admin, public_url https) the
+// session and sign-in cookies are still Secure and __Host- prefixed, and answers carry
+// HSTS; the sign-in works with the prefixed cookies.
+func TestAbuseCookiesSecureBehindTLSProxy(t *testing.T) {
+	t.Parallel()
+	c := consoleServer(t, func(_ *api.Config, ui *console.Config) { ui.PublicURL = "https://dlq.example.com" })
+	rec := httptest.NewRecorder()
+	c.ui.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ui/login", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "max-age=63072000; includeSubDomains", rec.Header().Get("Strict-Transport-Security"))
+	login := rec.Result().Cookies()
+	require.Len(t, login, 1)
+	require.Equal(t, "__Host-dlq_console_login", login[0].Name)
+	require.True(t, login[0].Secure)
+	require.Equal(t, "/", login[0].Path)
+
+	form := url.Values{"csrf": {login[0].Value}, "token": {operatorToken}}
+	req := httptest.NewRequest(http.MethodPost, "/ui/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(login[0])
+	rec = httptest.NewRecorder()
+	c.ui.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusSeeOther, rec.Code, "%s", rec.Body)
+	var session *http.Cookie
+	for _, ck := range rec.Result().Cookies() {
+		if ck.Name == "__Host-dlq_console" {
+			session = ck
+		}
+	}
+	require.NotNil(t, session, "%v", rec.Result().Cookies())
+	require.True(t, session.Secure)
+	require.True(t, session.HttpOnly)
+	require.Equal(t, "/", session.Path)
+	require.Empty(t, session.Domain)
 }

@@ -7,8 +7,8 @@
 // change (the same handlers, store calls, roles, topic scopes and audit entries), and an
 // action the API refuses is refused in the console too.
 //
-// A sign-in exchanges a token for a session cookie (HttpOnly, SameSite=Strict, Secure under
-// TLS, expiring); every state change carries the session's CSRF token; every page is sent
+// A sign-in exchanges a token for a session cookie (HttpOnly, SameSite=Strict, Secure and
+// __Host- prefixed over https, expiring); every state change carries the session's CSRF token; every page is sent
 // with a Content-Security-Policy that allows only the console's own embedded script and
 // style, so attacker text that reached a page would stay inert even if it were not escaped.
 package console
@@ -19,6 +19,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -47,6 +48,10 @@ type Config struct {
 	// MaxFormBytes bounds the form of a signed-in state change (an edited record's value
 	// and headers, URL-encoded); 4 MiB when zero.
 	MaxFormBytes int64
+	// PublicURL is the console's address as operators reach it; https makes its cookies
+	// Secure and __Host- prefixed and adds HSTS even when a TLS-terminating proxy serves
+	// it to this process over plain HTTP. Empty: https only when this process serves TLS.
+	PublicURL string
 	// SessionTTL is how long a sign-in lasts; 8h when zero.
 	SessionTTL time.Duration
 	Log        zerolog.Logger
@@ -95,7 +100,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Log.With().Str("component", "console").Logger(), mux: http.NewServeMux(),
-		sessions: newSessions(cfg.SessionTTL, cfg.Clock), signIns: newSignInThrottle(cfg.Clock), pages: pages, ref: ref,
+		sessions: newSessions(cookieJar{httpsURL: strings.HasPrefix(cfg.PublicURL, "https://")}, cfg.SessionTTL, cfg.Clock), signIns: newSignInThrottle(cfg.Clock), pages: pages, ref: ref,
 	}
 	static, _ := fs.Sub(staticFS, "static") // the directory is embedded above
 	s.mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(filesOnly{static})))
@@ -144,6 +149,9 @@ func (f filesOnly) Open(name string) (fs.File, error) {
 	return file, nil
 }
 
+// hsts keeps browsers on https for two years once they reached the console over it.
+const hsts = "max-age=63072000; includeSubDomains"
+
 // ServeHTTP implements http.Handler; every answer carries the security headers.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
@@ -153,6 +161,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
+	if s.sessions.jar.secure(r) {
+		h.Set("Strict-Transport-Security", hsts)
+	}
 	if !s.readForm(w, r) {
 		return
 	}

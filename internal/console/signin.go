@@ -23,16 +23,16 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) showLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	csrf := randomToken()
-	http.SetCookie(w, cookie(r, loginCookie, csrf, 600))
+	http.SetCookie(w, s.sessions.jar.make(r, loginCookie, csrf, 600))
 	s.render(w, nil, status, "login", "Sign in", "", loginPage{CSRF: csrf, Error: msg})
 }
 
 // login exchanges a bearer token for a session. The form's CSRF token must match the
 // sign-in cookie, so another site cannot sign a browser in under its own token.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	c, err := r.Cookie(loginCookie)
+	c := s.sessions.jar.get(r, loginCookie)
 	form := r.PostFormValue("csrf")
-	if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(form)) != 1 {
+	if c == "" || form == "" || subtle.ConstantTimeCompare([]byte(c), []byte(form)) != 1 {
 		s.showLogin(w, r, http.StatusForbidden, "The sign-in form expired; try again.")
 		return
 	}
@@ -55,14 +55,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess := s.sessions.create(token, p)
-	http.SetCookie(w, cookie(r, loginCookie, "", -1))
-	http.SetCookie(w, cookie(r, sessionCookie, sess.id, int(s.cfg.SessionTTL.Seconds())))
+	http.SetCookie(w, s.sessions.jar.make(r, loginCookie, "", -1))
+	http.SetCookie(w, s.sessions.jar.make(r, sessionCookie, sess.id, int(s.cfg.SessionTTL.Seconds())))
 	s.log.Info().Str("actor", p.Name).Str("role", string(p.Role)).Msg("console: signed in")
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, sess *session) {
 	s.sessions.remove(sess)
-	http.SetCookie(w, cookie(r, sessionCookie, "", -1))
+	http.SetCookie(w, s.sessions.jar.make(r, sessionCookie, "", -1))
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 }
