@@ -148,4 +148,3 @@ func (s *session) takeFlash() string {
 	s.flash = ""
 	return msg
 }
-
