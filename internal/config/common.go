@@ -18,6 +18,9 @@ type HTTP struct {
 	WriteTimeout      time.Duration `yaml:"write_timeout"`
 	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 	MaxConns          int           `yaml:"max_conns"`
+	// MaxConnsPerAddr caps one client address's connections (behind a proxy, all of them
+	// come from the proxy's address: raise it to max_conns).
+	MaxConnsPerAddr int `yaml:"max_conns_per_addr"`
 	// TLSCertFile and TLSKeyFile (PEM) make the listener serve TLS; both or neither.
 	TLSCertFile string `yaml:"tls_cert_file"`
 	TLSKeyFile  string `yaml:"tls_key_file"`
@@ -29,14 +32,14 @@ type HTTP struct {
 // WithDefaults fills the timeouts and the connection cap.
 func (h *HTTP) WithDefaults() {
 	l := h.Listener().WithDefaults()
-	h.ReadHeaderTimeout, h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.MaxConns =
-		l.ReadHeaderTimeout, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns
+	h.ReadHeaderTimeout, h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.MaxConns, h.MaxConnsPerAddr =
+		l.ReadHeaderTimeout, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns, l.MaxConnsPerAddr
 }
 
 // Listener is the ops server's view of h.
 func (h HTTP) Listener() ops.Listen {
 	return ops.Listen{Addr: h.Listen, ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
-		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxConns: h.MaxConns,
+		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxConns: h.MaxConns, MaxConnsPerAddr: h.MaxConnsPerAddr,
 		CertFile: h.TLSCertFile, KeyFile: h.TLSKeyFile}
 }
 
@@ -123,6 +126,9 @@ func (h HTTP) Validate() error {
 	}
 	if h.MaxConns < 1 {
 		errs = append(errs, fmt.Errorf("http.max_conns: must be at least 1, got %d", h.MaxConns))
+	}
+	if h.MaxConnsPerAddr < 1 {
+		errs = append(errs, fmt.Errorf("http.max_conns_per_addr: must be at least 1, got %d", h.MaxConnsPerAddr))
 	}
 	if (h.TLSCertFile == "") != (h.TLSKeyFile == "") {
 		errs = append(errs, errors.New("http.tls_cert_file, http.tls_key_file: give both or neither"))

@@ -25,6 +25,9 @@ type Listen struct {
 	// MaxConns caps the connections served at once; further ones wait in the kernel's
 	// accept queue until one closes.
 	MaxConns int
+	// MaxConnsPerAddr caps the connections of one client address; further ones are
+	// closed at once, so one client cannot hold every place of MaxConns.
+	MaxConnsPerAddr int
 	// CertFile and KeyFile are PEM files, read again when either changes.
 	CertFile, KeyFile string
 }
@@ -36,6 +39,7 @@ const (
 	DefaultWriteTimeout      = 60 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultMaxConns          = 256
+	DefaultMaxConnsPerAddr   = 64
 	// MaxHeaderBytes bounds a request's headers (Go's default is 1 MiB).
 	MaxHeaderBytes = 64 << 10
 )
@@ -53,6 +57,9 @@ func (l Listen) WithDefaults() Listen {
 	def(&l.IdleTimeout, DefaultIdleTimeout)
 	if l.MaxConns == 0 {
 		l.MaxConns = DefaultMaxConns
+	}
+	if l.MaxConnsPerAddr == 0 {
+		l.MaxConnsPerAddr = min(DefaultMaxConnsPerAddr, l.MaxConns)
 	}
 	return l
 }
@@ -78,7 +85,7 @@ func (l Listen) listen(h *Server) (net.Listener, *http.Server, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ln = netutil.LimitListener(ln, l.MaxConns)
+	ln = netutil.LimitListener(newPerAddrListener(ln, l.MaxConnsPerAddr, h.refusedConns), l.MaxConns)
 	if srv.TLSConfig != nil {
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}

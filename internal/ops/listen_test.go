@@ -228,3 +228,42 @@ func TestTLSSuitesAndHSTS(t *testing.T) {
 		require.Error(t, err, "%s is served", suite.Name)
 	}
 }
+
+// One client address holds at most MaxConnsPerAddr connections: its further ones are
+// closed at once (and counted), so its idle sockets cannot take every place of MaxConns
+// while another client waits.
+func TestConnectionCapPerAddress(t *testing.T) {
+	t.Parallel()
+	s := start(t, ops.Listen{MaxConns: 4, MaxConnsPerAddr: 2})
+	from := func(ip string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		return d.Dial("tcp", s.Addr())
+	}
+	var idle []net.Conn
+	t.Cleanup(func() {
+		for _, c := range idle {
+			_ = c.Close()
+		}
+	})
+	for range 10 {
+		c, err := from("127.0.0.1")
+		require.NoError(t, err)
+		idle = append(idle, c)
+	}
+	for _, c := range idle[2:] {
+		closedByServer(t, c)
+	}
+	other, err := from("127.0.0.2")
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+	require.NoError(t, err)
+	require.NoError(t, other.SetReadDeadline(time.Now().Add(30*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(other), nil)
+	require.NoError(t, err, "another address is served")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "dlq_http_connections_refused_total 8")
+}
