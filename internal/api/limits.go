@@ -19,6 +19,10 @@ type Limits struct {
 	// MaxConcurrent bounds each token's requests in progress at once (429 beyond), so that
 	// one caller's expensive scans cannot hold the whole PostgreSQL pool.
 	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxConcurrentTotal bounds the requests of all callers in progress at once; it is
+	// below the database pool's size, so that the pool always keeps connections for the
+	// rest. A freed place goes to the waiting caller holding the fewest.
+	MaxConcurrentTotal int `yaml:"max_concurrent_total"`
 	// ConsoleMaxConcurrent bounds each token's console pages in progress at once, apart
 	// from its API requests: an operator's browser tabs do not use up, nor get refused by,
 	// the budget of the scripts that share the token.
@@ -46,6 +50,9 @@ func (l *Limits) WithDefaults() {
 	if l.MaxConcurrent == 0 {
 		l.MaxConcurrent = 4
 	}
+	if l.MaxConcurrentTotal == 0 {
+		l.MaxConcurrentTotal = 8
+	}
 	if l.ConsoleMaxConcurrent == 0 {
 		l.ConsoleMaxConcurrent = 16
 	}
@@ -67,7 +74,8 @@ func (l Limits) Validate() error {
 		}
 	}
 	for key, v := range map[string]int{"burst": l.Burst, "max_concurrent": l.MaxConcurrent,
-		"console_max_concurrent": l.ConsoleMaxConcurrent, "max_active_jobs": l.MaxActiveJobs} {
+		"max_concurrent_total": l.MaxConcurrentTotal, "console_max_concurrent": l.ConsoleMaxConcurrent,
+		"max_active_jobs": l.MaxActiveJobs} {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("limits.%s: must be at least 1, got %d", key, v))
 		}
@@ -122,6 +130,10 @@ func (c *callerLimits) admit(caller string, console bool) (release func(), refus
 		c.inFlight[slot]--
 	}, nil
 }
+
+// gateWait bounds how long a request waits for a place under limits.max_concurrent_total
+// before it is refused with a 429.
+const gateWait = 30 * time.Second
 
 // tooMany is a 429 that asks to retry after d, in whole seconds.
 func tooMany(detail string, d time.Duration) *Problem {

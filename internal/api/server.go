@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -52,6 +53,8 @@ type Server struct {
 	inFlight  prometheus.Gauge
 	// refusals folds repeated refusals of one caller into few audit rows.
 	refusals *refusalWindows
+	// gate bounds the requests using the database at once, fairly across callers.
+	gate *fairGate
 }
 
 // Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
@@ -100,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 		}),
 	}
 	s.refusals = newRefusalWindows(cfg.Clock, s.writeAudit)
+	s.gate = newFairGate(cfg.Limits.MaxConcurrentTotal)
 	for _, c := range []prometheus.Collector{s.requests, s.unaudited, s.inFlight} {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, err
@@ -234,6 +238,17 @@ func (s *Server) serve(c *call, rt Route) (int, error) {
 		return fail(refused)
 	}
 	defer release()
+	wait, cancel := context.WithTimeout(r.Context(), gateWait)
+	err = s.gate.enter(wait, p.Name)
+	cancel()
+	switch {
+	case err != nil && r.Context().Err() != nil:
+		return fail(errClientGone)
+	case err != nil:
+		return fail(tooMany(fmt.Sprintf("the server is serving %d requests at once (limits.max_concurrent_total)",
+			s.cfg.Limits.MaxConcurrentTotal), time.Second))
+	}
+	defer s.gate.leave(p.Name)
 	s.inFlight.Inc()
 	defer s.inFlight.Dec()
 	if r.ContentLength > s.cfg.MaxBodyBytes {

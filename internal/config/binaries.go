@@ -130,6 +130,10 @@ func (a *Admin) WithDefaults() {
 	if a.MaxBodyBytes == 0 {
 		a.MaxBodyBytes = 1 << 20
 	}
+	if a.Limits.MaxConcurrentTotal == 0 {
+		// Two connections stay for refusals' audit rows and the readiness check.
+		a.Limits.MaxConcurrentTotal = max(1, int(a.Database.MaxConns)-2)
+	}
 	a.Limits.WithDefaults()
 }
 
@@ -150,6 +154,10 @@ func (a *Admin) Validate() error {
 		if !headers.ValidTopicName(t) {
 			errs = append(errs, fmt.Errorf("replay_topics[%d]: %q is not a valid topic name", i, t))
 		}
+	}
+	if a.Limits.MaxConcurrentTotal >= int(a.Database.MaxConns) && a.Database.MaxConns > 1 {
+		errs = append(errs, fmt.Errorf("limits.max_concurrent_total: must be below database.max_conns (%d), got %d",
+			a.Database.MaxConns, a.Limits.MaxConcurrentTotal))
 	}
 	if a.PublicURL != "" {
 		if u, err := url.Parse(a.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

@@ -234,7 +234,9 @@ func TestTLSSuitesAndHSTS(t *testing.T) {
 // while another client waits.
 func TestConnectionCapPerAddress(t *testing.T) {
 	t.Parallel()
-	s := start(t, ops.Listen{MaxConns: 4, MaxConnsPerAddr: 2})
+	// The server's own timeouts do not close the idle sockets while the test runs.
+	s := start(t, ops.Listen{MaxConns: 4, MaxConnsPerAddr: 2, ReadHeaderTimeout: 10 * time.Minute,
+		ReadTimeout: 10 * time.Minute, IdleTimeout: 10 * time.Minute})
 	from := func(ip string) (net.Conn, error) {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 		return d.Dial("tcp", s.Addr())
@@ -250,9 +252,6 @@ func TestConnectionCapPerAddress(t *testing.T) {
 		require.NoError(t, err)
 		idle = append(idle, c)
 	}
-	for _, c := range idle[2:] {
-		closedByServer(t, c)
-	}
 	other, err := from("127.0.0.2")
 	require.NoError(t, err)
 	defer other.Close()
@@ -266,4 +265,7 @@ func TestConnectionCapPerAddress(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, string(body), "dlq_http_connections_refused_total 8")
+	for _, c := range idle[2:] {
+		closedByServer(t, c)
+	}
 }
