@@ -29,10 +29,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Tokens of the test server, by role; "orders" sees only records of original topic orders.
 const (
-	viewerToken   = "viewer-token-0123456789"
-	operatorToken = "operator-token-0123456789"
-	adminToken    = "admin-token-0123456789"
-	scopedToken   = "scoped-token-0123456789"
+	viewerToken   = "viewer-WfjZHPzLMNIYrmd04rgAeMnAwUvYVDuN"
+	operatorToken = "operator-gJPc9KrmkpKaRjNKvAyaEdJWvLb8gaxa"
+	adminToken    = "admin-pGQ-AHIDgYNQY8I5mOnjKXaA9TK77OwH"
+	scopedToken   = "scoped-9dgCVlni84lsDy9XIpxbiFhumDsTliIV"
 )
 
 var tokens = []auth.Token{

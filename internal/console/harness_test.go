@@ -36,10 +36,10 @@ import (
 
 // Tokens of the test server, by role; the scoped one sees only the orders topic's records.
 const (
-	viewerToken   = "viewer-token-0123456789"
-	operatorToken = "operator-token-0123456789"
-	adminToken    = "admin-token-0123456789"
-	scopedToken   = "scoped-token-0123456789"
+	viewerToken   = "viewer-WfjZHPzLMNIYrmd04rgAeMnAwUvYVDuN"
+	operatorToken = "operator-gJPc9KrmkpKaRjNKvAyaEdJWvLb8gaxa"
+	adminToken    = "admin-pGQ-AHIDgYNQY8I5mOnjKXaA9TK77OwH"
+	scopedToken   = "scoped-9dgCVlni84lsDy9XIpxbiFhumDsTliIV"
 )
 
 // env is the console on the real stack: its store on a schema of its own, the REST API
