@@ -82,6 +82,7 @@ func newServer(t testing.TB, st *store.Store, opts ...func(*api.Config)) (*api.S
 	}
 	srv, err := api.New(cfg)
 	require.NoError(t, err)
+	t.Cleanup(srv.Close) // before the store closes: the folded refusals' rows
 	o.Mux.Handle("/v1/", srv)
 	ts := httptest.NewServer(o.Mux)
 	t.Cleanup(ts.Close)

@@ -55,6 +55,7 @@ func consoleServer(t *testing.T, adjust ...func(*api.Config, *console.Config)) c
 	}
 	apiSrv, err := api.New(cfg)
 	require.NoError(t, err)
+	t.Cleanup(apiSrv.Close) // before the store closes: the folded refusals' rows
 	uiCfg.API, uiCfg.Auth, uiCfg.Audit, uiCfg.Spec, uiCfg.Log = apiSrv, a, apiSrv, specfile.OpenAPI, zerolog.Nop()
 	ui, err := console.New(uiCfg)
 	require.NoError(t, err)

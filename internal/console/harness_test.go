@@ -81,6 +81,7 @@ func newEnv(t *testing.T) *env {
 	apiSrv, err := api.New(api.Config{Store: st, Auth: a, ReplayTopics: []string{e.replay}, MaxBodyBytes: 1 << 20,
 		Log: zerolog.Nop(), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
+	t.Cleanup(apiSrv.Close) // before the store closes: the folded refusals' rows
 	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Audit: apiSrv, Spec: specfile.OpenAPI,
 		ReplayTopics: []string{e.replay}, Log: zerolog.Nop()})
 	require.NoError(t, err)
