@@ -8,9 +8,10 @@
 // action the API refuses is refused in the console too.
 //
 // A sign-in exchanges a token for a session cookie (HttpOnly, SameSite=Strict, Secure and
-// __Host- prefixed over https, expiring); every state change carries the session's CSRF token; every page is sent
-// with a Content-Security-Policy that allows only the console's own embedded script and
-// style, so attacker text that reached a page would stay inert even if it were not escaped.
+// __Host- prefixed over https, expiring); sign-ins are throttled per client address and
+// audited; every state change carries the session's CSRF token; every page is sent with a
+// Content-Security-Policy that allows only the console's own embedded script and style, so
+// attacker text that reached a page would stay inert even if it were not escaped.
 package console
 
 import (
@@ -98,9 +99,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	jar := cookieJar{httpsURL: strings.HasPrefix(cfg.PublicURL, "https://")}
 	s := &Server{
 		cfg: cfg, log: cfg.Log.With().Str("component", "console").Logger(), mux: http.NewServeMux(),
-		sessions: newSessions(cookieJar{httpsURL: strings.HasPrefix(cfg.PublicURL, "https://")}, cfg.SessionTTL, cfg.Clock), signIns: newSignInThrottle(cfg.Clock), pages: pages, ref: ref,
+		sessions: newSessions(jar, cfg.SessionTTL, cfg.Clock), signIns: newSignInThrottle(cfg.Clock),
+		pages: pages, ref: ref,
 	}
 	static, _ := fs.Sub(staticFS, "static") // the directory is embedded above
 	s.mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(filesOnly{static})))
