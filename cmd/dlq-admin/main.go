@@ -84,7 +84,7 @@ func serve(ctx context.Context, cfg *config.Admin) error {
 	}
 	srv.Mux.Handle("/v1/", handler)
 	ui, err := console.New(console.Config{API: handler, Auth: authn, Audit: handler, Spec: specfile.OpenAPI,
-		ReplayTopics: cfg.ReplayTopics, MaxFormBytes: 3 * cfg.MaxBodyBytes, PublicURL: cfg.PublicURL, Log: log})
+		ReplayTopics: cfg.ReplayTopics, MaxFormBytes: 3 * cfg.MaxBodyBytes, PublicURL: cfg.PublicURL, Registerer: srv.Registry, Log: log})
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,7 @@ func consoleServer(t *testing.T, adjust ...func(*api.Config, *console.Config)) c
 	require.NoError(t, err)
 	t.Cleanup(apiSrv.Close) // before the store closes: the folded refusals' rows
 	uiCfg.API, uiCfg.Auth, uiCfg.Audit, uiCfg.Spec, uiCfg.Log = apiSrv, a, apiSrv, specfile.OpenAPI, zerolog.Nop()
+	uiCfg.Registerer = reg
 	ui, err := console.New(uiCfg)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
@@ -154,6 +155,18 @@ func TestAbuseSignInIsThrottledAndAudited(t *testing.T) {
 		}
 	}
 	require.Equal(t, int64(100+6), accounted, "every failed sign-in is audited: %+v", rows)
+	counts := map[string]float64{}
+	families, err := c.metrics.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == "dlq_admin_console_signins_total" {
+			for _, m := range f.GetMetric() {
+				counts[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	require.InDelta(t, 106, counts["unauthorized"]+counts["rate_limited"], 0, "%v", counts)
+	require.InDelta(t, 2, counts["ok"], 0, "%v", counts)
 }
 
 // API4: the console has its own budget of requests in progress per token: a token's API

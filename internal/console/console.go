@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/dlqops/dlq/internal/auth"
@@ -53,6 +54,8 @@ type Config struct {
 	// Secure and __Host- prefixed and adds HSTS even when a TLS-terminating proxy serves
 	// it to this process over plain HTTP. Empty: https only when this process serves TLS.
 	PublicURL string
+	// Registerer receives the console's metrics; a registry of its own when nil.
+	Registerer prometheus.Registerer
 	// SessionTTL is how long a sign-in lasts; 8h when zero.
 	SessionTTL time.Duration
 	Log        zerolog.Logger
@@ -73,8 +76,10 @@ type Server struct {
 	mux      *http.ServeMux
 	sessions *sessions
 	signIns  *signInThrottle
-	pages    map[string]*template.Template
-	ref      *reference
+	// signInOutcomes counts sign-ins by outcome: ok, unauthorized, rate_limited, stale_form.
+	signInOutcomes *prometheus.CounterVec
+	pages          map[string]*template.Template
+	ref            *reference
 }
 
 // New parses the templates and the spec.
@@ -91,6 +96,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxFormBytes <= 0 {
 		cfg.MaxFormBytes = 4 << 20
 	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -104,6 +112,13 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Log.With().Str("component", "console").Logger(), mux: http.NewServeMux(),
 		sessions: newSessions(jar, cfg.SessionTTL, cfg.Clock), signIns: newSignInThrottle(cfg.Clock),
 		pages: pages, ref: ref,
+		signInOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dlq_admin_console_signins_total",
+			Help: "Console sign-ins by outcome: ok, unauthorized (not a valid token), rate_limited (throttled), stale_form (CSRF).",
+		}, []string{"outcome"}),
+	}
+	if err := cfg.Registerer.Register(s.signInOutcomes); err != nil {
+		return nil, err
 	}
 	static, _ := fs.Sub(staticFS, "static") // the directory is embedded above
 	s.mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(filesOnly{static})))

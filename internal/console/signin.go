@@ -33,12 +33,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	c := s.sessions.jar.get(r, loginCookie)
 	form := r.PostFormValue("csrf")
 	if c == "" || form == "" || subtle.ConstantTimeCompare([]byte(c), []byte(form)) != 1 {
+		s.signInOutcomes.WithLabelValues("stale_form").Inc()
 		s.showLogin(w, r, http.StatusForbidden, "The sign-in form expired; try again.")
 		return
 	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	addr := clientAddr(r)
 	if d := s.signIns.wait(addr, token); d > 0 {
+		s.signInOutcomes.WithLabelValues("rate_limited").Inc()
 		s.cfg.Audit.AuditSignIn(addr, "rate_limited", "too many failed sign-ins from this address")
 		s.log.Info().Str("remote_addr", addr).Dur("retry_after", d).Msg("console: sign-in throttled")
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(d)))
@@ -49,11 +51,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	p, err := s.cfg.Auth.Authenticate("Bearer " + token)
 	if err != nil {
 		s.signIns.failed(addr, token)
+		s.signInOutcomes.WithLabelValues("unauthorized").Inc()
 		s.cfg.Audit.AuditSignIn(addr, "unauthorized", "not a valid token")
 		s.log.Info().Str("remote_addr", addr).Msg("console: sign-in with an unknown token refused")
 		s.showLogin(w, r, http.StatusUnauthorized, "That token is not valid.")
 		return
 	}
+	s.signInOutcomes.WithLabelValues("ok").Inc()
 	sess := s.sessions.create(token, p)
 	http.SetCookie(w, s.sessions.jar.make(r, loginCookie, "", -1))
 	http.SetCookie(w, s.sessions.jar.make(r, sessionCookie, sess.id, int(s.cfg.SessionTTL.Seconds())))
