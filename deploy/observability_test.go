@@ -126,7 +126,7 @@ func TestObservabilityOnRealBinaries(t *testing.T) {
 		"kafka":    map[string]any{"bootstrap_servers": bootstrap},
 		"routes":   []any{map[string]any{"name": "obs", "topics": []string{dlq}, "schedule": "* * * * * *", "backoff": "none"}},
 	})
-	token := "observability-operator-token"
+	token := "obs-operator-nYoPRFZaDoJd5PlheEtDhxXyGVEFj-nc"
 	writeYAML(t, dir, "admin.yaml", map[string]any{
 		"log": map[string]any{"format": "json"}, "http": map[string]any{"listen": "127.0.0.1:0"},
 		"database":      map[string]any{"url": dbURL, "migrate_on_start": true},

@@ -29,7 +29,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const adminToken = "e2e-admin-token-0123456789"
+const adminToken = "e2e-admin-bJrR-em_MD5xeJ5zP1mxNolpc-Zmw3zd"
 
 // stack is an API server on a fresh schema, with a job runner next to it.
 type stack struct {
@@ -190,7 +190,7 @@ func TestHelpHidesToken(t *testing.T) {
 // dlq-admin token hash refuses a weak token and hashes a strong one.
 func TestTokenHashRefusesWeak(t *testing.T) {
 	t.Parallel()
-	for tok, ok := range map[string]bool{"tok-viewer": false, "a-long-enough-token-0123456789": true} {
+	for tok, ok := range map[string]bool{"tok-viewer": false, "strong-_LovETWSInMC5Xw8WL6It8whCsmKLOTZ": true} {
 		root := newRoot(&clientFlags{})
 		var out bytes.Buffer
 		root.SetOut(&out)

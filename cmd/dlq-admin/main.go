@@ -90,12 +90,13 @@ func serve(ctx context.Context, cfg *config.Admin) error {
 		return err
 	}
 	srv.Mux.Handle("/v1/", handler)
-	ui, err := console.New(console.Config{API: handler, Auth: authn, Spec: specfile.OpenAPI,
-		ReplayTopics: cfg.ReplayTopics, Log: log})
+	ui, err := console.New(console.Config{API: handler, Auth: authn, Audit: handler, Spec: specfile.OpenAPI,
+		ReplayTopics: cfg.ReplayTopics, MaxFormBytes: 3 * cfg.MaxBodyBytes, PublicURL: cfg.PublicURL, Registerer: srv.Registry, Log: log})
 	if err != nil {
 		return err
 	}
 	srv.Mux.Handle("/ui/", ui)
 	srv.Mux.Handle("GET /{$}", ui)
+	defer handler.Close() // the folded refusals' audit rows
 	return daemon.Run(ctx, log, srv, cfg.HTTP.Listener(), cfg.ShutdownGrace)
 }

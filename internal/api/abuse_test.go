@@ -3,9 +3,11 @@ package api_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -13,11 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
+	"github.com/dlqops/dlq/internal/testenv"
 )
 
 // The abuse suite: each test is one check of docs/security.md, named with
@@ -223,4 +227,99 @@ func TestAbuseIdempotentBulkByFilter(t *testing.T) {
 	other := api.BulkRequest{Filter: &api.Filter{OriginalTopic: "payments"}, ConfirmCount: new(int64), Reason: "retried"}
 	r = b.do("POST", "/v1/bulk/discard", adminToken, other, "Idempotency-Key", "bulk-1")
 	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+}
+
+// API8: a JSON body is read exactly as sent: text that is not UTF-8 (in a value or a
+// key), a key given twice and a key in other letter case are each a 400 naming the field,
+// never a replacement character in the audit log, the last value winning or a dry run
+// asked for as "DRY_RUN".
+func TestAbuseStrictJSON(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.park("orders", 1)
+	discard := path("/v1/records/%d/discard", ids[0])
+	for _, c := range []struct{ path, token, body, field string }{
+		{discard, operatorToken, "{\"reason\":\"a\xffb\"}", "reason"},
+		{discard, operatorToken, "{\"rea\xffson\":\"ab\"}", "body"},
+		{discard, operatorToken, `{"reason":"first","reason":"second"}`, "reason"},
+		{discard, operatorToken, `{"reason":"first","Reason":"second"}`, "Reason"},
+		{discard, operatorToken, `{"REASON":"upper"}`, "REASON"},
+		{"/v1/bulk/replay", adminToken, "{\"filter\":{\"error_contains\":\"\xfe\"},\"dry_run\":true}", "filter.error_contains"},
+		{"/v1/bulk/replay", adminToken, `{"filter":{"route":"a","route":"b"},"dry_run":true}`, "filter.route"},
+		{"/v1/bulk/replay", adminToken, `{"filter":{},"DRY_RUN":true}`, "DRY_RUN"},
+		{"/v1/bulk/discard", adminToken, `{"ids":[1],"dry_run":true,"reason":"x","dry_run":false}`, "dry_run"},
+	} {
+		r := b.do("POST", c.path, c.token, strings.NewReader(c.body))
+		require.Equal(t, http.StatusBadRequest, r.status, "%q: %s", c.body, r.body)
+		hasField(t, r, c.field)
+	}
+	rec, err := b.store.Get(context.Background(), ids[0])
+	require.NoError(t, err)
+	require.Equal(t, store.StatusParked, rec.Status, "no refused body discarded the record")
+	for _, row := range auditRows(t, b.store) {
+		require.NotContains(t, row.Reason, "\ufffd", "%+v", row)
+	}
+}
+
+// API3 (excessive data exposure) and API6: a dry run by ids counts the records the job
+// would act on: ids of records that do not exist or are no longer parked or scheduled are
+// not counted, so a count does not confirm a guess.
+func TestAbuseDryRunByIDsCountsRecords(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.park("orders", 3)
+	require.Equal(t, http.StatusOK, b.do("POST", path("/v1/records/%d/discard", ids[2]), operatorToken, api.DiscardRequest{Reason: "x"}).status)
+	for _, kind := range []string{"replay", "discard"} {
+		req := api.BulkRequest{IDs: []int64{ids[0], ids[1], ids[2], ids[2] + 1000, 1 << 40}, DryRun: true}
+		if kind == "discard" {
+			req.Reason = "dry"
+		}
+		r := b.do("POST", "/v1/bulk/"+kind, adminToken, req)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		var dry api.DryRun
+		r.decode(t, &dry)
+		require.Equal(t, int64(2), dry.Count, kind)
+	}
+}
+
+// A client that goes away is neither a database outage nor a half-made change: a pause
+// whose client left before the server ran it is applied and audited whole, and a read
+// whose client left is logged at INFO as cancelled (status 499, not a 503 at ERROR).
+func TestAbuseClientGoneIsNotAnOutage(t *testing.T) {
+	t.Parallel()
+	var logs testenv.SyncBuffer
+	b := setupWith(t, storetest.New(t), func(c *api.Config) { c.Log = zerolog.New(&logs) })
+	gone := func(method, target, token string) *httptest.ResponseRecorder {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		req := httptest.NewRequestWithContext(ctx, method, target, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		b.api.ServeHTTP(rec, req)
+		return rec
+	}
+	require.NoError(t, b.store.RegisterRoutes(context.Background(), []string{"orders-route"}, "dlq-worker/w1"))
+	rec := gone("POST", "/v1/routes/orders-route/pause", operatorToken)
+	require.Equal(t, http.StatusOK, rec.Code, "%s", rec.Body)
+	routes, err := b.store.RouteControls(context.Background())
+	require.NoError(t, err)
+	require.Len(t, routes, 1)
+	require.True(t, routes[0].Paused)
+	rows := auditRows(t, b.store)
+	require.Len(t, rows, 1)
+	require.Equal(t, "ok", rows[0].Outcome, "%+v", rows[0])
+
+	rec = gone("GET", "/v1/records", viewerToken)
+	require.Equal(t, 499, rec.Code, "%s", rec.Body)
+	require.Len(t, auditRows(t, b.store), 1, "a read the client left is not audited")
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		require.NoError(t, json.Unmarshal([]byte(l), &line))
+		require.NotEqual(t, "error", line["level"], l)
+		if line["route"] == "/v1/records" {
+			require.Equal(t, "info", line["level"], l)
+			require.Equal(t, true, line["cancelled"], l)
+			require.InDelta(t, 499, line["status"], 0, l)
+		}
+	}
 }

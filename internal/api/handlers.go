@@ -211,11 +211,17 @@ func (s *Server) bulk(kind store.JobKind) handler {
 		if err := s.checkDestinations(c, &jr); err != nil {
 			return 0, nil, err
 		}
-		count := int64(len(jr.RecordIDs))
+		var count int64
 		if jr.Filter != nil {
-			if count, err = s.cfg.Store.Count(c.r.Context(), *jr.Filter); err != nil {
-				return 0, nil, err
-			}
+			count, err = s.cfg.Store.Count(c.r.Context(), *jr.Filter)
+		} else {
+			// Ids of records that do not exist, are out of the token's topics or are not
+			// parked or scheduled are not counted: the job would skip them.
+			count, err = s.cfg.Store.CountIDs(c.r.Context(), jr.RecordIDs,
+				store.Filter{Statuses: bulkStatuses, OriginalTopics: c.principal.Topics})
+		}
+		if err != nil {
+			return 0, nil, err
 		}
 		if req.DryRun {
 			return http.StatusOK, DryRun{Count: count}, nil

@@ -29,10 +29,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Tokens of the test server, by role; "orders" sees only records of original topic orders.
 const (
-	viewerToken   = "viewer-token-0123456789"
-	operatorToken = "operator-token-0123456789"
-	adminToken    = "admin-token-0123456789"
-	scopedToken   = "scoped-token-0123456789"
+	viewerToken   = "viewer-WfjZHPzLMNIYrmd04rgAeMnAwUvYVDuN"
+	operatorToken = "operator-gJPc9KrmkpKaRjNKvAyaEdJWvLb8gaxa"
+	adminToken    = "admin-pGQ-AHIDgYNQY8I5mOnjKXaA9TK77OwH"
+	scopedToken   = "scoped-9dgCVlni84lsDy9XIpxbiFhumDsTliIV"
 )
 
 var tokens = []auth.Token{
@@ -82,6 +82,7 @@ func newServer(t testing.TB, st *store.Store, opts ...func(*api.Config)) (*api.S
 	}
 	srv, err := api.New(cfg)
 	require.NoError(t, err)
+	t.Cleanup(srv.Close) // before the store closes: the folded refusals' rows
 	o.Mux.Handle("/v1/", srv)
 	ts := httptest.NewServer(o.Mux)
 	t.Cleanup(ts.Close)

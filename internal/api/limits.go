@@ -19,6 +19,14 @@ type Limits struct {
 	// MaxConcurrent bounds each token's requests in progress at once (429 beyond), so that
 	// one caller's expensive scans cannot hold the whole PostgreSQL pool.
 	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxConcurrentTotal bounds the requests of all callers in progress at once; it is
+	// below the database pool's size, so that the pool always keeps connections for the
+	// rest. A freed place goes to the waiting caller holding the fewest.
+	MaxConcurrentTotal int `yaml:"max_concurrent_total"`
+	// ConsoleMaxConcurrent bounds each token's console pages in progress at once, apart
+	// from its API requests: an operator's browser tabs do not use up, nor get refused by,
+	// the budget of the scripts that share the token.
+	ConsoleMaxConcurrent int `yaml:"console_max_concurrent"`
 	// MaxActiveJobs bounds each caller's pending and running jobs (429 beyond).
 	MaxActiveJobs int `yaml:"max_active_jobs"`
 	// UnauthenticatedAuditPerSecond bounds the audit rows written for requests without a
@@ -42,6 +50,12 @@ func (l *Limits) WithDefaults() {
 	if l.MaxConcurrent == 0 {
 		l.MaxConcurrent = 4
 	}
+	if l.MaxConcurrentTotal == 0 {
+		l.MaxConcurrentTotal = 8
+	}
+	if l.ConsoleMaxConcurrent == 0 {
+		l.ConsoleMaxConcurrent = 16
+	}
 	if l.MaxActiveJobs == 0 {
 		l.MaxActiveJobs = 10
 	}
@@ -59,7 +73,9 @@ func (l Limits) Validate() error {
 			errs = append(errs, fmt.Errorf("limits.%s: must be positive, got %g", key, v))
 		}
 	}
-	for key, v := range map[string]int{"burst": l.Burst, "max_concurrent": l.MaxConcurrent, "max_active_jobs": l.MaxActiveJobs} {
+	for key, v := range map[string]int{"burst": l.Burst, "max_concurrent": l.MaxConcurrent,
+		"max_concurrent_total": l.MaxConcurrentTotal, "console_max_concurrent": l.ConsoleMaxConcurrent,
+		"max_active_jobs": l.MaxActiveJobs} {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("limits.%s: must be at least 1, got %d", key, v))
 		}
@@ -83,8 +99,10 @@ func newCallerLimits(l Limits, clock func() time.Time) *callerLimits {
 }
 
 // admit takes one request of caller, or returns a 429 whose Retry-After says when to come
-// back. A nil release must not be called.
-func (c *callerLimits) admit(caller string) (release func(), refused *Problem) {
+// back. Console pages (console) are counted apart from the token's API requests, against
+// limits.console_max_concurrent; the request rate is the token's, whoever sends. A nil
+// release must not be called.
+func (c *callerLimits) admit(caller string, console bool) (release func(), refused *Problem) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	lim := c.rates[caller]
@@ -92,8 +110,12 @@ func (c *callerLimits) admit(caller string) (release func(), refused *Problem) {
 		lim = rate.NewLimiter(rate.Limit(c.limits.RequestsPerSecond), c.limits.Burst)
 		c.rates[caller] = lim
 	}
-	if c.inFlight[caller] >= c.limits.MaxConcurrent {
-		return nil, tooMany(fmt.Sprintf("at most %d requests of a token at once (limits.max_concurrent)", c.limits.MaxConcurrent), time.Second)
+	slot, most, key := caller, c.limits.MaxConcurrent, "limits.max_concurrent"
+	if console {
+		slot, most, key = caller+"\x00console", c.limits.ConsoleMaxConcurrent, "limits.console_max_concurrent"
+	}
+	if c.inFlight[slot] >= most {
+		return nil, tooMany(fmt.Sprintf("at most %d requests of a token at once (%s)", most, key), time.Second)
 	}
 	now := c.clock()
 	r := lim.ReserveN(now, 1)
@@ -101,13 +123,17 @@ func (c *callerLimits) admit(caller string) (release func(), refused *Problem) {
 		r.CancelAt(now)
 		return nil, tooMany(fmt.Sprintf("at most %g requests per second of a token (limits.requests_per_second)", c.limits.RequestsPerSecond), d)
 	}
-	c.inFlight[caller]++
+	c.inFlight[slot]++
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.inFlight[caller]--
+		c.inFlight[slot]--
 	}, nil
 }
+
+// gateWait bounds how long a request waits for a place under limits.max_concurrent_total
+// before it is refused with a 429.
+const gateWait = 30 * time.Second
 
 // tooMany is a 429 that asks to retry after d, in whole seconds.
 func tooMany(detail string, d time.Duration) *Problem {

@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/api"
@@ -157,4 +159,109 @@ func TestAbuseStatementTimeout(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, tx.Rollback(ctx))
 	require.Equal(t, http.StatusOK, b.do("GET", "/v1/records", viewerToken, nil).status)
+}
+
+// API4: a caller refused for its rate cannot grow the audit log: a ten-second flood by one
+// viewer (eight connections; the test's clock moves 10 ms at each reading, so the flood
+// spans at least ten seconds of it) adds at most two rows per caller and window, and every refusal is accounted for: the first of a window
+// in its own row, the rest in the count (affected) of the window's second row.
+func TestAbuseRateLimitedRefusalsAreFolded(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(10 * time.Millisecond); return now }
+	b := setupWith(t, storetest.New(t), func(c *api.Config) { c.Clock = clock })
+	const requests = 1000
+	var wg sync.WaitGroup
+	var refused, served sync.Map
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < requests; i += 8 {
+				switch code := b.do("GET", "/v1/stats", viewerToken, nil).status; code {
+				case http.StatusTooManyRequests:
+					refused.Store(i, true)
+				case http.StatusOK:
+					served.Store(i, true)
+				default:
+					t.Errorf("status %d", code)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.api.Close()
+	var n429 int64
+	refused.Range(func(any, any) bool { n429++; return true })
+	require.Greater(t, n429, int64(requests/2), "the flood was refused")
+
+	rows := auditRows(t, b.store)
+	require.LessOrEqual(t, len(rows), 100, "the flood grew the audit log")
+	var accounted int64
+	for _, r := range rows {
+		require.Equal(t, "rate_limited", r.Outcome, "%+v", r)
+		require.Equal(t, "vera", r.Actor)
+		if r.Affected == 0 {
+			accounted++
+			require.NotEmpty(t, r.RequestID, "the first refusal of a window names its request")
+		} else {
+			accounted += r.Affected
+			require.Contains(t, r.Reason, "more refusals like the first")
+		}
+	}
+	require.Equal(t, n429, accounted, "every refusal is in a row or a row's count: %+v", rows)
+}
+
+// API4: however many tokens send expensive scans at once, the requests never run more
+// queries at once than limits.max_concurrent_total, below the pool's size, so the pool
+// keeps connections for everyone else (the fairness of who goes next is
+// TestFairGateServesTheLeastServedFirst).
+func TestAbuseDatabaseCapAcrossTokens(t *testing.T) {
+	t.Parallel()
+	_, url := storetest.NewWithURL(t)
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = 6
+	counter := &runningQueries{}
+	cfg.ConnConfig.Tracer = counter
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	b := setupWith(t, st, func(c *api.Config) {
+		c.Limits = api.Limits{RequestsPerSecond: 1e6, Burst: 1e6, MaxConcurrent: 4, MaxConcurrentTotal: 3}
+	})
+	ids := b.park("orders", 5000)
+	counter.most.Store(0)
+
+	var wg sync.WaitGroup
+	for _, token := range []string{viewerToken, operatorToken, adminToken} {
+		for range 3 {
+			wg.Go(func() {
+				for range 4 {
+					r := b.do("GET", "/v1/records?limit=10&error_contains=no-such-text", token, nil)
+					require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+				}
+			})
+		}
+	}
+	for range 4 {
+		require.Equal(t, http.StatusOK, b.do("GET", path("/v1/records/%d", ids[0]), scopedToken, nil).status)
+	}
+	wg.Wait()
+	require.LessOrEqual(t, counter.most.Load(), int64(3), "more queries ran at once than limits.max_concurrent_total")
+	require.Positive(t, counter.most.Load())
+}
+
+// runningQueries counts the queries running at once on a pool's connections, and the most.
+type runningQueries struct{ now, most atomic.Int64 }
+
+func (q *runningQueries) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	n := q.now.Add(1)
+	for m := q.most.Load(); n > m && !q.most.CompareAndSwap(m, n); m = q.most.Load() {
+	}
+	return ctx
+}
+
+func (q *runningQueries) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {
+	q.now.Add(-1)
 }

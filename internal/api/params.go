@@ -209,7 +209,8 @@ func filterFromBody(in *Filter) (store.Filter, error) {
 	return f, parseStatuses("filter.statuses", f.Statuses)
 }
 
-// decodeBody decodes a JSON body strictly: unknown fields and trailing data are errors.
+// decodeBody decodes a JSON body strictly: unknown fields, trailing data, text that is not
+// UTF-8, keys given twice and keys in other letter case are errors.
 // An empty body is allowed when optional.
 func decodeBody(c *call, dst any, optional bool) error {
 	raw, err := io.ReadAll(c.r.Body)
@@ -221,6 +222,9 @@ func decodeBody(c *call, dst any, optional bool) error {
 			return nil
 		}
 		return probInvalidBody.with("a JSON body is required")
+	}
+	if err := checkStrictJSON(raw, dst); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,8 +48,19 @@ var (
 	probTooLarge         = Problem{Type: typePrefix + "body-too-large", Status: http.StatusRequestEntityTooLarge, Title: "Request body too large"}
 	probTooMany          = Problem{Type: typePrefix + "too-many-requests", Status: http.StatusTooManyRequests, Title: "Too many requests"}
 	probUnavailable      = Problem{Type: typePrefix + "unavailable", Status: http.StatusServiceUnavailable, Title: "Database unavailable"}
+	probClientClosed     = Problem{Type: typePrefix + "client-closed-request", Status: statusClientClosed, Title: "Client closed request"}
 	probInternal         = Problem{Type: typePrefix + "internal", Status: http.StatusInternalServerError, Title: "Internal error"}
 )
+
+// statusClientClosed is the status logged and counted for a request whose client went
+// away before its answer (nginx's 499): no client sees it, and it is not a server error.
+const statusClientClosed = 499
+
+// errClientGone is the refusal of a read whose client went away.
+var errClientGone = probClientClosed.with("the client went away; nothing was changed")
+
+// mutationTimeout bounds a change that runs on after its client went away.
+const mutationTimeout = 30 * time.Second
 
 // with returns a copy of p with detail.
 func (p Problem) with(detail string) *Problem {
@@ -92,8 +102,6 @@ func problemFor(err error) (p *Problem, internal bool) {
 		return probConflict.with("the current state does not allow this (already replayed, replaying, discarded, or held by another job)"), false
 	case store.IsRetriable(err):
 		return probUnavailable.with("the database is unavailable; retry later"), true
-	case errors.Is(err, context.Canceled):
-		return probUnavailable.with("the request was cancelled"), false
 	}
 	return probInternal.with("see the server log for the request id"), true
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -71,9 +70,13 @@ func (s *Server) auditRefusal(c *call, rt Route, status int, err error) {
 			e.Route = route
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.r.Context()), auditTimeout)
-	defer cancel()
-	if err := s.cfg.Store.Audit(ctx, e); err != nil {
-		c.log.Error().Err(err).Msg("cannot write the audit row of a refused request")
+	if status == http.StatusTooManyRequests {
+		// A caller refused for its rate keeps being refused as fast as it sends: one row
+		// per caller and window, with the count, so that it cannot grow the audit log.
+		if !s.refusals.add("token\x00"+c.principal.Name, e, nil) {
+			s.unaudited.Inc()
+		}
+		return
 	}
+	s.writeAudit(e)
 }

@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -50,6 +51,10 @@ type Server struct {
 	anonAudit *rate.Limiter
 	callers   *callerLimits
 	inFlight  prometheus.Gauge
+	// refusals folds repeated refusals of one caller into few audit rows.
+	refusals *refusalWindows
+	// gate bounds the requests using the database at once, fairly across callers.
+	gate *fairGate
 }
 
 // Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
@@ -88,7 +93,7 @@ func New(cfg Config) (*Server, error) {
 		}, []string{"method", "route", "code"}),
 		unaudited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dlq_admin_unaudited_refusals_total",
-			Help: "Refused requests without a valid token that were not audited, beyond limits.unauthenticated_audit_per_second.",
+			Help: "Refused requests that were not audited: without a valid token beyond limits.unauthenticated_audit_per_second, or from more callers at once than refusals can be folded for.",
 		}),
 		anonAudit: rate.NewLimiter(rate.Limit(cfg.Limits.UnauthenticatedAuditPerSecond), unauthenticatedAuditBurst),
 		callers:   newCallerLimits(cfg.Limits, cfg.Clock),
@@ -97,6 +102,8 @@ func New(cfg Config) (*Server, error) {
 			Help: "Admin API requests of authenticated callers in progress.",
 		}),
 	}
+	s.refusals = newRefusalWindows(cfg.Clock, s.writeAudit)
+	s.gate = newFairGate(cfg.Limits.MaxConcurrentTotal)
 	for _, c := range []prometheus.Collector{s.requests, s.unaudited, s.inFlight} {
 		if err := cfg.Registerer.Register(c); err != nil {
 			return nil, err
@@ -191,6 +198,8 @@ func (s *Server) endpoint(rt Route) http.Handler {
 		s.requests.WithLabelValues(rt.Method, rt.Path, strconv.Itoa(status)).Inc()
 		ev := log.Debug()
 		switch {
+		case status == statusClientClosed:
+			ev = log.Info().Bool("cancelled", true)
 		case status >= 500:
 			ev = log.Error().Err(err)
 		case mutating || status == http.StatusUnauthorized || status == http.StatusForbidden:
@@ -211,6 +220,8 @@ func (s *Server) serve(c *call, rt Route) (int, error) {
 		writeProblem(w, p, c.actor.RequestID)
 		return p.Status, err
 	}
+	// Bounded before anything could read it; only an admitted caller's handler does.
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	p, err := s.cfg.Auth.Authenticate(r.Header.Get("Authorization"))
 	if err != nil {
 		return fail(probUnauthorized.with(unauthorizedDetail(r.Header.Get("Authorization"))))
@@ -222,18 +233,40 @@ func (s *Server) serve(c *call, rt Route) (int, error) {
 	if rt.Unscoped && len(p.Topics) > 0 {
 		return fail(probForbidden.with("routes and runs need a token without topics"))
 	}
-	release, refused := s.callers.admit(p.Name)
+	release, refused := s.callers.admit(p.Name, fromConsole(r.Context()))
 	if refused != nil {
 		return fail(refused)
 	}
 	defer release()
+	wait, cancel := context.WithTimeout(r.Context(), gateWait)
+	err = s.gate.enter(wait, p.Name)
+	cancel()
+	switch {
+	case err != nil && r.Context().Err() != nil:
+		return fail(errClientGone)
+	case err != nil:
+		return fail(tooMany(fmt.Sprintf("the server is serving %d requests at once (limits.max_concurrent_total)",
+			s.cfg.Limits.MaxConcurrentTotal), time.Second))
+	}
+	defer s.gate.leave(p.Name)
 	s.inFlight.Inc()
 	defer s.inFlight.Dec()
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		return fail(&http.MaxBytesError{Limit: s.cfg.MaxBodyBytes})
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	if rt.Method != http.MethodGet {
+		// A change the server accepted is made whole even if the client goes away (an
+		// operator who clicks Pause and navigates on): its transaction either commits with
+		// its audit row or never starts, bounded by the database's statement timeout.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), mutationTimeout)
+		defer cancel()
+		c.r = r.WithContext(ctx)
+	}
 	status, body, err := rt.handle(c)
+	if err != nil && rt.Method == http.MethodGet && r.Context().Err() != nil {
+		// The client went away while its read ran: not the database's fault.
+		return fail(errClientGone)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -256,6 +289,18 @@ func (s *Server) fallback(p *Problem, label, allow string) http.Handler {
 		s.requests.WithLabelValues(unmatchedMethod, label, strconv.Itoa(p.Status)).Inc()
 	})
 }
+
+// consoleKey marks the context of a request the console makes on an operator's behalf.
+type consoleKey struct{}
+
+// ForConsole marks ctx as a console page's request to the API, which the API counts
+// against the token's console budget (limits.console_max_concurrent). Only the console,
+// in process, can mark a request: nothing a client sends does.
+func ForConsole(ctx context.Context) context.Context {
+	return context.WithValue(ctx, consoleKey{}, true)
+}
+
+func fromConsole(ctx context.Context) bool { return ctx.Value(consoleKey{}) != nil }
 
 // unmatchedMethod labels requests no route matched.
 const unmatchedMethod = "other"

@@ -147,8 +147,8 @@ func New(tokens []Token, opts ...Option) (*Authenticator, error) {
 
 // Authenticate returns the caller an Authorization header value names. Every configured
 // hash is compared in constant time, so timing tells nothing about which one was close.
-// A token shorter than MinTokenLength is refused even if configured (development tokens
-// only pass with AllowDevTokens).
+// A token shorter than MinTokenLength or weaker than MinTokenBits is refused even if
+// configured (development tokens only pass with AllowDevTokens).
 func (a *Authenticator) Authenticate(header string) (Principal, error) {
 	scheme, token, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
@@ -169,14 +169,6 @@ func (a *Authenticator) Authenticate(header string) (Principal, error) {
 	}
 	t := a.tokens[found]
 	return Principal{Name: t.Name, Role: t.Role, Topics: t.Topics}, nil
-}
-
-// CheckStrength refuses a token too short to be safe.
-func CheckStrength(token string) error {
-	if len(token) < MinTokenLength {
-		return fmt.Errorf("a token needs at least %d characters (`dlq-admin token new` makes a random one)", MinTokenLength)
-	}
-	return nil
 }
 
 // Hash is the configuration form of a token.

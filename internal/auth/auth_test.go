@@ -9,20 +9,20 @@ import (
 func TestAuthenticate(t *testing.T) {
 	t.Parallel()
 	a, err := New([]Token{
-		{Name: "v", SHA256: Hash("view-token-0123456789"), Role: Viewer, Topics: []string{"orders"}},
-		{Name: "o", SHA256: Hash("op-token-0123456789ab"), Role: Operator},
+		{Name: "v", SHA256: Hash("view-WftEZ0uYFAsVHTTJjc775JZM2SgInAi2"), Role: Viewer, Topics: []string{"orders"}},
+		{Name: "o", SHA256: Hash("op-NdU49iNyicuCQ1HwsT6IFjS25pVYnzbm"), Role: Operator},
 	})
 	require.NoError(t, err)
-	p, err := a.Authenticate("Bearer view-token-0123456789")
+	p, err := a.Authenticate("Bearer view-WftEZ0uYFAsVHTTJjc775JZM2SgInAi2")
 	require.NoError(t, err)
 	require.Equal(t, Principal{Name: "v", Role: Viewer, Topics: []string{"orders"}}, p)
 	require.True(t, p.Sees("orders"))
 	require.False(t, p.Sees("payments"))
-	p, err = a.Authenticate("bearer op-token-0123456789ab")
+	p, err = a.Authenticate("bearer op-NdU49iNyicuCQ1HwsT6IFjS25pVYnzbm")
 	require.NoError(t, err)
 	require.Equal(t, "o", p.Name)
 	require.True(t, p.Sees("anything"))
-	for _, h := range []string{"", "Bearer", "Bearer ", "Basic op-token-0123456789ab", "Bearer op-token-0123456789ab2", "op-token-0123456789ab"} {
+	for _, h := range []string{"", "Bearer", "Bearer ", "Basic op-NdU49iNyicuCQ1HwsT6IFjS25pVYnzbm", "Bearer op-NdU49iNyicuCQ1HwsT6IFjS25pVYnzbm2", "op-NdU49iNyicuCQ1HwsT6IFjS25pVYnzbm"} {
 		_, err := a.Authenticate(h)
 		require.ErrorIs(t, err, ErrUnauthenticated, h)
 	}
@@ -86,4 +86,27 @@ func TestWeakAndDevTokens(t *testing.T) {
 	p, err := a.Authenticate("Bearer dev-admin-token")
 	require.NoError(t, err)
 	require.Equal(t, "dev-admin", p.Name)
+}
+
+// API2 (broken authentication): a configured token of low entropy (repeated characters,
+// runs, common words: under MinTokenBits by estimate) never authenticates, whatever its
+// length; the refusal says how to make a good one. Random tokens pass, hex ones too.
+func TestAbuseLowEntropyTokens(t *testing.T) {
+	t.Parallel()
+	weak := []string{"aaaaaaaaaaaaaaaaaaaa", "passwordpassword1234", "viewer-token-0123456789",
+		"abcdefghijklmnopqrstuvwxyz", "0123456789abcdef0123456789abcdef", "correcthorsebatterystaple",
+		"adminadminadminadminadminadmin", "Password123!Password123!"}
+	for i, tok := range weak {
+		a, err := New([]Token{{Name: "weak", SHA256: Hash(tok), Role: Viewer}})
+		require.NoError(t, err)
+		_, err = a.Authenticate("Bearer " + tok)
+		require.ErrorIs(t, err, ErrUnauthenticated, "%d: %q", i, tok)
+		err = CheckStrength(tok)
+		require.Error(t, err, tok)
+		require.Contains(t, err.Error(), "`dlq-admin token new`")
+	}
+	for range 100 {
+		require.NoError(t, CheckStrength(NewToken()))
+	}
+	require.NoError(t, CheckStrength("d93481c4be1f32b271b55861d31675f491dffef565128d3cafc03a38d4c380c7"), "openssl rand -hex 32")
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"time"
 
@@ -108,6 +109,10 @@ type Admin struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// Limits bound what callers may consume.
 	Limits api.Limits `yaml:"limits"`
+	// PublicURL is the console's address as operators reach it (scheme, host and port);
+	// https there makes the console's cookies Secure and __Host- prefixed and adds HSTS
+	// behind a TLS-terminating proxy. Optional.
+	PublicURL string `yaml:"public_url"`
 	// AllowDevTokens accepts the well-known development tokens of the example
 	// configuration; `make dev` sets it, nothing else should.
 	AllowDevTokens bool `yaml:"allow_dev_tokens"`
@@ -130,6 +135,10 @@ func (a *Admin) WithDefaults() {
 	if a.MaxBodyBytes == 0 {
 		a.MaxBodyBytes = 1 << 20
 	}
+	if a.Limits.MaxConcurrentTotal == 0 {
+		// Two connections stay for refusals' audit rows and the readiness check.
+		a.Limits.MaxConcurrentTotal = max(1, int(a.Database.MaxConns)-2)
+	}
 	a.Limits.WithDefaults()
 }
 
@@ -149,6 +158,15 @@ func (a *Admin) Validate() error {
 	for i, t := range a.ReplayTopics {
 		if !headers.ValidTopicName(t) {
 			errs = append(errs, fmt.Errorf("replay_topics[%d]: %q is not a valid topic name", i, t))
+		}
+	}
+	if a.Limits.MaxConcurrentTotal >= int(a.Database.MaxConns) && a.Database.MaxConns > 1 {
+		errs = append(errs, fmt.Errorf("limits.max_concurrent_total: must be below database.max_conns (%d), got %d",
+			a.Database.MaxConns, a.Limits.MaxConcurrentTotal))
+	}
+	if a.PublicURL != "" {
+		if u, err := url.Parse(a.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("public_url: %q is not an http:// or https:// URL", a.PublicURL))
 		}
 	}
 	if a.MaxBodyBytes < 1024 {

@@ -27,6 +27,9 @@ type HTTP struct {
 	// MaxConns is how many connections are served at once; further ones wait in the
 	// kernel's accept queue.
 	MaxConns int `yaml:"max_conns"`
+	// MaxConnsPerAddr caps one client address's connections (behind a proxy, all of them
+	// come from the proxy's address: raise it to max_conns).
+	MaxConnsPerAddr int `yaml:"max_conns_per_addr"`
 	// TLSCertFile and TLSKeyFile (PEM: certificate chain and key) make the listener serve
 	// TLS 1.2+; both or neither. The files are read again when either changes, so a renewal
 	// needs no restart (a broken one keeps the previous certificate, logged at WARN).
@@ -40,14 +43,14 @@ type HTTP struct {
 // WithDefaults fills the timeouts and the connection cap.
 func (h *HTTP) WithDefaults() {
 	l := h.Listener().WithDefaults()
-	h.ReadHeaderTimeout, h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.MaxConns =
-		l.ReadHeaderTimeout, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns
+	h.ReadHeaderTimeout, h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.MaxConns, h.MaxConnsPerAddr =
+		l.ReadHeaderTimeout, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns, l.MaxConnsPerAddr
 }
 
 // Listener is the ops server's view of h.
 func (h HTTP) Listener() ops.Listen {
 	return ops.Listen{Addr: h.Listen, ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
-		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxConns: h.MaxConns,
+		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxConns: h.MaxConns, MaxConnsPerAddr: h.MaxConnsPerAddr,
 		CertFile: h.TLSCertFile, KeyFile: h.TLSKeyFile}
 }
 
@@ -150,6 +153,9 @@ func (h HTTP) Validate() error {
 	}
 	if h.MaxConns < 1 {
 		errs = append(errs, fmt.Errorf("http.max_conns: must be at least 1, got %d", h.MaxConns))
+	}
+	if h.MaxConnsPerAddr < 1 {
+		errs = append(errs, fmt.Errorf("http.max_conns_per_addr: must be at least 1, got %d", h.MaxConnsPerAddr))
 	}
 	if (h.TLSCertFile == "") != (h.TLSKeyFile == "") {
 		errs = append(errs, errors.New("http.tls_cert_file, http.tls_key_file: give both or neither"))

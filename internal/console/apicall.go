@@ -53,7 +53,7 @@ func (s *Server) call(r *http.Request, sess *session, method, path string, q url
 		}
 		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequestWithContext(r.Context(), method, target, rd)
+	req, err := http.NewRequestWithContext(api.ForConsole(r.Context()), method, target, rd)
 	if err != nil {
 		return 0, err
 	}

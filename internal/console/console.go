@@ -7,10 +7,11 @@
 // change (the same handlers, store calls, roles, topic scopes and audit entries), and an
 // action the API refuses is refused in the console too.
 //
-// A sign-in exchanges a token for a session cookie (HttpOnly, SameSite=Strict, Secure under
-// TLS, expiring); every state change carries the session's CSRF token; every page is sent
-// with a Content-Security-Policy that allows only the console's own embedded script and
-// style, so attacker text that reached a page would stay inert even if it were not escaped.
+// A sign-in exchanges a token for a session cookie (HttpOnly, SameSite=Strict, Secure and
+// __Host- prefixed over https, expiring); sign-ins are throttled per client address and
+// audited; every state change carries the session's CSRF token; every page is sent with a
+// Content-Security-Policy that allows only the console's own embedded script and style, so
+// attacker text that reached a page would stay inert even if it were not escaped.
 package console
 
 import (
@@ -19,8 +20,10 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/dlqops/dlq/internal/auth"
@@ -32,21 +35,38 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// Config is what the console needs. API, Auth and Spec are required.
+// Config is what the console needs. API, Auth, Audit and Spec are required.
 type Config struct {
 	// API is the REST API handler (internal/api) that serves every page's data.
 	API  http.Handler
 	Auth *auth.Authenticator
+	// Audit writes the audit rows of refused sign-ins (the API server does).
+	Audit SignInAuditor
 	// Spec is api/openapi.yaml, served as is and as a reference page.
 	Spec []byte
 	// ReplayTopics are offered as replay targets besides a record's original topic (the
 	// API checks them anyway).
 	ReplayTopics []string
+	// MaxFormBytes bounds the form of a signed-in state change (an edited record's value
+	// and headers, URL-encoded); 4 MiB when zero.
+	MaxFormBytes int64
+	// PublicURL is the console's address as operators reach it; https makes its cookies
+	// Secure and __Host- prefixed and adds HSTS even when a TLS-terminating proxy serves
+	// it to this process over plain HTTP. Empty: https only when this process serves TLS.
+	PublicURL string
+	// Registerer receives the console's metrics; a registry of its own when nil.
+	Registerer prometheus.Registerer
 	// SessionTTL is how long a sign-in lasts; 8h when zero.
 	SessionTTL time.Duration
 	Log        zerolog.Logger
 	// Clock is time.Now when nil.
 	Clock func() time.Time
+}
+
+// SignInAuditor audits refused sign-ins by client address; outcome is unauthorized or
+// rate_limited.
+type SignInAuditor interface {
+	AuditSignIn(addr, outcome, detail string)
 }
 
 // Server is the console's http.Handler; mount it at "/ui/" (and "/" for the redirect).
@@ -55,20 +75,29 @@ type Server struct {
 	log      zerolog.Logger
 	mux      *http.ServeMux
 	sessions *sessions
-	pages    map[string]*template.Template
-	ref      *reference
+	signIns  *signInThrottle
+	// signInOutcomes counts sign-ins by outcome: ok, unauthorized, rate_limited, stale_form.
+	signInOutcomes *prometheus.CounterVec
+	pages          map[string]*template.Template
+	ref            *reference
 }
 
 // New parses the templates and the spec.
 func New(cfg Config) (*Server, error) {
-	if cfg.API == nil || cfg.Auth == nil || len(cfg.Spec) == 0 {
-		return nil, errors.New("console: API, Auth and Spec are required")
+	if cfg.API == nil || cfg.Auth == nil || cfg.Audit == nil || len(cfg.Spec) == 0 {
+		return nil, errors.New("console: API, Auth, Audit and Spec are required")
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 8 * time.Hour
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.MaxFormBytes <= 0 {
+		cfg.MaxFormBytes = 4 << 20
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
 	}
 	pages, err := parsePages()
 	if err != nil {
@@ -78,12 +107,21 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	jar := cookieJar{httpsURL: strings.HasPrefix(cfg.PublicURL, "https://")}
 	s := &Server{
 		cfg: cfg, log: cfg.Log.With().Str("component", "console").Logger(), mux: http.NewServeMux(),
-		sessions: newSessions(cfg.SessionTTL, cfg.Clock), pages: pages, ref: ref,
+		sessions: newSessions(jar, cfg.SessionTTL, cfg.Clock), signIns: newSignInThrottle(cfg.Clock),
+		pages: pages, ref: ref,
+		signInOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dlq_admin_console_signins_total",
+			Help: "Console sign-ins by outcome: ok, unauthorized (not a valid token), rate_limited (throttled), stale_form (CSRF).",
+		}, []string{"outcome"}),
+	}
+	if err := cfg.Registerer.Register(s.signInOutcomes); err != nil {
+		return nil, err
 	}
 	static, _ := fs.Sub(staticFS, "static") // the directory is embedded above
-	s.mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
+	s.mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(filesOnly{static})))
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 	})
@@ -113,6 +151,25 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// filesOnly serves the console's static files and no directory: a listing would tell a
+// caller who is not signed in what the console is made of.
+type filesOnly struct{ fs.FS }
+
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := file.Stat(); err != nil || st.IsDir() {
+		_ = file.Close()
+		return nil, fs.ErrNotExist
+	}
+	return file, nil
+}
+
+// hsts keeps browsers on https for two years once they reached the console over it.
+const hsts = "max-age=63072000; includeSubDomains"
+
 // ServeHTTP implements http.Handler; every answer carries the security headers.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
@@ -122,6 +179,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
+	if s.sessions.jar.secure(r) {
+		h.Set("Strict-Transport-Security", hsts)
+	}
+	if !s.readForm(w, r) {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 

@@ -37,10 +37,10 @@ import (
 
 // Tokens of the test server, by role; the scoped one sees only the orders topic's records.
 const (
-	viewerToken   = "viewer-token-0123456789"
-	operatorToken = "operator-token-0123456789"
-	adminToken    = "admin-token-0123456789"
-	scopedToken   = "scoped-token-0123456789"
+	viewerToken   = "viewer-WfjZHPzLMNIYrmd04rgAeMnAwUvYVDuN"
+	operatorToken = "operator-gJPc9KrmkpKaRjNKvAyaEdJWvLb8gaxa"
+	adminToken    = "admin-pGQ-AHIDgYNQY8I5mOnjKXaA9TK77OwH"
+	scopedToken   = "scoped-9dgCVlni84lsDy9XIpxbiFhumDsTliIV"
 )
 
 // env is the console on the real stack: its store on a schema of its own, the REST API
@@ -84,7 +84,8 @@ func newEnv(t *testing.T) *env {
 	apiSrv, err := api.New(api.Config{Store: st, Auth: a, ReplayTopics: []string{e.replay}, MaxBodyBytes: 1 << 20,
 		Log: zerolog.Nop(), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
-	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Spec: specfile.OpenAPI,
+	t.Cleanup(apiSrv.Close) // before the store closes: the folded refusals' rows
+	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Audit: apiSrv, Spec: specfile.OpenAPI,
 		ReplayTopics: []string{e.replay}, Log: zerolog.Nop()})
 	require.NoError(t, err)
 	mux := http.NewServeMux()

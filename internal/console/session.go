@@ -12,11 +12,52 @@ import (
 )
 
 // Cookie names. The session cookie names a session held in this process's memory; the
-// sign-in cookie is the double-submit CSRF token of the sign-in form.
+// sign-in cookie is the double-submit CSRF token of the sign-in form. Over https they carry
+// the __Host- prefix, which browsers accept only from a secure origin, on path /, with no
+// domain: a sibling subdomain or a plain-HTTP page cannot set or shadow them.
 const (
 	sessionCookie = "dlq_console"
 	loginCookie   = "dlq_console_login"
+	hostPrefix    = "__Host-"
 )
+
+// cookieJar makes and reads the console's cookies.
+type cookieJar struct {
+	// httpsURL: the console is reached over https (public_url), even if this process
+	// serves plain HTTP behind a TLS-terminating proxy.
+	httpsURL bool
+}
+
+// secure reports whether r reached the console over https.
+func (j cookieJar) secure(r *http.Request) bool { return r.TLS != nil || j.httpsURL }
+
+// name is the cookie's name for r.
+func (j cookieJar) name(r *http.Request, base string) string {
+	if j.secure(r) {
+		return hostPrefix + base
+	}
+	return base
+}
+
+// get returns the value of the cookie named base, or "".
+func (j cookieJar) get(r *http.Request, base string) string {
+	c, err := r.Cookie(j.name(r, base))
+	if err != nil {
+		return ""
+	}
+	return c.Value
+}
+
+// make builds one of the console's cookies: HttpOnly, SameSite=Strict; Secure and
+// __Host- prefixed over https. maxAge < 0 deletes it.
+func (j cookieJar) make(r *http.Request, base, value string, maxAge int) *http.Cookie {
+	c := &http.Cookie{Name: base, Value: value, Path: "/ui/", MaxAge: maxAge, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode}
+	if j.secure(r) {
+		c.Name, c.Path, c.Secure = hostPrefix+base, "/", true
+	}
+	return c
+}
 
 // session is one sign-in. token is the bearer token the console sends to the API on the
 // operator's behalf; it never leaves the process.
@@ -32,6 +73,7 @@ type session struct {
 // sessions holds the sign-ins of this process. Expired ones are dropped when met and at
 // each sign-in, so the map needs no goroutine of its own.
 type sessions struct {
+	jar   cookieJar
 	ttl   time.Duration
 	clock func() time.Time
 
@@ -39,8 +81,8 @@ type sessions struct {
 	m  map[string]*session
 }
 
-func newSessions(ttl time.Duration, clock func() time.Time) *sessions {
-	return &sessions{ttl: ttl, clock: clock, m: map[string]*session{}}
+func newSessions(jar cookieJar, ttl time.Duration, clock func() time.Time) *sessions {
+	return &sessions{jar: jar, ttl: ttl, clock: clock, m: map[string]*session{}}
 }
 
 func randomToken() string {
@@ -64,13 +106,13 @@ func (ss *sessions) create(token string, p auth.Principal) *session {
 }
 
 func (ss *sessions) fromRequest(r *http.Request) *session {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
+	id := ss.jar.get(r, sessionCookie)
+	if id == "" {
 		return nil
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	s := ss.m[c.Value]
+	s := ss.m[id]
 	if s == nil {
 		return nil
 	}
@@ -105,11 +147,4 @@ func (s *session) takeFlash() string {
 	msg := s.flash
 	s.flash = ""
 	return msg
-}
-
-// cookie builds one of the console's cookies: HttpOnly, SameSite=Strict, Secure when the
-// request came over TLS. maxAge < 0 deletes it.
-func cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
-	return &http.Cookie{Name: name, Value: value, Path: "/ui/", MaxAge: maxAge, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode}
 }

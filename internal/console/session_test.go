@@ -22,14 +22,15 @@ import (
 )
 
 // TestSessionCookie checks the cookie a sign-in sets, over plain HTTP and over TLS, and
-// that the sign-in form needs its double-submit cookie.
+// that the sign-in form needs its double-submit cookie. Over TLS the cookies are Secure and
+// __Host- prefixed (path /), and every answer carries HSTS.
 func TestSessionCookie(t *testing.T) {
 	a, err := auth.New([]auth.Token{{Name: "otto", SHA256: auth.Hash(operatorToken), Role: auth.Operator}})
 	require.NoError(t, err)
 	apiSrv, err := api.New(api.Config{Store: storetest.New(t), Auth: a, MaxBodyBytes: 1 << 20, Log: zerolog.Nop(),
 		Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
-	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Spec: specfile.OpenAPI, Log: zerolog.Nop()})
+	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Audit: apiSrv, Spec: specfile.OpenAPI, Log: zerolog.Nop()})
 	require.NoError(t, err)
 	csrfField := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
@@ -52,6 +53,15 @@ func TestSessionCookie(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "+
 			"form-action 'self'; frame-ancestors 'none'; base-uri 'none'", resp.Header.Get("Content-Security-Policy"))
+		if tls {
+			require.Equal(t, "max-age=63072000; includeSubDomains", resp.Header.Get("Strict-Transport-Security"))
+		} else {
+			require.Empty(t, resp.Header.Get("Strict-Transport-Security"), "HSTS means nothing over plain HTTP")
+		}
+		name, cookiePath := "dlq_console", "/ui/"
+		if tls {
+			name, cookiePath = "__Host-dlq_console", "/"
+		}
 		m := csrfField.FindSubmatch(body)
 		require.NotNil(t, m)
 
@@ -62,7 +72,7 @@ func TestSessionCookie(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 		for _, c := range resp.Cookies() {
-			require.NotEqual(t, "dlq_console", c.Name, "no session")
+			require.NotEqual(t, name, c.Name, "no session")
 		}
 
 		resp, err = client.PostForm(ts.URL+"/ui/login", url.Values{"csrf": {string(m[1])}, "token": {operatorToken}})
@@ -71,7 +81,7 @@ func TestSessionCookie(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		var session *http.Cookie
 		for _, c := range resp.Cookies() {
-			if c.Name == "dlq_console" {
+			if c.Name == name {
 				session = c
 			}
 		}
@@ -80,7 +90,7 @@ func TestSessionCookie(t *testing.T) {
 		require.Equal(t, http.SameSiteStrictMode, session.SameSite)
 		require.Equal(t, tls, session.Secure, "Secure exactly under TLS")
 		require.Equal(t, 8*3600, session.MaxAge)
-		require.Equal(t, "/ui/", session.Path)
+		require.Equal(t, cookiePath, session.Path)
 
 		// Signing out ends the session on the server, not only in the browser.
 		resp, err = client.Get(ts.URL + "/ui/jobs")
@@ -97,7 +107,7 @@ func TestSessionCookie(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		req, err := http.NewRequest(http.MethodGet, ts.URL+"/ui/jobs", nil)
 		require.NoError(t, err)
-		req.AddCookie(&http.Cookie{Name: "dlq_console", Value: session.Value})
+		req.AddCookie(&http.Cookie{Name: name, Value: session.Value})
 		resp, err = bare.Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()

@@ -25,6 +25,9 @@ type Listen struct {
 	// MaxConns caps the connections served at once; further ones wait in the kernel's
 	// accept queue until one closes.
 	MaxConns int
+	// MaxConnsPerAddr caps the connections of one client address; further ones are
+	// closed at once, so one client cannot hold every place of MaxConns.
+	MaxConnsPerAddr int
 	// CertFile and KeyFile are PEM files, read again when either changes.
 	CertFile, KeyFile string
 }
@@ -36,6 +39,7 @@ const (
 	DefaultWriteTimeout      = 60 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultMaxConns          = 256
+	DefaultMaxConnsPerAddr   = 64
 	// MaxHeaderBytes bounds a request's headers (Go's default is 1 MiB).
 	MaxHeaderBytes = 64 << 10
 )
@@ -54,6 +58,9 @@ func (l Listen) WithDefaults() Listen {
 	if l.MaxConns == 0 {
 		l.MaxConns = DefaultMaxConns
 	}
+	if l.MaxConnsPerAddr == 0 {
+		l.MaxConnsPerAddr = min(DefaultMaxConnsPerAddr, l.MaxConns)
+	}
 	return l
 }
 
@@ -71,17 +78,36 @@ func (l Listen) listen(h *Server) (net.Listener, *http.Server, error) {
 		if _, err := certs.get(nil); err != nil {
 			return nil, nil, err
 		}
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: aeadSuites, GetCertificate: certs.get}
+		srv.Handler = strictTransport(h.Mux)
 	}
 	ln, err := net.Listen("tcp", l.Addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	ln = netutil.LimitListener(ln, l.MaxConns)
+	ln = netutil.LimitListener(newPerAddrListener(ln, l.MaxConnsPerAddr, h.refusedConns), l.MaxConns)
 	if srv.TLSConfig != nil {
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 	return ln, srv, nil
+}
+
+// aeadSuites are the TLS 1.2 suites served: forward-secret key exchange with AEAD
+// ciphers only, no CBC and no SHA-1. TLS 1.3, whose suites are all AEAD, is preferred by
+// every client that offers it.
+var aeadSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// strictTransport tells browsers to come back only over https (HSTS), on every answer of a
+// TLS listener.
+func strictTransport(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // certReloader serves the certificate of its files and loads them again when either file

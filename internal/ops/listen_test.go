@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +186,86 @@ func TestTLSAndReload(t *testing.T) {
 
 	bad := ops.New(zerolog.Nop())
 	require.ErrorContains(t, bad.Start(ops.Listen{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile}), "tls_cert_file")
+}
+
+// TLS 1.3 is chosen when the client offers it; TLS 1.2 only with forward-secret AEAD
+// suites (no CBC, no SHA-1); every answer over TLS carries HSTS.
+func TestTLSSuitesAndHSTS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeCert(t, certFile, keyFile)
+	s := start(t, ops.Listen{CertFile: certFile, KeyFile: keyFile})
+	get := func(cfg *tls.Config) (*http.Response, error) {
+		cfg.InsecureSkipVerify = true //nolint:gosec // the test checks the protocol, not the certificate
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: cfg}}
+		resp, err := client.Get("https://" + s.Addr() + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	resp, err := get(&tls.Config{})
+	require.NoError(t, err)
+	require.Equal(t, uint16(tls.VersionTLS13), resp.TLS.Version)
+	require.Equal(t, "max-age=63072000; includeSubDomains", resp.Header.Get("Strict-Transport-Security"))
+
+	for _, suite := range tls.CipherSuites() {
+		resp, err := get(&tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{suite.ID}})
+		aead := strings.Contains(suite.Name, "_GCM_") || strings.Contains(suite.Name, "_CHACHA20_POLY1305")
+		if !slices.Contains(suite.SupportedVersions, tls.VersionTLS12) || !strings.Contains(suite.Name, "ECDSA") {
+			continue // not a TLS 1.2 suite for this ECDSA certificate
+		}
+		if aead {
+			require.NoError(t, err, suite.Name)
+			require.Equal(t, suite.ID, resp.TLS.CipherSuite)
+		} else {
+			require.Error(t, err, "%s is served", suite.Name)
+		}
+	}
+	for _, suite := range tls.InsecureCipherSuites() {
+		_, err := get(&tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{suite.ID}})
+		require.Error(t, err, "%s is served", suite.Name)
+	}
+}
+
+// One client address holds at most MaxConnsPerAddr connections: its further ones are
+// closed at once (and counted), so its idle sockets cannot take every place of MaxConns
+// while another client waits.
+func TestConnectionCapPerAddress(t *testing.T) {
+	t.Parallel()
+	// The server's own timeouts do not close the idle sockets while the test runs.
+	s := start(t, ops.Listen{MaxConns: 4, MaxConnsPerAddr: 2, ReadHeaderTimeout: 10 * time.Minute,
+		ReadTimeout: 10 * time.Minute, IdleTimeout: 10 * time.Minute})
+	from := func(ip string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		return d.Dial("tcp", s.Addr())
+	}
+	var idle []net.Conn
+	t.Cleanup(func() {
+		for _, c := range idle {
+			_ = c.Close()
+		}
+	})
+	for range 10 {
+		c, err := from("127.0.0.1")
+		require.NoError(t, err)
+		idle = append(idle, c)
+	}
+	other, err := from("127.0.0.2")
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+	require.NoError(t, err)
+	require.NoError(t, other.SetReadDeadline(time.Now().Add(30*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(other), nil)
+	require.NoError(t, err, "another address is served")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "dlq_http_connections_refused_total 8")
+	for _, c := range idle[2:] {
+		closedByServer(t, c)
+	}
 }

@@ -26,12 +26,14 @@ type Server struct {
 	Mux      *http.ServeMux
 	Registry *prometheus.Registry
 
-	log     zerolog.Logger
-	mu      sync.Mutex
-	checks  map[string]Check
-	srv     *http.Server
-	ln      net.Listener
-	stopped chan struct{}
+	log    zerolog.Logger
+	mu     sync.Mutex
+	checks map[string]Check
+	srv    *http.Server
+	ln     net.Listener
+	// refusedConns counts connections closed because their address held its cap.
+	refusedConns prometheus.Counter
+	stopped      chan struct{}
 }
 
 // CheckTimeout bounds each readiness check so a hung dependency reads as not ready.
@@ -47,6 +49,11 @@ func New(log zerolog.Logger) *Server {
 		log:      log.With().Str("component", "ops").Logger(),
 		checks:   map[string]Check{},
 	}
+	s.refusedConns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dlq_http_connections_refused_total",
+		Help: "Connections closed at once because their client address already held http.max_conns_per_addr.",
+	})
+	reg.MustRegister(s.refusedConns)
 	// Readiness as a series too, so an alert sees a pod that runs but cannot work.
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "dlq_ready",

@@ -174,6 +174,16 @@ func (s *Store) Count(ctx context.Context, f Filter) (int64, error) {
 	return n, interpretError(err)
 }
 
+// CountIDs returns how many of ids name records that f selects: the dry run of a bulk
+// job by ids counts the records that exist and that the job would act on, not the ids.
+func (s *Store) CountIDs(ctx context.Context, ids []int64, f Filter) (int64, error) {
+	cond, args := f.where(nil)
+	args = append(args, ids)
+	var n int64
+	err := s.pool.QueryRow(ctx, fmt.Sprintf(sqlCountRecords, fmt.Sprintf("(%s) AND id = ANY($%d)", cond, len(args))), args...).Scan(&n)
+	return n, interpretError(err)
+}
+
 func checkLimit(limit int) error {
 	if limit <= 0 || limit > MaxPageSize {
 		return &ValidationError{Field: "limit", Reason: fmt.Sprintf("must be 1..%d", MaxPageSize)}
