@@ -35,7 +35,12 @@ type Worker struct {
 	// consumer adds ".<route>"), so that a worker restarted after a crash gets its
 	// partitions back at once: empty picks the host name and the lowest slot no other
 	// worker on this host holds (a lock file in the temporary directory), "off" disables
-	// static membership.
+	// static membership. Give an explicit id (e.g. a StatefulSet pod name: the Helm chart
+	// sets it from the pod's name) where workers share a host name but not a temporary
+	// directory, or where the root is read-only (without a writable temporary directory
+	// the default refuses to start, saying to set DLQ_WORKER_GROUP_INSTANCE_ID). A static
+	// member does not leave the group on shutdown: its partitions wait for it (or for the
+	// session timeout).
 	GroupInstanceID string    `yaml:"group_instance_id"`
 	Retention       Retention `yaml:"retention"`
 }
