@@ -98,13 +98,19 @@ func TestRecordPageRendersWhatTheAPIAnswers(t *testing.T) {
 
 func bytesOf(b []byte) api.Bytes { return api.Bytes{Base64: base64.StdEncoding.EncodeToString(b)} }
 
+// noSignInAudit stands in for the API server's audit of refused sign-ins: this page
+// test signs in with a valid token, so nothing is refused.
+type noSignInAudit struct{}
+
+func (noSignInAudit) AuditSignIn(addr, outcome, detail string) {}
+
 // signedInConsole serves the console on fakeAPI, signs in as an operator, and returns a
 // function that fetches a page with that session and parses it.
 func signedInConsole(t *testing.T, fakeAPI http.Handler) func(path string) *html.Node {
 	t.Helper()
 	a, err := auth.New([]auth.Token{{Name: "otto", SHA256: auth.Hash(operatorToken), Role: auth.Operator}})
 	require.NoError(t, err)
-	ui, err := console.New(console.Config{API: fakeAPI, Auth: a, Spec: specfile.OpenAPI, Log: zerolog.Nop()})
+	ui, err := console.New(console.Config{API: fakeAPI, Auth: a, Audit: noSignInAudit{}, Spec: specfile.OpenAPI, Log: zerolog.Nop()})
 	require.NoError(t, err)
 	ts := httptest.NewServer(ui)
 	t.Cleanup(ts.Close)

@@ -42,7 +42,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if d := s.signIns.wait(addr, token); d > 0 {
 		s.signInOutcomes.WithLabelValues("rate_limited").Inc()
 		s.cfg.Audit.AuditSignIn(addr, "rate_limited", "too many failed sign-ins from this address")
-		s.log.Info().Str("remote_addr", addr).Dur("retry_after", d).Msg("console: sign-in throttled")
+		s.log.Info().Str("remote_addr", addr).Dur("retry_after_ms", d).Msg("console: sign-in throttled")
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(d)))
 		s.showLogin(w, r, http.StatusTooManyRequests,
 			fmt.Sprintf("Too many failed sign-ins from this address; try again in %d seconds.", retryAfter(d)))
