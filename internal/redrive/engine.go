@@ -50,6 +50,9 @@ type Options struct {
 	HeadroomProbe time.Duration
 	// OnFatal is called once when a route hits a fatal error (the binary then exits non-zero).
 	OnFatal func(error)
+	// ReadPath is config.ReadPathQueue (the default) or config.ReadPathPoll: how each
+	// route reads its records and produces their redrives (see newWorker).
+	ReadPath string
 }
 
 // Engine runs every route. It is a daemon.Component.
@@ -66,6 +69,7 @@ type Engine struct {
 	headroomEvery time.Duration
 	onFatal       func(error)
 	configs       []routes.Config
+	readPath      string
 
 	// mu serializes Start and Stop and guards the fields below it; no goroutine of the
 	// engine takes it, so Stop may hold it while it waits for them.
@@ -100,6 +104,13 @@ func New(rcs []routes.Config, o Options) (*Engine, error) {
 	if o.HeadroomProbe <= 0 {
 		o.HeadroomProbe = time.Minute
 	}
+	switch o.ReadPath {
+	case "":
+		o.ReadPath = config.ReadPathQueue
+	case config.ReadPathQueue, config.ReadPathPoll:
+	default:
+		return nil, fmt.Errorf("redrive: read path %q: must be %s or %s", o.ReadPath, config.ReadPathQueue, config.ReadPathPoll)
+	}
 	if o.InstanceID == "" {
 		host, _ := os.Hostname()
 		var b [3]byte
@@ -112,7 +123,7 @@ func New(rcs []routes.Config, o Options) (*Engine, error) {
 	}
 	return &Engine{
 		log: o.Log.With().Str("component", "redrive").Logger(), clock: o.Clock, store: o.Store, kafka: o.Kafka,
-		metrics: m, instanceID: o.InstanceID, groupInst: o.GroupInstanceID, poll: o.ControlPoll, headroomEvery: o.HeadroomProbe, onFatal: o.OnFatal, configs: rcs,
+		metrics: m, instanceID: o.InstanceID, groupInst: o.GroupInstanceID, poll: o.ControlPoll, headroomEvery: o.HeadroomProbe, onFatal: o.OnFatal, configs: rcs, readPath: o.ReadPath,
 	}, nil
 }
 
@@ -189,9 +200,7 @@ func (e *Engine) stopLocked(ctx context.Context) error {
 		}
 		if len(e.loops) < len(e.workers) { // Start failed half-way: close what it opened
 			for _, w := range e.workers[len(e.loops):] {
-				w.records.Close() // before its consumer
-				w.consumer.Close()
-				w.producer.Close()
+				w.closeClients()
 			}
 		}
 	}

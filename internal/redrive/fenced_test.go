@@ -33,7 +33,7 @@ func TestFencedStaticMemberStopsAtOnce(t *testing.T) {
 	e, err := redrive.New([]routes.Config{rc}, redrive.Options{
 		Log: zerolog.New(zerolog.NewTestWriter(t)), Store: storetest.New(t), Kafka: kcfg(t),
 		Registry: prometheus.NewRegistry(), ControlPoll: 100 * time.Millisecond,
-		GroupInstanceID: "fence", OnFatal: func(err error) { fatal <- err },
+		GroupInstanceID: "fence", OnFatal: func(err error) { fatal <- err }, ReadPath: testenv.ReadPath(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
