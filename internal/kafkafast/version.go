@@ -14,9 +14,12 @@ import (
 // upgrade checklist says what to check again before changing them.
 const (
 	checkedModule     = "github.com/confluentinc/confluent-kafka-go/v2"
-	checkedVersion    = "v2.11.1"
 	checkedLibrdkafka = 0x020b01ff // 2.11.1, as rd_kafka_version() returns it
 )
+
+// checkedVersion is a variable only so that a test can build a binary that was checked
+// against another release (-ldflags -X) and see it fall back to the public API.
+var checkedVersion = "v2.11.1"
 
 // ErrUnchecked is why the fast path is not used: the linked confluent-kafka-go or
 // librdkafka is not the release this package was checked against.
