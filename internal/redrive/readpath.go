@@ -29,6 +29,7 @@ func (w *worker) openReadPath(path string, pc kafka.ConfigMap) (produceFunc, err
 		err := w.openFastPath(pc)
 		if err == nil {
 			w.log.Info().Str("read_path", path).Msg("records are read and redriven through kafkafast")
+			w.metrics.readPath.WithLabelValues(w.route.Name, config.ReadPathQueue).Set(1)
 			return func(dest delivery.Destination, src delivery.Source[kafka.Header], env headers.Envelope, opts headers.EncodeOptions, opaque any) error {
 				return delivery.ProduceFast(&enc, w.fast, dest, src, env, opts, opaque)
 			}, nil
@@ -41,6 +42,7 @@ func (w *worker) openReadPath(path string, pc kafka.ConfigMap) (produceFunc, err
 	} else {
 		w.log.Info().Str("read_path", path).Msg("records are read and redriven through confluent-kafka-go's public API")
 	}
+	w.metrics.readPath.WithLabelValues(w.route.Name, config.ReadPathPoll).Set(1)
 	return func(dest delivery.Destination, src delivery.Source[kafka.Header], env headers.Envelope, opts headers.EncodeOptions, opaque any) error {
 		return delivery.Produce(&enc, w.producer, nil, dest, src, env, opts, opaque)
 	}, nil

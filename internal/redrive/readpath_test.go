@@ -11,11 +11,12 @@ import (
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 // read_path queue reads through a kafkafast.Queue and redrives through a
 // kafkafast.Producer; read_path poll touches neither: the consumer's Poll and the route's
-// producer, confluent-kafka-go's public API only.
+// producer, confluent-kafka-go's public API only. dlq_worker_read_path says which.
 func TestReadPathChoosesTheClients(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
 	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
@@ -23,8 +24,9 @@ func TestReadPathChoosesTheClients(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			rc := routes.Config{Name: "path", Topics: []string{dlq}, Group: testenv.UniqueName("path-")}
 			rc.WithDefaults()
+			reg := prometheus.NewRegistry()
 			e, err := New([]routes.Config{rc}, Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Kafka: config.Kafka{BootstrapServers: bootstrap},
-				Registry: prometheus.NewRegistry(), ReadPath: path})
+				Registry: reg, ReadPath: path})
 			require.NoError(t, err)
 			w, err := newWorker(e, rc)
 			require.NoError(t, err)
@@ -39,6 +41,8 @@ func TestReadPathChoosesTheClients(t *testing.T) {
 				require.Nil(t, w.redriveReports())
 			}
 			require.Same(t, w.records, w.parts.records)
+			require.Equal(t, []metrictest.Sample{{Labels: map[string]string{"route": "path", "path": path}, Value: 1}},
+				metrictest.Samples(t, reg, "dlq_worker_read_path", nil))
 		})
 	}
 	_, err := New(nil, Options{ReadPath: "fetch"})
