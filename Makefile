@@ -55,8 +55,15 @@ test: up ## Run the whole test suite, unit and integration tiers, against the re
 	mkdir -p $(CACHE)/test-output
 	$(WITH_STACK) go run ./internal/tools/leftovers snapshot $(CACHE)/test-output/stack-before.json
 	$(WITH_STACK) go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) test-poll
 	$(MAKE) test-deploy
 	$(WITH_STACK) go run ./internal/tools/leftovers check $(CACHE)/test-output/stack-before.json
+
+.PHONY: test-poll
+# The redrive suite again on the worker's read_path poll (confluent-kafka-go's public API
+# only), which `go test ./...` does not cover: the default read path is queue.
+test-poll: up ## Run the redrive tests on read_path poll (part of `make test`)
+	$(WITH_STACK) DLQ_TEST_READ_PATH=poll go test $(GO_TEST_FLAGS) ./internal/redrive/
 
 .PHONY: test-deploy
 # deploy/ is a module of its own (Helm's and Kubernetes' dependencies stay out of the main

@@ -105,7 +105,7 @@ func run(ctx context.Context, cfg *config.Worker) error {
 	}
 	defer release()
 	engine, err := redrive.New(cfg.Routes, redrive.Options{
-		Log: log, Store: st, Kafka: cfg.Kafka, Registry: srv.Registry, GroupInstanceID: groupInstance,
+		Log: log, Store: st, Kafka: cfg.Kafka, Registry: srv.Registry, GroupInstanceID: groupInstance, ReadPath: cfg.ReadPath,
 		OnFatal: func(error) { cancel() },
 	})
 	if err != nil {

@@ -41,9 +41,20 @@ type Worker struct {
 	// the default refuses to start, saying to set DLQ_WORKER_GROUP_INSTANCE_ID). A static
 	// member does not leave the group on shutdown: its partitions wait for it (or for the
 	// session timeout).
-	GroupInstanceID string    `yaml:"group_instance_id"`
-	Retention       Retention `yaml:"retention"`
+	GroupInstanceID string `yaml:"group_instance_id"`
+	// Retention is how long rows nobody needs any more are kept.
+	Retention Retention `yaml:"retention"`
+	// ReadPath is how the routes read and redrive records through librdkafka: queue (one
+	// call into librdkafka per record, reaching into confluent-kafka-go's internals of
+	// the one release checked) or poll (confluent-kafka-go's public API only).
+	ReadPath string `yaml:"read_path"`
 }
+
+// The worker's read paths (Worker.ReadPath).
+const (
+	ReadPathQueue = "queue"
+	ReadPathPoll  = "poll"
+)
 
 // Jobs configures the job runner.
 type Jobs struct {
@@ -74,6 +85,9 @@ func (w *Worker) WithDefaults() {
 	if w.Jobs.Concurrency == 0 {
 		w.Jobs.Concurrency = 4
 	}
+	if w.ReadPath == "" {
+		w.ReadPath = ReadPathQueue
+	}
 }
 
 // ReadFiles implements FileReader: kafka.extra_files.
@@ -93,8 +107,12 @@ func (w *Worker) Validate() error {
 	if w.GroupInstanceID != "" && !instanceIDPattern.MatchString(w.GroupInstanceID) {
 		gid = fmt.Errorf("group_instance_id: %q must be 1-100 letters, digits, '.', '_' or '-' (or off)", w.GroupInstanceID)
 	}
+	var path error
+	if w.ReadPath != ReadPathQueue && w.ReadPath != ReadPathPoll {
+		path = fmt.Errorf("read_path: must be %s or %s, got %q", ReadPathQueue, ReadPathPoll, w.ReadPath)
+	}
 	return errors.Join(w.Log.Validate(), w.HTTP.Validate(), w.Database.Validate(), w.Kafka.Validate(),
-		ValidateGrace(w.ShutdownGrace), mem, jobs, gid, routes.ValidateAll(w.Routes), w.Retention.Validate())
+		ValidateGrace(w.ShutdownGrace), mem, jobs, gid, path, routes.ValidateAll(w.Routes), w.Retention.Validate())
 }
 
 var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)

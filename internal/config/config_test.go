@@ -26,6 +26,19 @@ func TestLoadFileEnvDefaults(t *testing.T) {
 	require.Equal(t, "127.0.0.1:2", w.Kafka.BootstrapServers, "environment overrides the file")
 	require.Equal(t, "127.0.0.1:9464", w.HTTP.Listen)
 	require.Equal(t, 30*time.Second, w.ShutdownGrace)
+	require.Equal(t, ReadPathQueue, w.ReadPath)
+}
+
+// read_path is queue or poll, from the file or DLQ_WORKER_READ_PATH.
+func TestReadPath(t *testing.T) {
+	p := writeFile(t, "database:\n  url: postgres://file\nkafka:\n  bootstrap_servers: 127.0.0.1:1\nread_path: poll\n")
+	var w Worker
+	require.NoError(t, Load(p, "DLQ_WORKER_", &w))
+	require.Equal(t, ReadPathPoll, w.ReadPath)
+	t.Setenv("DLQ_WORKER_READ_PATH", "queue")
+	w = Worker{}
+	require.NoError(t, Load(p, "DLQ_WORKER_", &w))
+	require.Equal(t, ReadPathQueue, w.ReadPath, "environment overrides the file")
 }
 
 func TestLoadRejects(t *testing.T) {
@@ -45,6 +58,7 @@ func TestLoadRejects(t *testing.T) {
 		"tiny memory limit":  {file: "memory_limit_mib: 8\n", want: "memory_limit_mib"},
 		"no job slot":        {file: "jobs:\n  concurrency: -1\n", want: "jobs.concurrency"},
 		"bad instance id":    {file: "group_instance_id: pod 1\n", want: "group_instance_id"},
+		"unknown read path":  {file: "read_path: fetch\n", want: "read_path"},
 		"wrong type in file": {file: "database:\n  max_conns: many\n", want: "max_conns"},
 	} {
 		t.Run(name, func(t *testing.T) {

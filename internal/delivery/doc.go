@@ -6,6 +6,7 @@
 // with our headers, and says what a produce failure means (transient, permanent with the
 // park reason, or fatal). Nothing else builds an outgoing record. Produce goes through
 // confluent-kafka-go with a per-record opaque or report channel (replays, scheduled
-// records); Ordered, the redrive's hot path, hands librdkafka each record in one call
-// and matches reports by their order per partition.
+// records, and the redrive on read_path poll); ProduceFast, the redrive's hot path,
+// through kafkafast's Producer, which hands librdkafka each record in one call and
+// matches each report to its record by an id.
 package delivery

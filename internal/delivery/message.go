@@ -8,6 +8,7 @@ import (
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/kafkafast"
 )
 
 // ProducerConfig is the producer every delivery uses: kafkaclient's (acks=all,
@@ -57,5 +58,15 @@ func Produce[H headers.Shape](e *Encoder, p *kafka.Producer, reports chan kafka.
 		Key: src.Key, Value: src.Value, Timestamp: src.Timestamp, Headers: e.hdrs, Opaque: opaque}
 	err := p.Produce(&e.msg, reports)
 	e.msg = kafka.Message{} // holds no record until the next
+	return err
+}
+
+// ProduceFast hands p the record src to dest as Produce does; its delivery report comes
+// on p's Events with opaque.
+func ProduceFast[H headers.Shape](e *Encoder, p *kafkafast.Producer, dest Destination,
+	src Source[H], env headers.Envelope, opts headers.EncodeOptions, opaque any) error {
+	e.hdrs = headers.AppendEncoded(e.hdrs[:0], &e.vals, src.Headers, env, opts)
+	err := p.Produce(dest.Topic, dest.Partition, src.Key, src.Value, src.Timestamp, e.hdrs, opaque)
+	clear(e.hdrs) // holds no record until the next
 	return err
 }

@@ -39,8 +39,8 @@ func NewTopics(md Metadata, ttl, timeout time.Duration) *Topics {
 
 // Partition is the partition a record goes to in topic: original when it still exists
 // there, else the Java producer's choice for the key, else one at random (a null key, as
-// librdkafka's default partitioner does, but chosen here: Ordered matches reports by the
-// partition a record was produced to). ok is false when the topic does not exist; err is
+// librdkafka's default partitioner does, but chosen here: a record's partition is known
+// when it is produced). ok is false when the topic does not exist; err is
 // set when the cluster did not answer.
 func (t *Topics) Partition(topic string, original int32, key []byte) (p int32, ok bool, err error) {
 	n, err := t.Partitions(topic)

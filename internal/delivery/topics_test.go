@@ -16,8 +16,8 @@ func (n partitions) GetMetadata(topic *string, _ bool, _ int) (*kafka.Metadata, 
 }
 
 // A record with no valid original partition and a null key goes to a partition of the
-// topic chosen here, never to librdkafka's "any partition": Ordered matches a delivery
-// report by the partition its record was produced to.
+// topic chosen here, never to librdkafka's "any partition": a record's partition is known
+// when it is produced.
 func TestPartitionForANullKeyIsChosenAtRandom(t *testing.T) {
 	topics := NewTopics(partitions(4), time.Minute, time.Second)
 	seen := map[int32]int{}

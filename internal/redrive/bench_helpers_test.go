@@ -199,7 +199,7 @@ func benchRouteConfig(dlq string) routes.Config {
 func (e *benchEnv) startBenchEngine(b *testing.B, st *store.Store, rc routes.Config) *redrive.Engine {
 	reg := prometheus.NewRegistry()
 	eng, err := redrive.New([]routes.Config{rc}, redrive.Options{Log: zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel),
-		Store: st, Kafka: e.kafka, Registry: reg})
+		Store: st, Kafka: e.kafka, Registry: reg, ReadPath: testenv.ReadPath()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"gopkg.in/yaml.v3"
 
+	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/procstat"
@@ -112,28 +113,33 @@ func BenchmarkAllParked(b *testing.B) {
 // start of its run (after the cron tick) to its "run finished" (reading the high
 // watermarks, every record, the commit and the ledger included), rawpipe from its
 // assignment to its commit. Process start-up and the group join are outside both. peak-MiB is each process's VmHWM (ours once the DLQ is committed): it
-// must stay flat as the backlog grows (compare 100k and 1M).
+// must stay flat as the backlog grows (compare 100k and 1M). A third side, "poll", is
+// the same binary on read_path poll (confluent-kafka-go's public API only), so that the
+// fast path's worth is quoted from the same rounds.
 func BenchmarkWorker(b *testing.B) {
 	e := newBenchEnv(b)
 	rounds := testenv.BenchSize(b, "DLQ_BENCH_ROUNDS", 3, 1)
 	target := kafkatest.CreateTopic(b, e.bootstrap, benchPartitions, nil)
 	dlq := e.seedDLQ(b, 1, target)
 	dir := b.TempDir()
+	worker := func(b *testing.B) string {
+		if bin := os.Getenv("DLQ_BENCH_WORKER_BIN"); bin != "" { // another build of dlq-worker, to compare
+			return bin
+		}
+		return goBuild(b, dir, "cmd/dlq-worker")
+	}
 	sides := map[string]func(b *testing.B) procRun{
-		"ours": func(b *testing.B) procRun {
-			bin := os.Getenv("DLQ_BENCH_WORKER_BIN") // another build of dlq-worker, to compare
-			if bin == "" {
-				bin = goBuild(b, dir, "cmd/dlq-worker")
-			}
-			return e.runWorker(b, bin, dlq)
+		"ours": func(b *testing.B) procRun { return e.runWorker(b, worker(b), dlq) },
+		"poll": func(b *testing.B) procRun {
+			return e.runWorker(b, worker(b), dlq, "DLQ_WORKER_READ_PATH="+config.ReadPathPoll)
 		},
 		"raw": func(b *testing.B) procRun {
 			return e.runRawPipe(b, goBuild(b, dir, "internal/tools/rawpipe"), dlq, target)
 		},
 	}
-	order := []string{"raw", "ours"}
+	order := []string{"raw", "ours", "poll"}
 	if before := os.Getenv("DLQ_BENCH_BEFORE_BIN"); before != "" {
-		// Another build of dlq-worker (main's, before a change) as a third side in the
+		// Another build of dlq-worker (main's, before a change) as a fourth side in the
 		// same rounds: benchratio pairs ours with it round by round, as with raw.
 		sides["before"] = func(b *testing.B) procRun { return e.runWorker(b, before, dlq) }
 		order = append(order, "before")
@@ -323,10 +329,10 @@ func cpuTime(cmd *exec.Cmd) time.Duration {
 	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
-// runWorker runs the binary on a fresh schema and group until the group committed the
-// whole DLQ, stops it, and returns the time its runs took (every record redriven), its
-// peak RSS, read just before SIGTERM, and its CPU time.
-func (e *benchEnv) runWorker(b *testing.B, bin, dlq string) procRun {
+// runWorker runs the binary (env added to its environment) on a fresh schema and group
+// until the group committed the whole DLQ, stops it, and returns the time its runs took
+// (every record redriven), its peak RSS, read just before SIGTERM, and its CPU time.
+func (e *benchEnv) runWorker(b *testing.B, bin, dlq string, env ...string) procRun {
 	b.StopTimer()
 	defer b.StartTimer()
 	_, url := storetest.NewWithURL(b)
@@ -339,6 +345,7 @@ func (e *benchEnv) runWorker(b *testing.B, bin, dlq string) procRun {
 	}
 	defer logf.Close()
 	cmd := exec.Command(bin, "run", "--config", cfg)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -52,6 +52,9 @@ type Options struct {
 	// non-zero); not for a fence by another worker holding the route's identity, which
 	// leaves the route stopped and not ready instead (identity.go).
 	OnFatal func(error)
+	// ReadPath is config.ReadPathQueue (the default) or config.ReadPathPoll: how each
+	// route reads its records and produces their redrives (see newWorker).
+	ReadPath string
 }
 
 // Engine runs every route. It is a daemon.Component.
@@ -68,6 +71,7 @@ type Engine struct {
 	headroomEvery time.Duration
 	onFatal       func(error)
 	configs       []routes.Config
+	readPath      string
 
 	// mu serializes Start and Stop and guards the fields below it; no goroutine of the
 	// engine takes it, so Stop may hold it while it waits for them.
@@ -102,6 +106,13 @@ func New(rcs []routes.Config, o Options) (*Engine, error) {
 	if o.HeadroomProbe <= 0 {
 		o.HeadroomProbe = time.Minute
 	}
+	switch o.ReadPath {
+	case "":
+		o.ReadPath = config.ReadPathQueue
+	case config.ReadPathQueue, config.ReadPathPoll:
+	default:
+		return nil, fmt.Errorf("redrive: read path %q: must be %s or %s", o.ReadPath, config.ReadPathQueue, config.ReadPathPoll)
+	}
 	if o.InstanceID == "" {
 		host, _ := os.Hostname()
 		var b [3]byte
@@ -114,7 +125,7 @@ func New(rcs []routes.Config, o Options) (*Engine, error) {
 	}
 	return &Engine{
 		log: o.Log.With().Str("component", "redrive").Logger(), clock: o.Clock, store: o.Store, kafka: o.Kafka,
-		metrics: m, instanceID: o.InstanceID, groupInst: o.GroupInstanceID, poll: o.ControlPoll, headroomEvery: o.HeadroomProbe, onFatal: o.OnFatal, configs: rcs,
+		metrics: m, instanceID: o.InstanceID, groupInst: o.GroupInstanceID, poll: o.ControlPoll, headroomEvery: o.HeadroomProbe, onFatal: o.OnFatal, configs: rcs, readPath: o.ReadPath,
 	}, nil
 }
 
@@ -191,9 +202,7 @@ func (e *Engine) stopLocked(ctx context.Context) error {
 		}
 		if len(e.loops) < len(e.workers) { // Start failed half-way: close what it opened
 			for _, w := range e.workers[len(e.loops):] {
-				w.records.Close() // before its consumer
-				w.consumer.Close()
-				w.producer.Close()
+				w.closeClients()
 			}
 		}
 	}

@@ -66,6 +66,9 @@ func startEngineLogging(t *testing.T, logs io.Writer, o redrive.Options, rcs ...
 	if o.ControlPoll == 0 {
 		o.ControlPoll = 100 * time.Millisecond
 	}
+	if o.ReadPath == "" {
+		o.ReadPath = testenv.ReadPath()
+	}
 	e, err := redrive.New(rcs, o)
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))

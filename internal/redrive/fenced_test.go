@@ -47,7 +47,7 @@ func fenceRoute(t *testing.T) fencedRoute {
 	f.engine, err = redrive.New([]routes.Config{rc}, redrive.Options{
 		Log: zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), f.log)), Store: storetest.New(t), Kafka: kc,
 		Registry: f.reg, ControlPoll: 100 * time.Millisecond,
-		GroupInstanceID: "fence", OnFatal: func(err error) { f.fatal <- err },
+		GroupInstanceID: "fence", OnFatal: func(err error) { f.fatal <- err }, ReadPath: testenv.ReadPath(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, f.engine.Start(context.Background()))

@@ -24,6 +24,9 @@ type metrics struct {
 	sourceSeeks *prometheus.CounterVec
 	// headerWarnings counts decoder warnings by kind, a closed set (headers.WarningKind).
 	headerWarnings *prometheus.CounterVec
+	// readPath is 1 for the read path each route uses: poll where queue was configured
+	// means the binary links a release kafkafast was not checked against.
+	readPath *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -56,8 +59,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Times the source fetcher of share-group dead letters started reading a source partition at a new offset."}, []string{"route"}),
 		headerWarnings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_header_warnings_total",
 			Help: "Header fields of DLQ records left unknown (malformed value, duplicated key), by kind."}, []string{"route", "kind"}),
+		readPath: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_read_path",
+			Help: "1 for the read path each route uses: queue (kafkafast) or poll (confluent-kafka-go's public API: configured, or queue's fallback with an unchecked release)."}, []string{"route", "path"}),
 	}
-	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.sourceSeeks, m.headerWarnings} {
+	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.sourceSeeks, m.headerWarnings, m.readPath} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

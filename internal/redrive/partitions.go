@@ -12,7 +12,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/rs/zerolog"
 
-	"github.com/dlqops/dlq/internal/consume"
+	"github.com/dlqops/dlq/internal/kafkafast"
 	"github.com/dlqops/dlq/internal/redrive/tracker"
 )
 
@@ -61,7 +61,7 @@ func partitionLabel(p int32) string { return strconv.FormatInt(int64(p), 10) }
 // partitions are the DLQ partitions the route holds, by key; owned by the loop goroutine.
 type partitions struct {
 	consumer *kafka.Consumer
-	records  *consume.Queue // where resumed partitions' records go (route); nil: Poll hands them out
+	records  *kafkafast.Queue // where resumed partitions' records go (route); nil: Poll hands them out
 	log      zerolog.Logger
 	byKey    map[partKey]*partition
 	// assigned is set by an assignment (even an empty one) and cleared by a revocation
@@ -69,7 +69,7 @@ type partitions struct {
 	assigned bool
 }
 
-func newPartitions(c *kafka.Consumer, records *consume.Queue, log zerolog.Logger) *partitions {
+func newPartitions(c *kafka.Consumer, records *kafkafast.Queue, log zerolog.Logger) *partitions {
 	return &partitions{consumer: c, records: records, log: log, byKey: map[partKey]*partition{}}
 }
 
@@ -212,7 +212,7 @@ func (ps *partitions) seekNext(parts []*partition) {
 // route sends the records of tps to the worker's queue, as each resume does: librdkafka
 // clears a partition's route when it stops fetching it (a revocation, which may land
 // after the next assignment) and keeps its records in the partition's own queue until
-// it is routed again (consume.Queue). A route that fails leaves the records to Poll.
+// it is routed again (kafkafast.Queue). A route that fails leaves the records to Poll.
 func (ps *partitions) route(tps []kafka.TopicPartition) {
 	if ps.records == nil {
 		return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 	"github.com/dlqops/dlq/internal/testenv/proctest"
 )
@@ -51,11 +52,15 @@ func buildWorker(t *testing.T) string {
 	return workerBin
 }
 
-// startWorker runs dlq-worker with cfg, its output appended to logPath; it is killed at
-// the end of the test if still alive.
+// startWorker runs dlq-worker with cfg, on the tests' read path, its output appended to
+// logPath; it is killed at the end of the test if still alive.
 func startWorker(t *testing.T, cfg, logPath string) *proctest.Proc {
 	t.Helper()
-	return proctest.Start(t, logPath, nil, buildWorker(t), "run", "--config", cfg)
+	var env []string
+	if path := testenv.ReadPath(); path != "" {
+		env = append(env, "DLQ_WORKER_READ_PATH="+path)
+	}
+	return proctest.Start(t, logPath, env, buildWorker(t), "run", "--config", cfg)
 }
 
 // workerGrace bounds a worker's graceful shutdown in the tests.

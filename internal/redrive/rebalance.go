@@ -113,6 +113,8 @@ func (w *worker) drainFor(ps []*partition, deadline time.Time) {
 		select {
 		case ev := <-w.producer.Events():
 			w.onDelivery(ev)
+		case ev := <-w.redriveReports():
+			w.onDelivery(ev)
 		case f := <-w.send.failed:
 			w.onProduceFailure(f.o, f.err)
 		case w.send.input() <- w.send.queued:

@@ -5,6 +5,7 @@
 package redrive
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkafast"
 	"github.com/dlqops/dlq/internal/redrive/tracker"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -148,6 +150,8 @@ func (w *worker) drainDeliveries() {
 		select {
 		case ev := <-w.producer.Events():
 			w.onDelivery(ev)
+		case ev := <-w.redriveReports():
+			w.onDelivery(ev)
 		case f := <-w.send.failed:
 			w.onProduceFailure(f.o, f.err)
 		default:
@@ -159,20 +163,16 @@ func (w *worker) drainDeliveries() {
 func (w *worker) onDelivery(ev kafka.Event) {
 	switch ev := ev.(type) {
 	case *kafka.Message:
-		opaque := ev.Opaque
-		if opaque == nil { // a redriven record, which the sender produced through w.ordered
-			var err error
-			if opaque, err = w.ordered.Match(ev); err != nil {
-				w.fatal = err
-				return
-			}
-		}
-		switch o := opaque.(type) {
+		switch o := ev.Opaque.(type) {
 		case *inflight:
 			w.onRedriveAck(o, ev)
 		case *claimed:
 			w.onClaimAck(o, ev)
+		default: // acknowledging a guess could commit a record never delivered
+			w.fatal = fmt.Errorf("delivery: a delivery report for %v of no record in flight (opaque %T)", ev.TopicPartition, ev.Opaque)
 		}
+	case kafkafast.UnknownReport:
+		w.fatal = fmt.Errorf("delivery: %v", ev)
 	case kafka.Error:
 		if ev.IsFatal() {
 			w.fatal = ev

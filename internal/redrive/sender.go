@@ -30,12 +30,12 @@ type sendFailure struct {
 // record instead of waiting for them. It touches nothing of the loop's state: a job's
 // partition key and source record do not change, and a refusal goes back to the loop.
 type sender struct {
-	producer *delivery.Ordered
-	opts     headers.EncodeOptions
-	in       chan []sendJob
-	free     chan []sendJob // batches the goroutine produced, emptied, for queue to fill again
-	failed   chan sendFailure
-	life     lifecycle.Base // the goroutine, from Start to Stop
+	produce produceFunc // the read path's (readpath.go)
+	opts    headers.EncodeOptions
+	in      chan []sendJob
+	free    chan []sendJob // batches the goroutine produced, emptied, for queue to fill again
+	failed  chan sendFailure
+	life    lifecycle.Base // the goroutine, from Start to Stop
 
 	queued []sendJob // the loop's: redriven records not handed to the goroutine yet
 }
@@ -43,8 +43,8 @@ type sender struct {
 // senderBatches is how many batches of jobs may wait for the sender.
 const senderBatches = 4
 
-func newSender(p *delivery.Ordered, opts headers.EncodeOptions) *sender {
-	return &sender{producer: p, opts: opts, in: make(chan []sendJob, senderBatches),
+func newSender(produce produceFunc, opts headers.EncodeOptions) *sender {
+	return &sender{produce: produce, opts: opts, in: make(chan []sendJob, senderBatches),
 		free: make(chan []sendJob, senderBatches+1), failed: make(chan sendFailure, 64)}
 }
 
@@ -128,7 +128,7 @@ func (s *sender) run(ctx context.Context) {
 func (s *sender) send(j *sendJob) error {
 	o := j.o
 	from := headers.Coordinates{Topic: o.part.key.topic, Partition: o.part.key.partition, Offset: int64(o.src.TopicPartition.Offset)}
-	return s.producer.Produce(delivery.Destination{Topic: o.topic, Partition: o.target},
+	return s.produce(delivery.Destination{Topic: o.topic, Partition: o.target},
 		delivery.Source[kafka.Header]{Key: o.src.Key, Value: o.src.Value, Timestamp: o.src.Timestamp, Headers: o.src.Headers},
 		j.env.DeadLetteredAt(o.src.Timestamp).Redriven(from, j.now), s.opts, o)
 }

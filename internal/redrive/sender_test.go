@@ -11,6 +11,7 @@ import (
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkafast"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -24,10 +25,10 @@ func TestSenderBatchesAreFilledAgain(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
 	target := kafkatest.CreateTopic(t, bootstrap, 1, nil)
 	p := testProducer(t, config.Kafka{BootstrapServers: bootstrap})
-	ordered, err := delivery.NewOrdered(p)
-	require.NoError(t, err)
-	t.Cleanup(ordered.Close) // before testProducer's Close: cleanups run last first
-	s := newSender(ordered, headers.DefaultEncodeOptions())
+	var enc delivery.Encoder
+	s := newSender(func(dest delivery.Destination, src delivery.Source[kafka.Header], env headers.Envelope, opts headers.EncodeOptions, opaque any) error {
+		return delivery.Produce(&enc, p, nil, dest, src, env, opts, opaque)
+	}, headers.DefaultEncodeOptions())
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, s.Start(ctx))
 	t.Cleanup(func() {
@@ -58,10 +59,10 @@ func TestSenderBatchesAreFilledAgain(t *testing.T) {
 	require.LessOrEqual(t, len(batches), senderBatches+2, "distinct batches over %d turns", turns)
 }
 
-// An acknowledgement that no redriven record waits for on its partition (here a record
-// someone else produced through the worker's producer without an opaque) is not given
-// to the oldest record of another partition or ignored: it stops the worker, which then
-// commits nothing it has not seen acknowledged.
+// An acknowledgement of no record in flight (here a record someone else produced through
+// the worker's producer without an opaque; on read_path queue, a report whose id the
+// route's kafkafast.Producer does not know) is not given to another record or ignored:
+// it stops the worker, which then commits nothing it has not seen acknowledged.
 func TestAnUnmatchedAcknowledgementStopsTheWorker(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
 	kc := config.Kafka{BootstrapServers: bootstrap}
@@ -74,6 +75,11 @@ func TestAnUnmatchedAcknowledgementStopsTheWorker(t *testing.T) {
 	for w.fatal == nil && time.Now().Before(deadline) {
 		w.waitWork()
 	}
-	require.ErrorContains(t, w.fatal, "no record produced there waiting for it")
+	require.ErrorContains(t, w.fatal, "of no record in flight")
+	require.ErrorContains(t, w.fatal, target)
+
+	w.fatal = nil
+	w.onDelivery(kafkafast.UnknownReport{ID: 7, TopicPartition: kafka.TopicPartition{Topic: &target, Partition: 0, Offset: 1}})
+	require.ErrorContains(t, w.fatal, "with id 7, which no record produced is waiting for")
 	require.ErrorContains(t, w.fatal, target)
 }

@@ -3,6 +3,7 @@ package redrive
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,16 +58,11 @@ func testWorker(t *testing.T, rc routes.Config, kc config.Kafka, st *store.Store
 	t.Helper()
 	rc.WithDefaults()
 	e, err := New([]routes.Config{rc}, Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Kafka: kc, Store: st,
-		Registry: prometheus.NewRegistry()})
+		Registry: prometheus.NewRegistry(), ReadPath: testenv.ReadPath()})
 	require.NoError(t, err)
 	w, err := newWorker(e, rc)
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		w.records.Close()
-		_ = w.consumer.Close()
-		w.ordered.Close()
-		w.producer.Close()
-	})
+	t.Cleanup(w.closeClients)
 	return w
 }
 
@@ -101,8 +97,11 @@ func (w *worker) idleFetcher(t *testing.T) {
 
 // pollTick, the unit the wake-up tests count in, waits up to the loop's poll interval
 // for a record of w's queue, then takes an event of its consumer's (a record there too,
-// when the partition was not routed).
+// when the partition was not routed); on read_path poll, it waits for the consumer's.
 func (w *worker) pollTick() kafka.Event {
+	if w.records == nil {
+		return w.consumer.Poll(int(pollInterval / time.Millisecond))
+	}
 	if ev := w.records.Next(pollInterval); ev != nil {
 		return ev
 	}

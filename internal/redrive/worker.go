@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/dlqops/dlq/internal/consume"
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/kafkafast"
 	"github.com/dlqops/dlq/internal/redrive/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -79,11 +79,11 @@ type worker struct {
 	identity   identity    // identity.go: its static membership, for a fence
 	onFatal    func(error) // reports the error that stops the loop; safe from any goroutine
 
-	// Set up by newWorker, then only used.
-	consumer *kafka.Consumer   // the loop's: events (rebalances, errors, commit results)
-	records  *consume.Queue    // the loop's: the consumer's records (partitions routes them at each resume)
-	producer *kafka.Producer   // the loop's and the sender's; Ready asks it for metadata
-	ordered  *delivery.Ordered // the sender's way into producer; the loop matches reports with it
+	// Set up by newWorker, then only used (readpath.go: which of them the read path uses).
+	consumer *kafka.Consumer     // the loop's: events (rebalances, errors, commit results)
+	records  *kafkafast.Queue    // the loop's: the consumer's records (partitions routes them at each resume); nil: Poll hands them out
+	producer *kafka.Producer     // the loop's, the claims' and, on read_path poll, the sender's; Ready asks it for metadata
+	fast     *kafkafast.Producer // the sender's on read_path queue, its reports read by the loop; else nil
 	// The route's series of the per-record metrics, looked up once.
 	inFlightGauge prometheus.Gauge
 	redrivenCount prometheus.Counter
@@ -149,20 +149,14 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	if w.consumer, err = kafka.NewConsumer(&cc); err != nil {
 		return nil, fmt.Errorf("route %s: consumer: %w", r.Name, err)
 	}
-	if w.records, err = consume.NewQueue(w.consumer); err != nil {
-		w.consumer.Close()
-		return nil, fmt.Errorf("route %s: consumer: %w", r.Name, err)
-	}
 	if w.producer, err = kafka.NewProducer(&pc); err != nil {
-		w.records.Close()
 		w.consumer.Close()
 		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
 	}
-	if w.ordered, err = delivery.NewOrdered(w.producer); err != nil {
-		w.records.Close()
-		w.consumer.Close()
-		w.producer.Close()
-		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
+	produce, err := w.openReadPath(e.readPath, pc)
+	if err != nil {
+		w.closeClients()
+		return nil, fmt.Errorf("route %s: %w", r.Name, err)
 	}
 	// The parts, each given what it uses (health first: the others report to it).
 	w.health = newHealth(w.log, r.Name, e.metrics.errors, w.producer)
@@ -178,7 +172,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		sources: w.sources, series: map[partKey]bool{}}
 	w.claims = &claims{store: e.store, route: r, instanceID: e.instanceID, clock: e.clock, producer: w.producer, topics: w.topics,
 		health: w.health, parked: e.metrics.parked, redriven: w.redrivenCount}
-	w.send = newSender(w.ordered, r.rules.Encode)
+	w.send = newSender(produce, r.rules.Encode)
 	return w, nil
 }
 
@@ -274,17 +268,21 @@ func (w *worker) step(ctx context.Context) {
 		return
 	}
 	timeout := pollInterval
-	if len(w.producer.Events()) > 0 || len(w.park.out) > 0 || len(w.send.failed) > 0 {
+	if len(w.producer.Events()) > 0 || len(w.redriveReports()) > 0 || len(w.park.out) > 0 || len(w.send.failed) > 0 {
 		timeout = 0
 	}
 	// Records that are ready are taken in a burst: the rest of a turn costs as much as a
 	// record, and acknowledgements wait in the producer's channel meanwhile. Then, every
 	// turn (rebalances wait for it, and librdkafka counts it against
 	// max.poll.interval.ms), the consumer's own queue: its events, and the records of any
-	// partition librdkafka did not route to ours (consume.Queue).
-	w.burst(func(wait time.Duration) kafka.Event { return w.records.Next(wait) }, timeout)
+	// partition librdkafka did not route to ours (kafkafast.Queue). On read_path poll,
+	// the consumer's own queue has the records too.
+	if w.records != nil {
+		w.burst(func(wait time.Duration) kafka.Event { return w.records.Next(wait) }, timeout)
+		timeout = 0
+	}
 	if w.fatal == nil {
-		w.burst(func(wait time.Duration) kafka.Event { return w.consumer.Poll(int(wait / time.Millisecond)) }, 0)
+		w.burst(func(wait time.Duration) kafka.Event { return w.consumer.Poll(int(wait / time.Millisecond)) }, timeout)
 	}
 }
 
@@ -309,6 +307,8 @@ func (w *worker) waitWork() {
 	defer t.Stop()
 	select {
 	case ev := <-w.producer.Events():
+		w.onDelivery(ev)
+	case ev := <-w.redriveReports():
 		w.onDelivery(ev)
 	case b := <-w.park.out:
 		w.onStored(b)
@@ -370,7 +370,9 @@ func (w *worker) shutdown(ctx context.Context) error {
 	if err != nil {
 		w.log.Warn().Err(err).Msg("final commit failed: the records after the last commit will be read again")
 	}
-	w.records.Close() // before its consumer: nothing reads records any more
+	if w.records != nil {
+		w.records.Close() // before its consumer: nothing reads records any more
+	}
 	var cerr error
 	if w.consumerFatal {
 		// After a fatal consumer error (a static member fenced by a newer one with its
@@ -384,23 +386,30 @@ func (w *worker) shutdown(ctx context.Context) error {
 	}
 	w.sources.f.close()
 	_ = w.send.Stop(context.Background()) // it returns as soon as it is cancelled
-	flushMs := 5000
+	deadline := time.Now().Add(5 * time.Second)
 	if dl, ok := ctx.Deadline(); ok {
-		flushMs = max(0, int(time.Until(dl)/time.Millisecond))
+		deadline = dl
 	}
 	// Flush counts events nobody reads any more as outstanding, and its own poll blocks
 	// while the events channel is full: drain them (nothing is committed after this).
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		for range w.producer.Events() { // closed by Close
+	var drained sync.WaitGroup
+	for _, events := range []chan kafka.Event{w.producer.Events(), w.redriveReports()} {
+		if events != nil {
+			drained.Go(func() {
+				for range events { // closed by Close
+				}
+			})
 		}
-	}()
-	if left := w.producer.Flush(flushMs); left > 0 {
+	}
+	left := w.producer.Flush(max(0, int(time.Until(deadline)/time.Millisecond)))
+	if w.fast != nil {
+		left += w.fast.Flush(max(0, int(time.Until(deadline)/time.Millisecond)))
+		w.fast.Close()
+	}
+	if left > 0 {
 		w.log.Warn().Int("records", left).Msg("records still unacknowledged at shutdown: they stay uncommitted in the DLQ")
 	}
-	w.ordered.Close()
 	w.producer.Close()
-	<-drained // ends with Close: nothing of the worker outlives its loop
+	drained.Wait() // ends with Close: nothing of the worker outlives its loop
 	return cerr
 }

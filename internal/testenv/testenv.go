@@ -109,3 +109,8 @@ func BenchSize(b testing.TB, name string, def, min int) int {
 	}
 	return n
 }
+
+// ReadPath is the worker read path (read_path) the redrive tests run their engines and
+// workers on: DLQ_TEST_READ_PATH, queue or poll; empty is the worker's default.
+// `make test` runs the redrive suite once on each.
+func ReadPath() string { return os.Getenv("DLQ_TEST_READ_PATH") }

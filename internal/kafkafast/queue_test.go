@@ -1,10 +1,8 @@
-package consume
+package kafkafast
 
 import (
 	"bytes"
-	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -221,22 +219,4 @@ func TestQueueEndsPartitionsAndFollowsSeeks(t *testing.T) {
 	require.NoError(t, c.Seek(kafka.TopicPartition{Topic: &topic, Partition: 0, Offset: 0}, 0))
 	got = read(t, c, q, 1)
 	require.Equal(t, kafka.Offset(0), got[0].TopicPartition.Offset)
-}
-
-// Queue declares the few librdkafka functions and the message struct it uses instead of
-// including rdkafka.h, which confluent-kafka-go keeps in its module: they must be the
-// linked librdkafka's.
-func TestQueueDeclarationsMatchLibrdkafka(t *testing.T) {
-	header := kafkatest.RdkafkaHeader(t)
-	kafkatest.RequireDeclaredIn(t, header, "queue.go")
-	body := regexp.MustCompile(`(?s)typedef struct rd_kafka_message_s \{(.*?)\} rd_kafka_message_t;`).FindStringSubmatch(header)
-	require.NotNil(t, body, "rdkafka.h defines rd_kafka_message_t")
-	var fields []string
-	for _, line := range strings.Split(regexp.MustCompile(`(?s)/\*.*?\*/`).ReplaceAllString(body[1], ""), ";") {
-		if f := strings.Fields(strings.ReplaceAll(line, "*", " * ")); len(f) > 0 {
-			fields = append(fields, strings.Join(f, " "))
-		}
-	}
-	require.Equal(t, []string{"rd_kafka_resp_err_t err", "rd_kafka_topic_t * rkt", "int32_t partition", "void * payload", "size_t len",
-		"void * key", "size_t key_len", "int64_t offset", "void * _private"}, fields)
 }

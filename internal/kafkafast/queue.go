@@ -1,44 +1,7 @@
-// Package consume reads a consumer's records off the path of its events: the partitions
-// routed to a Queue hand their records over with one call into librdkafka each, while
-// the consumer's own queue keeps its rebalances, errors and commit results for Poll.
-package consume
+package kafkafast
 
 /*
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/types.h>
-
-// The part of librdkafka's API (rdkafka.h, linked by confluent-kafka-go) that Queue
-// calls. TestQueueDeclarationsMatchLibrdkafka checks it against the linked header.
-typedef struct rd_kafka_s rd_kafka_t;
-typedef struct rd_kafka_topic_s rd_kafka_topic_t;
-typedef struct rd_kafka_queue_s rd_kafka_queue_t;
-typedef struct rd_kafka_headers_s rd_kafka_headers_t;
-typedef struct rd_kafka_message_s {
-	int err;
-	rd_kafka_topic_t *rkt;
-	int32_t partition;
-	void *payload;
-	size_t len;
-	void *key;
-	size_t key_len;
-	int64_t offset;
-	void *_private;
-} rd_kafka_message_t;
-rd_kafka_queue_t *rd_kafka_queue_new(rd_kafka_t *rk);
-void rd_kafka_queue_destroy(rd_kafka_queue_t *rkqu);
-rd_kafka_queue_t *rd_kafka_queue_get_partition(rd_kafka_t *rk, const char *topic, int32_t partition);
-void rd_kafka_queue_forward(rd_kafka_queue_t *src, rd_kafka_queue_t *dst);
-rd_kafka_message_t *rd_kafka_consume_queue(rd_kafka_queue_t *rkqu, int timeout_ms);
-void rd_kafka_message_destroy(rd_kafka_message_t *rkmessage);
-int64_t rd_kafka_message_timestamp(const rd_kafka_message_t *rkmessage, int *tstype);
-int32_t rd_kafka_message_leader_epoch(const rd_kafka_message_t *rkmessage);
-int rd_kafka_message_headers(const rd_kafka_message_t *rkmessage, rd_kafka_headers_t **hdrsp);
-size_t rd_kafka_header_cnt(const rd_kafka_headers_t *hdrs);
-int rd_kafka_header_get_all(const rd_kafka_headers_t *hdrs, size_t idx, const char **namep, const void **valuep, size_t *sizep);
-const char *rd_kafka_topic_name(const rd_kafka_topic_t *rkt);
-const char *rd_kafka_err2str(int err);
+#include "librdkafka_api.h"
 
 // dlq_route sends the records of one partition to q instead of the consumer's queue.
 static int dlq_route(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *topic, int32_t partition) {
@@ -137,7 +100,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 	"unsafe"
 
@@ -166,15 +128,16 @@ type Queue struct {
 	topics map[string]*string // one name per topic, shared by its messages
 }
 
-// NewQueue returns an empty Queue of c's.
+// NewQueue returns an empty Queue of c's; an error wrapping ErrUnchecked when the
+// linked releases are not the ones checked (Check): read with c's Poll then.
 func NewQueue(c *kafka.Consumer) (*Queue, error) {
-	rk := reflect.ValueOf(c).Elem().FieldByName("handle").FieldByName("rk")
-	if rk.Kind() != reflect.Pointer || rk.IsNil() {
-		return nil, errors.New("consume: confluent-kafka-go's Consumer has no librdkafka handle where Queue looks for it")
+	rk, err := consumerHandle(c)
+	if err != nil {
+		return nil, err
 	}
-	q := &Queue{rk: (*C.rd_kafka_t)(rk.UnsafePointer()), buf: make([]byte, 64<<10), topics: map[string]*string{}}
+	q := &Queue{rk: rk, buf: make([]byte, 64<<10), topics: map[string]*string{}}
 	if q.q = C.rd_kafka_queue_new(q.rk); q.q == nil {
-		return nil, errors.New("consume: librdkafka made no queue")
+		return nil, errors.New("kafkafast: librdkafka made no queue")
 	}
 	return q, nil
 }
@@ -190,7 +153,7 @@ func (q *Queue) Route(tps []kafka.TopicPartition) error {
 		}
 		name := C.CString(*tp.Topic)
 		if C.dlq_route(q.rk, q.q, name, C.int32_t(tp.Partition)) != 0 {
-			errs = append(errs, fmt.Errorf("consume: librdkafka has no queue for %s [%d]", *tp.Topic, tp.Partition))
+			errs = append(errs, fmt.Errorf("kafkafast: librdkafka has no queue for %s [%d]", *tp.Topic, tp.Partition))
 		}
 		C.free(unsafe.Pointer(name))
 	}
