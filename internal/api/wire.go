@@ -158,6 +158,9 @@ type BulkRequest struct {
 // DryRun is the answer to a bulk dry run.
 type DryRun struct {
 	Count int64 `json:"count"`
+	// NoPayload is how many of the selected records have no payload (a replay refuses
+	// them): share groups' dead letters whose source was gone, key and value null.
+	NoPayload int64 `json:"no_payload"`
 }
 
 // Job is a durable operator job.
