@@ -363,15 +363,19 @@ func bulkCommand(f *clientFlags) *cobra.Command {
 					req.Filter = ff.filter()
 				}
 				ctx, out := cmd.Context(), cmd.OutOrStdout()
-				n, err := c.BulkCount(ctx, kind, req)
+				dry, err := c.BulkDryRun(ctx, kind, req)
 				if err != nil {
 					return err
 				}
 				if !yes {
-					fmt.Fprintf(out, "%d records selected (dry run); run again with --yes to %s them\n", n, kind)
+					fmt.Fprintf(out, "%d records selected (dry run); run again with --yes to %s them\n", dry.Count, kind)
+					if dry.NoPayload > 0 {
+						fmt.Fprintf(out, "%d of them have no payload (share-group dead letters whose source record was gone: "+
+							"key and value null): a replay refuses them; leave them out, or replay each with its value\n", dry.NoPayload)
+					}
 					return nil
 				}
-				req.ConfirmCount = &n
+				req.ConfirmCount = &dry.Count
 				job, err := c.Bulk(ctx, kind, req, "")
 				if err != nil {
 					return err
