@@ -98,6 +98,8 @@ type recordPage struct {
 	// History is the record's newest audit entries; MoreHistory says there are older ones.
 	History     []api.AuditEntry
 	MoreHistory bool
+	// NoPayload: a replay is refused unless it gives a value (store.Record.NoPayload).
+	NoPayload bool
 }
 
 // historyLimit is how many audit entries the record page shows.
@@ -160,7 +162,8 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 	}
 	page := recordPage{RecordDetail: d, Key: viewPayload(d.Key), Value: viewPayload(d.Value),
 		Headers: viewHeaders(d.Headers), ReplayTopics: s.cfg.ReplayTopics, IdempotencyKey: randomToken(),
-		Edit: newEditForm(&d), History: history.Entries, MoreHistory: history.NextBefore != 0}
+		Edit: newEditForm(&d), History: history.Entries, MoreHistory: history.NextBefore != 0,
+		NoPayload: d.Record.Reason == store.ReasonSourceUnavailable && d.Key.Null && d.Value.Null}
 	s.render(w, sess, http.StatusOK, "record", "Record "+strconv.FormatInt(d.Record.ID, 10), "records", page)
 }
 
