@@ -766,9 +766,16 @@ func (x *execution) lease(ctx context.Context, recs []store.Record) (*batch, err
 	// The page is filtered in place, twice: a record is a few hundred bytes, and copying a
 	// thousand of them into slices grown on the way cost more than the rest of this.
 	todo := recs[:0]
+	valueGiven := x.job.Edit != nil && x.job.Edit.ValueSet
 	for i := range recs {
-		if recs[i].JobID == x.job.ID && recs[i].Status == finished {
+		switch {
+		case recs[i].JobID == x.job.ID && recs[i].Status == finished:
 			b.done++ // by an earlier holder that crashed before saving progress
+			continue
+		case x.job.Kind == store.JobReplay && recs[i].NoPayload() && !valueGiven:
+			// dlq-admin refuses such a replay; one that reached the runner anyway (a job
+			// of an earlier version) leaves the record parked rather than invent a record.
+			b.refuse(recs[i].ID, errNoPayload.Error(), 1)
 			continue
 		}
 		todo = append(todo, recs[i])
@@ -992,6 +999,10 @@ func recordIDs(recs []store.Record) []int64 {
 // errUnknownRoute: the record's route is not in this worker's configuration, so nothing
 // says where it may go.
 var errUnknownRoute = errors.New("the record's route is not configured on this worker")
+
+// errNoPayload: the record holds no record to replay (store.Record.NoPayload).
+var errNoPayload = errors.New("the record has no payload (its source record was gone when the worker read its dead letter): " +
+	"a replay would produce a record that never existed; replay it with its value")
 
 // errLookup: a metadata lookup got no answer.
 var errLookup = errors.New("metadata lookup")

@@ -13,7 +13,7 @@ const recordColumns = recordLead + `key, value, header_keys, header_values,` + r
 const jobRecordColumns = `id, original_topic, original_partition, record_timestamp, key, value,
 	header_keys, header_values, route,
 	CASE WHEN lp.lease_done THEN 'replayed' ELSE status END,
-	CASE WHEN lp.lease_done THEN lp.lease_job ELSE job_id END`
+	CASE WHEN lp.lease_done THEN lp.lease_job ELSE job_id END, reason`
 
 // jobPage is dead_letters with the replay lease of each row after the cursor ($1) (lp:
 // lease_job, lease_done; NULLs without one): a page of a job reads each record's lease
