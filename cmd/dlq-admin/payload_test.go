@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/store"
 )
 
 // The CLI shows what the API says of records without payload (share groups' dead letters
 // whose source was gone): a bulk replay's dry run counts them apart and says a replay
-// refuses them, the confirmed bulk replay and a single replay fail with the reason.
+// refuses them, the confirmed bulk replay and a single replay fail with the reason, and a
+// single replay that gives the value (text or base64) is accepted.
 func TestCLIReplayOfRecordsWithoutPayload(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, []string{"orders"})
@@ -43,6 +47,15 @@ func TestCLIReplayOfRecordsWithoutPayload(t *testing.T) {
 	require.Nil(t, page[0].Value)
 	_, err = s.cli(t, "replay", strconv.FormatInt(page[0].ID, 10))
 	require.ErrorContains(t, err, "the record has no payload: its source record was gone")
+	_, err = s.cli(t, "replay", strconv.FormatInt(page[0].ID, 10), "--value", "a", "--value-b64", "YQ==")
+	require.ErrorContains(t, err, "not both")
+	out, err = s.cli(t, "-o", "json", "replay", strconv.FormatInt(page[0].ID, 10), "--value", "the record, rebuilt")
+	require.NoError(t, err, "a replay that gives the value")
+	var job api.Job
+	require.NoError(t, json.Unmarshal([]byte(out), &job), out)
+	require.Equal(t, []int64{page[0].ID}, job.IDs)
+	_, err = s.cli(t, "replay", strconv.FormatInt(page[1].ID, 10), "--value-b64", base64.StdEncoding.EncodeToString([]byte{0, 0xff}))
+	require.NoError(t, err, "a value in base64")
 
 	out, err = s.cli(t, "bulk", "discard", "--original-topic", "orders", "--reason", "source gone")
 	require.NoError(t, err)
