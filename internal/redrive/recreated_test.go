@@ -147,3 +147,41 @@ func TestSharePointerIntoATopicRecreatedSinceIsParked(t *testing.T) {
 		"only the first dead letter's redrive is gone, deleted with its topic after the audit above found it")
 	require.Empty(t, rep.Lost)
 }
+
+// What a worker saw of a source topic's id is recorded for every worker: a worker (or a
+// worker restarted) that never saw the topic before its re-creation parks a dead letter
+// written before it by the id another worker recorded, and produces nothing.
+func TestSourceTopicIDsAreSharedByWorkers(t *testing.T) {
+	t.Parallel()
+	bs := testenv.KafkaBootstrap(t)
+	source := kafkatest.CreateTopic(t, bs, 1, nil)
+	seen, later := kafkatest.CreateTopic(t, bs, 1, nil), kafkatest.CreateTopic(t, bs, 1, nil)
+	old := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	produce(t, source, sourceRecord(source, 0, "first", []byte("v"), old))
+	produce(t, seen, sharePointer(0, source, 0, 0))
+
+	st := storetest.New(t)
+	reg := prometheus.NewRegistry()
+	first := route(testenv.UniqueName("ids-first-"), seen)
+	first.Backoff = &routes.Backoff{None: true}
+	e := startEngineWith(t, redrive.Options{Clock: time.Now, Store: st, Kafka: kcfg(t), Registry: reg}, first)
+	require.Eventually(t, func() bool {
+		runNow(t, e, first.Name)
+		return metrictest.Sum(t, reg, "dlq_worker_redriven_total", nil) == 1
+	}, time.Minute, 200*time.Millisecond, "a first worker resolves a dead letter in the source topic")
+
+	written := time.Now()
+	kafkatest.RecreateTopic(t, bs, source, 1, nil)
+	produce(t, source, sourceRecord(source, 0, "unrelated", []byte("restored from elsewhere"), old))
+	pointer := sharePointer(0, source, 0, 0)
+	pointer.Timestamp = written
+	produce(t, later, pointer)
+
+	reg2 := prometheus.NewRegistry()
+	second := route(testenv.UniqueName("ids-second-"), later)
+	second.Backoff = &routes.Backoff{None: true}
+	e2 := startEngineWith(t, redrive.Options{Clock: time.Now, Store: st, Kafka: kcfg(t), Registry: reg2}, second)
+	row := requireParkedUnredriven(t, e2, st, reg2, second, source, &kafka.Message{Key: []byte("unrelated")})
+	require.Contains(t, row.ErrorMessage, "source unavailable: topic "+source+" was re-created since the dead letter was written (topic id ")
+	requireConserved(t, st, later, second.Group)
+}

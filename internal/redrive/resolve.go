@@ -2,6 +2,7 @@ package redrive
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -70,9 +71,11 @@ func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Deco
 	// The source's own envelope (a record we redrove before carries our retry count),
 	// routed by the pointer and described by the broker. A record we redrove before
 	// keeps its first hop's coordinates, the original failure's, as every convention
-	// does; the pointer's are those of its latest copy.
+	// does; the pointer's are those of its latest copy. Coordinates are never mixed: ours
+	// are kept only when they name a partition and an offset.
 	env := sd.Envelope
-	if sd.Envelope.Convention != headers.ConventionOurs || env.OriginalTopic != e.OriginalTopic {
+	if sd.Envelope.Convention != headers.ConventionOurs || env.OriginalTopic != e.OriginalTopic ||
+		env.OriginalPartition < 0 || env.OriginalOffset < 0 {
 		env.OriginalTopic, env.OriginalPartition, env.OriginalOffset = e.OriginalTopic, e.OriginalPartition, e.OriginalOffset
 		env.OriginalTimestamp = src.Timestamp
 	}
@@ -125,6 +128,7 @@ type sources struct {
 	clientID string
 	route    string
 	topics   *delivery.Topics // the loop's topic cache: partition counts
+	store    *store.Store     // where the source topics' ids are recorded
 	seeks    *prometheus.CounterVec
 	f        *fetcher  // nil until needed
 	ids      *topicIDs // created with f
@@ -234,7 +238,12 @@ func (s *sources) fetcher() (*fetcher, error) {
 		_ = c.Close()
 		return nil, fmt.Errorf("route %s: source fetcher: %w", s.route, err)
 	}
-	s.ids = newTopicIDs(func(topic string) (kafka.UUID, bool, error) { return describeTopicID(a, topic) })
+	s.ids = newTopicIDs(func(topic string) (kafka.UUID, bool, error) { return describeTopicID(a, topic) },
+		func(topic, id string) (store.TopicSighting, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+			defer cancel()
+			return s.store.SightTopicID(ctx, topic, id)
+		})
 	s.f = newFetcher(c, s.seeks.WithLabelValues(s.route).Inc)
 	return s.f, nil
 }

@@ -6,28 +6,30 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/dlqops/dlq/internal/store"
 )
 
-// topicIDs remembers the topic id of each source topic the worker resolved a share
-// group's dead letter in. A topic deleted and re-created under the same name starts its
-// offsets at 0 again, so a dead letter's coordinates then name an unrelated record; the
-// topic id the broker reports is what tells the two topics apart. Owned by the loop
-// goroutine.
+// topicIDs tells whether a source topic was re-created since a dead letter was written.
+// A topic deleted and re-created under the same name starts its offsets at 0 again, so
+// a dead letter's coordinates then name an unrelated record; the topic id the broker
+// reports is what tells the two topics apart. What workers saw of each topic's id is
+// recorded in PostgreSQL (store.SightTopicID): shared by every worker and kept across
+// restarts. Owned by the loop goroutine.
 type topicIDs struct {
 	describe func(topic string) (id kafka.UUID, exists bool, err error)
+	sight    func(topic, id string) (store.TopicSighting, error)
 	seen     map[string]topicSighting
 }
 
-// topicSighting is what the worker saw of a source topic.
+// topicSighting is the recorded sighting of a topic and when the broker last confirmed it.
 type topicSighting struct {
-	id       kafka.UUID
-	replaced string    // the id seen before this one ("" when none): the topic was re-created
-	since    time.Time // when the worker first saw id: the topic existed no earlier than the one before
-	checked  time.Time // when the broker last confirmed id
+	store.TopicSighting
+	checked time.Time
 }
 
-func newTopicIDs(describe func(string) (kafka.UUID, bool, error)) *topicIDs {
-	return &topicIDs{describe: describe, seen: map[string]topicSighting{}}
+func newTopicIDs(describe func(string) (kafka.UUID, bool, error), sight func(topic, id string) (store.TopicSighting, error)) *topicIDs {
+	return &topicIDs{describe: describe, sight: sight, seen: map[string]topicSighting{}}
 }
 
 // expire makes every topic's id be asked again before its next use.
@@ -39,12 +41,12 @@ func (t *topicIDs) expire() {
 }
 
 // recreated says why a dead letter written at written cannot point at a record of topic
-// as it is now ("" when it may): the worker saw topic under another id, and the dead
-// letter is older than the first sighting of the current one, so its source record may
-// be the old topic's. A dead letter written between the re-creation and that sighting is
-// parked as well: which topic it named cannot be told. changed reports that the id
-// changed at this call (the fetcher drops what it read of the old topic). The id is asked
-// again at a topic's first dead letter of each run, and within a run once it is
+// as it is now ("" when it may): the topic had another id before, and the dead letter is
+// older than the first sighting of the current one, so its source record may be the old
+// topic's. A dead letter written between the re-creation and that sighting is parked as
+// well: which topic it named cannot be told. changed reports that the id differs from the
+// one this worker saw last (the fetcher drops what it read of the old topic). The id is
+// asked again at a topic's first dead letter of each run, and within a run once it is
 // watermarksTTL old.
 func (t *topicIDs) recreated(topic string, written time.Time) (why string, changed bool, err error) {
 	s, known := t.seen[topic]
@@ -56,20 +58,17 @@ func (t *topicIDs) recreated(topic string, written time.Time) (why string, chang
 		case !exists:
 			return "topic " + topic + " does not exist", false, nil
 		}
-		now := time.Now()
-		switch {
-		case !known:
-			s = topicSighting{id: id, since: now}
-		case id != s.id:
-			s = topicSighting{id: id, replaced: s.id.String(), since: now}
-			changed = true
+		sighting, err := t.sight(topic, id.String())
+		if err != nil {
+			return "", false, err
 		}
-		s.checked = now
+		changed = known && sighting.ID != s.ID
+		s = topicSighting{TopicSighting: sighting, checked: time.Now()}
 		t.seen[topic] = s
 	}
-	if s.replaced != "" && written.Before(s.since) {
+	if s.Replaced != "" && written.Before(s.Since) {
 		return fmt.Sprintf("topic %s was re-created since the dead letter was written (topic id %s, now %s): its record at these coordinates is not the one the group rejected",
-			topic, s.replaced, s.id), changed, nil
+			topic, s.Replaced, s.ID), changed, nil
 	}
 	return "", changed, nil
 }
