@@ -290,7 +290,7 @@ func preview(b api.Bytes) string {
 
 func replayCommand(f *clientFlags) *cobra.Command {
 	var req api.ReplayRequest
-	var key string
+	var key, value, valueB64 string
 	var wait bool
 	cmd := &cobra.Command{
 		Use:   "replay ID",
@@ -300,6 +300,14 @@ func replayCommand(f *clientFlags) *cobra.Command {
 			c, id, err := f.clientForID(args[0])
 			if err != nil {
 				return err
+			}
+			switch fl := cmd.Flags(); {
+			case fl.Changed("value") && fl.Changed("value-b64"):
+				return errors.New("give --value or --value-b64, not both")
+			case fl.Changed("value"):
+				req.Value = &api.Bytes{UTF8: &value}
+			case fl.Changed("value-b64"):
+				req.Value = &api.Bytes{Base64: valueB64}
 			}
 			job, err := c.Replay(cmd.Context(), id, req, key)
 			if err != nil {
@@ -317,6 +325,9 @@ func replayCommand(f *clientFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&req.ResetRetry, "reset-retry", false, "reset the retry count to 0")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "a retried command with the same key returns the same job")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the worker has replayed it")
+	cmd.Flags().StringVar(&value, "value", "", "replay with this value (UTF-8 text) instead of the stored one: "+
+		"how a record without payload is replayed")
+	cmd.Flags().StringVar(&valueB64, "value-b64", "", "replay with this value (standard base64) instead of the stored one")
 	return cmd
 }
 
@@ -363,15 +374,19 @@ func bulkCommand(f *clientFlags) *cobra.Command {
 					req.Filter = ff.filter()
 				}
 				ctx, out := cmd.Context(), cmd.OutOrStdout()
-				n, err := c.BulkCount(ctx, kind, req)
+				dry, err := c.BulkDryRun(ctx, kind, req)
 				if err != nil {
 					return err
 				}
 				if !yes {
-					fmt.Fprintf(out, "%d records selected (dry run); run again with --yes to %s them\n", n, kind)
+					fmt.Fprintf(out, "%d records selected (dry run); run again with --yes to %s them\n", dry.Count, kind)
+					if dry.NoPayload > 0 {
+						fmt.Fprintf(out, "%d of them have no payload (share-group dead letters whose source record was gone: "+
+							"key and value null): a replay refuses them; leave them out, or replay each with its value\n", dry.NoPayload)
+					}
 					return nil
 				}
-				req.ConfirmCount = &n
+				req.ConfirmCount = &dry.Count
 				job, err := c.Bulk(ctx, kind, req, "")
 				if err != nil {
 					return err

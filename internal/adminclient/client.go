@@ -102,9 +102,16 @@ func (c *Client) Discard(ctx context.Context, id int64, reason string) (api.Reco
 
 // BulkCount is the dry run of a bulk request: how many records it selects.
 func (c *Client) BulkCount(ctx context.Context, kind store.JobKind, req api.BulkRequest) (int64, error) {
+	out, err := c.BulkDryRun(ctx, kind, req)
+	return out.Count, err
+}
+
+// BulkDryRun is the dry run of a bulk request: how many records it selects, and how many
+// of those a replay refuses for having no payload.
+func (c *Client) BulkDryRun(ctx context.Context, kind store.JobKind, req api.BulkRequest) (api.DryRun, error) {
 	req.DryRun = true
 	var out api.DryRun
-	return out.Count, c.do(ctx, "POST", "/v1/bulk/"+string(kind), req, &out)
+	return out, c.do(ctx, "POST", "/v1/bulk/"+string(kind), req, &out)
 }
 
 // Bulk creates a bulk job; req.ConfirmCount must be the dry run's count.

@@ -107,6 +107,9 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if rec.NoPayload() && (edit == nil || !edit.ValueSet) {
+		return 0, nil, noPayloadRecord()
+	}
 	jr := store.JobRequest{
 		JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{rec.ID}, TargetTopic: req.TargetTopic,
 			ResetRetry: req.ResetRetry, ConfirmedCount: 1, Edit: edit},
@@ -223,8 +226,14 @@ func (s *Server) bulk(kind store.JobKind) handler {
 		if err != nil {
 			return 0, nil, err
 		}
+		var none int64
+		if kind == store.JobReplay {
+			if none, err = s.cfg.Store.CountNoPayload(c.r.Context(), jr.Filter, jr.RecordIDs); err != nil {
+				return 0, nil, err
+			}
+		}
 		if req.DryRun {
-			return http.StatusOK, DryRun{Count: count}, nil
+			return http.StatusOK, DryRun{Count: count, NoPayload: none}, nil
 		}
 		if req.ConfirmCount == nil {
 			return 0, nil, badParam("confirm_count", "required: the count of a dry run")
@@ -233,6 +242,9 @@ func (s *Server) bulk(kind store.JobKind) handler {
 			p := probCountMismatch.with("the selection changed since the dry run; confirm the new count")
 			p.Count = &count
 			return 0, nil, p
+		}
+		if none > 0 {
+			return 0, nil, noPayloadSelection(none, count)
 		}
 		jr.ConfirmedCount = count
 		return s.submit(c, jr)

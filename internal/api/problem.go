@@ -22,8 +22,12 @@ type Problem struct {
 	RequestID string `json:"request_id,omitempty"`
 	// Count is the current count of a selection whose confirmation did not match.
 	Count *int64 `json:"count,omitempty"`
+	// NoPayload is how many records of a refused replay have no payload.
+	NoPayload *int64 `json:"no_payload,omitempty"`
 	// RetryAfter is the Retry-After of a 429, in seconds.
 	RetryAfter int `json:"-"`
+	// outcome is the refusal's audit outcome when its status does not tell it.
+	outcome string
 }
 
 func (p *Problem) Error() string {

@@ -56,6 +56,9 @@ func (s *Server) auditRefusal(c *call, rt Route, status int, err error) {
 	var p *Problem
 	if errors.As(err, &p) {
 		e.Reason = p.Detail
+		if p.outcome != "" {
+			e.Outcome = p.outcome
+		}
 	}
 	if !anonymous {
 		// The object the request named, so that the row is listed with its topics.

@@ -158,6 +158,9 @@ type BulkRequest struct {
 // DryRun is the answer to a bulk dry run.
 type DryRun struct {
 	Count int64 `json:"count"`
+	// NoPayload is how many of the selected records have no payload (a replay refuses
+	// them): share groups' dead letters whose source was gone, key and value null.
+	NoPayload int64 `json:"no_payload"`
 }
 
 // Job is a durable operator job.
@@ -175,12 +178,16 @@ type Job struct {
 	Done           int64           `json:"done"`
 	Failed         int64           `json:"failed"`
 	Skipped        int64           `json:"skipped"`
-	Error          string          `json:"error,omitempty"`
-	CreatedBy      string          `json:"created_by"`
-	CreatedAt      time.Time       `json:"created_at"`
-	StartedAt      *time.Time      `json:"started_at,omitempty"`
-	UpdatedAt      time.Time       `json:"updated_at"`
-	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
+	// InFlightAtCancel is how many records a replay job had handed to the producer and not
+	// settled when its cancel was noticed; each that reached the target is in Done. Absent
+	// until they settled, and for a job not cancelled while it ran.
+	InFlightAtCancel *int64     `json:"in_flight_at_cancel,omitempty"`
+	Error            string     `json:"error,omitempty"`
+	CreatedBy        string     `json:"created_by"`
+	CreatedAt        time.Time  `json:"created_at"`
+	StartedAt        *time.Time `json:"started_at,omitempty"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+	FinishedAt       *time.Time `json:"finished_at,omitempty"`
 }
 
 // JobList is a page of jobs.
@@ -398,7 +405,8 @@ func toJob(j *store.Job) Job {
 		ID: j.ID, Kind: j.Kind, Status: j.Status, IDs: j.RecordIDs, Filter: toFilter(j.Filter),
 		TargetTopic: j.TargetTopic, ResetRetry: j.ResetRetry, RatePerSecond: j.RatePerSecond,
 		ConfirmedCount: j.ConfirmedCount, Total: j.Total, Done: j.Done, Failed: j.Failed, Skipped: j.Skipped, Error: j.Error,
-		CreatedBy: j.CreatedBy, CreatedAt: j.CreatedAt, StartedAt: optTime(j.StartedAt), UpdatedAt: j.UpdatedAt,
+		InFlightAtCancel: j.InFlightAtCancel,
+		CreatedBy:        j.CreatedBy, CreatedAt: j.CreatedAt, StartedAt: optTime(j.StartedAt), UpdatedAt: j.UpdatedAt,
 		FinishedAt: optTime(j.FinishedAt),
 	}
 }

@@ -24,6 +24,7 @@ type bulkForm struct {
 	Reason         string
 	ReplayTopics   []string
 	Count          int64
+	NoPayload      int64 // of Count, records a replay refuses for having no payload
 	Error          string
 	IdempotencyKey string
 }
@@ -112,7 +113,7 @@ func (s *Server) bulk(w http.ResponseWriter, r *http.Request, sess *session) {
 			s.failAPI(w, r, sess, err)
 			return
 		}
-		form.Count, form.IdempotencyKey = dry.Count, randomToken()
+		form.Count, form.NoPayload, form.IdempotencyKey = dry.Count, dry.NoPayload, randomToken()
 		s.render(w, sess, http.StatusOK, "bulk", "Confirm bulk "+form.Action, "records", form)
 		return
 	}

@@ -460,6 +460,42 @@ func TestConsole(t *testing.T) {
 		e.shot(t, ctx, "job-skipped")
 	})
 
+	// Records without payload (share groups' dead letters whose source was gone): the
+	// record page says a replay is refused and why, a plain replay is refused with the
+	// reason, and a bulk replay's confirmation counts them apart; its confirmation is
+	// refused and nothing is produced.
+	t.Run("NoPayload", func(t *testing.T) {
+		ids := e.park("NoPayloadErr", e.orders, 3, func(i int, r *store.NewRecord) {
+			if i < 2 {
+				r.Key, r.Value = nil, nil
+				r.Reason = store.ReasonSourceUnavailable
+			}
+		})
+		ctx := e.tab(t)
+		e.signIn(t, ctx, adminToken)
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, ids[0])), chromedp.WaitVisible("#no-payload"))
+		require.Contains(t, text(t, ctx, "#no-payload"), "This record has no payload: its source record was gone")
+		do(t, ctx, chromedp.Click("#replay"), chromedp.WaitVisible("#flash"))
+		require.Contains(t, text(t, ctx, "#flash"), "Refused (422 Replay refused: no payload)")
+		require.Contains(t, text(t, ctx, "#flash"), "a replay would produce a record that never existed")
+		require.Equal(t, store.StatusParked, e.status(ids[0]))
+		e.shot(t, ctx, "record-no-payload")
+		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, ids[2])), chromedp.WaitVisible("#replay"))
+		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#no-payload").length`), "a record with its payload")
+
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked&error_class=NoPayloadErr"), chromedp.WaitVisible("#bulk"),
+			chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
+			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#bulk-no-payload"))
+		require.Equal(t, "3", text(t, ctx, "#bulk-count"))
+		require.Contains(t, text(t, ctx, "#bulk-no-payload"), "2 of them have no payload")
+		e.shot(t, ctx, "bulk-no-payload")
+		do(t, ctx, chromedp.SendKeys("#confirm-count", "3"), chromedp.Click("#confirm"), chromedp.WaitVisible("#error-detail"))
+		require.Contains(t, text(t, ctx, "#error-status"), "422")
+		require.Contains(t, text(t, ctx, "#error-detail"), "2 of the 3 selected records have no payload")
+		require.Equal(t, int64(3), e.count(store.Filter{ErrorClass: "NoPayloadErr", Statuses: []store.Status{store.StatusParked}}),
+			"nothing replayed")
+	})
+
 	t.Run("PauseResumeRoute", func(t *testing.T) {
 		e := e.sub(t)
 		// The next run a worker reported for the route.

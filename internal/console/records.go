@@ -48,7 +48,8 @@ var (
 	statusNames = []store.Status{store.StatusParked, store.StatusScheduled, store.StatusReplaying,
 		store.StatusReplayed, store.StatusRedriven, store.StatusDiscarded}
 	reasonNames = []store.Reason{store.ReasonExhausted, store.ReasonUnroutable, store.ReasonInvalidRetryCount,
-		store.ReasonTooLarge, store.ReasonUnknownTopic, store.ReasonUnauthorized, store.ReasonManual, store.ReasonBackoff}
+		store.ReasonTooLarge, store.ReasonUnknownTopic, store.ReasonUnauthorized, store.ReasonSourceUnavailable, store.ReasonManual,
+		store.ReasonBackoff}
 )
 
 func (s *Server) records(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -97,6 +98,8 @@ type recordPage struct {
 	// History is the record's newest audit entries; MoreHistory says there are older ones.
 	History     []api.AuditEntry
 	MoreHistory bool
+	// NoPayload: a replay is refused unless it gives a value (store.Record.NoPayload).
+	NoPayload bool
 }
 
 // historyLimit is how many audit entries the record page shows.
@@ -159,7 +162,8 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 	}
 	page := recordPage{RecordDetail: d, Key: viewPayload(d.Key), Value: viewPayload(d.Value),
 		Headers: viewHeaders(d.Headers), ReplayTopics: s.cfg.ReplayTopics, IdempotencyKey: randomToken(),
-		Edit: newEditForm(&d), History: history.Entries, MoreHistory: history.NextBefore != 0}
+		Edit: newEditForm(&d), History: history.Entries, MoreHistory: history.NextBefore != 0,
+		NoPayload: d.Record.Reason == store.ReasonSourceUnavailable && d.Key.Null && d.Value.Null}
 	s.render(w, sess, http.StatusOK, "record", "Record "+strconv.FormatInt(d.Record.ID, 10), "records", page)
 }
 

@@ -158,8 +158,10 @@ func TestRedriven(t *testing.T) {
 	replayedBefore := Envelope{RetryCount: 1, Replay: &Replay{Actor: "ada", JobID: "7", ReplayID: "7-42"}}.Redriven(from, now)
 
 	nowMillis := time.Date(2026, 3, 1, 11, 0, 0, 123e6, time.UTC)
-	require.Equal(t, Envelope{RetryCount: 1, OriginalTopic: "orders", FirstFailure: nowMillis, LastFailure: nowMillis, RedriveID: &from}, fresh)
-	require.Equal(t, Envelope{RetryCount: 5, FirstFailure: t0, LastFailure: nowMillis, RedriveID: &from}, again)
+	require.Equal(t, Envelope{RetryCount: 1, OriginalTopic: "orders", FirstFailure: nowMillis, LastFailure: nowMillis, RedriveID: &from}, fresh,
+		"no failure time known: the hop's")
+	require.Equal(t, Envelope{RetryCount: 5, FirstFailure: t0, LastFailure: want, RedriveID: &from}, again,
+		"the failure times the dead letter gives are kept: the last failure is the failure's, not the redrive's")
 	require.Equal(t, Envelope{RetryCount: 2, FirstFailure: nowMillis, LastFailure: nowMillis, RedriveID: &from}, replayedBefore,
 		"one de-duplication id per hop: an earlier replay's is dropped")
 	require.Equal(t, math.MaxInt32, saturated.RetryCount)

@@ -68,8 +68,11 @@ const (
 // worker fetches the record it points at from the source topic.
 const KeyShareTopic = "__dlq.errors.topic"
 
-// ConventionShareGroup is Envelope.Convention for a share group's dead letter.
-const ConventionShareGroup = "share-group"
+// Envelope.Convention of our own headers and of a share group's dead letter.
+const (
+	ConventionOurs       = "dlq"
+	ConventionShareGroup = "share-group"
+)
 
 // Reasons a record cannot be redriven; the parking store uses these strings.
 const (
@@ -130,17 +133,21 @@ type Envelope struct {
 }
 
 // Redriven returns the envelope for the next hop of a record read from the
-// DLQ at from: one more retry, last failure now, redrive id from. A hop carries
-// exactly one de-duplication id, so an earlier replay's id is not written.
+// DLQ at from: one more retry, redrive id from. Coordinates and failure times
+// stay those of the failures the dead letter records (the first hop's
+// coordinates, the time of its last failure), for every convention; a failure
+// time the dead letter does not give is now. A hop carries exactly one
+// de-duplication id, so an earlier replay's id is not written.
 func (e Envelope) Redriven(from Coordinates, now time.Time) Envelope {
 	if e.RetryCount < maxRetryCount {
 		e.RetryCount++
 	}
-	now = toMillis(now)
-	if e.FirstFailure.IsZero() {
-		e.FirstFailure = now
+	if e.LastFailure.IsZero() {
+		e.LastFailure = toMillis(now)
 	}
-	e.LastFailure = now
+	if e.FirstFailure.IsZero() {
+		e.FirstFailure = e.LastFailure
+	}
 	e.RedriveID = &from
 	e.Replay = nil
 	return e

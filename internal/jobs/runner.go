@@ -377,6 +377,9 @@ func (r *Runner) run(ctx context.Context, owner string, job store.Job) {
 			log.Warn().Err(err).Msg("job interrupted; it resumes when its lease expires")
 		} else {
 			log.Info().Err(err).Msg("job left")
+			if x.cancelled {
+				r.settleCancelled(ctx, x)
+			}
 			r.fold(ctx, job.ID) // cancelled: what it replayed (taken over: nothing yet)
 		}
 	case stopped || err != nil:
@@ -404,6 +407,26 @@ func (r *Runner) finish(ctx context.Context, x *execution) {
 		}
 	}
 	r.end(ctx, x, status, msg)
+}
+
+// settleCancelled stores the counts of a job cancelled while x ran it, now that everything
+// x handed to the producer settled: done counts every record that reached the target,
+// those delivered after the cancel included, and the job says how many were in flight at
+// the cancel: handed to the producer and not in the counts the job showed then (its last
+// saved progress). Without it the job would show the counts of its last heartbeat while
+// its rows and the target show more.
+func (r *Runner) settleCancelled(ctx context.Context, x *execution) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	inFlight := x.handed.Load() - x.settledAtCancel
+	job, err := r.cfg.Store.SettleCancelledJob(fctx, x.job.ID, x.progress, inFlight, store.Actor{Name: x.owner})
+	if err != nil {
+		x.log.Warn().Err(err).Int64("done", x.progress.Done).Int64("in_flight_records", inFlight).
+			Msg("cannot store the counts of a cancelled job; it shows those of its last heartbeat")
+		return
+	}
+	x.log.Info().Int64("done", job.Done).Int64("failed", job.Failed).Int64("skipped", job.Skipped).Int64("total", job.Total).
+		Int64("in_flight_records", inFlight).Msg("cancelled job settled: what was in flight is counted")
 }
 
 // finishFailed ends a job that failed as a whole, before it touched a record.
@@ -443,6 +466,13 @@ type execution struct {
 	// abandoned is set once the job is lost or failed: the batches still settling retry
 	// nothing more.
 	abandoned atomic.Bool
+	// handed counts the records the sending stage handed to the producer.
+	handed atomic.Int64
+	// cancelled says the job was lost to a cancel (not taken over), and settledAtCancel
+	// how many handed records the job's stored counts included then (its last saved
+	// progress); the applier's, read once both stages ended.
+	cancelled       bool
+	settledAtCancel int64
 }
 
 // batch is one step of a job between its two stages.
@@ -458,6 +488,7 @@ type batch struct {
 	results  []produced
 	reports  chan kafka.Event
 	inFlight int
+	handed   int // records handed to the producer by the sending stage
 }
 
 type produced struct {
@@ -521,6 +552,12 @@ func (x *execution) sendAll(ctx context.Context, out chan<- *batch) (stopped boo
 			b.results = make([]produced, len(b.sent))
 			b.reports = make(chan kafka.Event, len(b.sent))
 			b.produce(x.producer, &x.enc, x.produce, allOf(len(b.sent)))
+			b.handed = b.inFlight
+			x.handed.Add(int64(b.handed))
+			// What the producer holds reaches the target whatever happens next: it is
+			// settled and counted even when the sending stops now (a cancel).
+			out <- b
+			continue
 		}
 		select {
 		case out <- b:
@@ -612,32 +649,60 @@ func (x *execution) settleAll(ctx context.Context, in <-chan *batch, stopSending
 		}
 	}()
 	var failed error
-	var saved time.Time // progress last saved
+	var saved time.Time    // progress last saved
+	var settled int64      // handed records of the batches applied
+	var savedSettled int64 // of those, the ones counted in the progress last saved
+	lost := func(err error) {
+		if errors.Is(err, errLost) {
+			x.cancelled, x.settledAtCancel = x.wasCancelled(ctx), savedSettled
+		}
+	}
 	for s := range order {
 		err := <-s.err
+		// A batch that says the job was lost settled all the same.
+		settledAll := err == nil || errors.Is(err, errLost)
 		if failed != nil {
+			if settledAll && x.cancelled {
+				x.apply(s.b) // what was in flight at the cancel and still reached the target
+				continue
+			}
 			if err != nil && !errors.Is(err, errLost) && ctx.Err() == nil {
 				x.log.Warn().Err(err).Msg("cannot settle a batch of a lost job; its leases expire")
 			}
 			continue
 		}
-		if err == nil {
+		applied := err == nil
+		if applied {
 			x.apply(s.b)
+			settled += int64(s.b.handed)
 			if time.Since(saved) >= x.beatEvery() {
 				saved = time.Now()
-				err = x.heartbeat(ctx)
+				if err = x.heartbeat(ctx); err == nil {
+					savedSettled = settled
+				}
 			}
 		}
 		if err != nil {
 			failed = err
+			lost(err)
+			if settledAll && !applied && x.cancelled {
+				x.apply(s.b) // in flight at the cancel: counted as the ones after it
+			}
 			x.abandoned.Store(true)
 			stopSending()
 		}
 	}
 	if failed == nil && !saved.IsZero() {
 		failed = x.heartbeat(ctx) // what settled since the last save
+		lost(failed)
 	}
 	return failed
+}
+
+// wasCancelled reports whether the job, lost, was cancelled rather than taken over.
+func (x *execution) wasCancelled(ctx context.Context) bool {
+	j, err := x.cfg.Store.GetJob(ctx, x.job.ID)
+	return err == nil && j.Status == store.JobCancelled
 }
 
 // settlers is how many batches a job settles at once: settling a batch is mostly one
@@ -714,9 +779,16 @@ func (x *execution) lease(ctx context.Context, recs []store.Record) (*batch, err
 	// The page is filtered in place, twice: a record is a few hundred bytes, and copying a
 	// thousand of them into slices grown on the way cost more than the rest of this.
 	todo := recs[:0]
+	valueGiven := x.job.Edit != nil && x.job.Edit.ValueSet
 	for i := range recs {
-		if recs[i].JobID == x.job.ID && recs[i].Status == finished {
+		switch {
+		case recs[i].JobID == x.job.ID && recs[i].Status == finished:
 			b.done++ // by an earlier holder that crashed before saving progress
+			continue
+		case x.job.Kind == store.JobReplay && recs[i].NoPayload() && !valueGiven:
+			// dlq-admin refuses such a replay; one that reached the runner anyway (a job
+			// of an earlier version) leaves the record parked rather than invent a record.
+			b.refuse(recs[i].ID, errNoPayload.Error(), 1)
 			continue
 		}
 		todo = append(todo, recs[i])
@@ -940,6 +1012,10 @@ func recordIDs(recs []store.Record) []int64 {
 // errUnknownRoute: the record's route is not in this worker's configuration, so nothing
 // says where it may go.
 var errUnknownRoute = errors.New("the record's route is not configured on this worker")
+
+// errNoPayload: the record holds no record to replay (store.Record.NoPayload).
+var errNoPayload = errors.New("the record has no payload (its source record was gone when the worker read its dead letter): " +
+	"a replay would produce a record that never existed; replay it with its value")
 
 // errLookup: a metadata lookup got no answer.
 var errLookup = errors.New("metadata lookup")

@@ -49,7 +49,9 @@ func TestDownstreamKeepsFailing(t *testing.T) {
 	t.Parallel()
 	const n, maxRetries = 200, 4
 	bs := testenv.KafkaBootstrap(t)
-	orders := kafkatest.CreateTopic(t, bs, 2, nil)
+	// The broker stamps every record on orders with its append time: when a hop was
+	// redriven (its dlq-last-failure is the failure's time, not the hop's).
+	orders := kafkatest.CreateTopic(t, bs, 2, map[string]string{"message.timestamp.type": "LogAppendTime"})
 	dlq := kafkatest.CreateTopic(t, bs, 2, nil)
 	st := storetest.New(t)
 	runFailingService(t, bs, orders, dlq)
@@ -108,7 +110,8 @@ func TestDownstreamKeepsFailing(t *testing.T) {
 		failed, ok := failures[*env.RedriveID]
 		require.True(t, ok, "hop from unknown DLQ record %v", *env.RedriveID)
 		due := rc.Backoff.Policy().Due(failed.LastFailure, failed.RetryCount, 0.5)
-		require.False(t, env.LastFailure.Before(due), "redriven at %s, due at %s (retry %d)", env.LastFailure, due, failed.RetryCount)
+		require.False(t, m.Timestamp.Before(due), "redriven at %s, due at %s (retry %d)", m.Timestamp, due, failed.RetryCount)
+		require.Equal(t, failed.LastFailure, env.LastFailure, "a hop carries the time of the failure it retries")
 		require.Equal(t, failed.RetryCount+1, env.RetryCount)
 		lastHop[string(m.Key)] = max(lastHop[string(m.Key)], env.RetryCount)
 	}

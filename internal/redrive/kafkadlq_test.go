@@ -211,6 +211,8 @@ func TestShareGroupDeadLetters(t *testing.T) {
 				"the pointer's coordinates are kept")
 			require.Equal(t, dlq, unavailable.DLQ.Topic)
 			require.Contains(t, unavailable.ErrorMessage, "below the log start")
+			require.Contains(t, unavailable.ErrorMessage, "Offset rejected by client. (share group "+group+", delivery count 1)",
+				"the group and the delivery count, as on the group's other rows")
 			if copyRecord {
 				require.Equal(t, gone.Value, unavailable.Value, "the group's copy is kept")
 			} else {

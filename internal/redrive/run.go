@@ -319,7 +319,7 @@ func (w *worker) finishRun(ctx context.Context) {
 	ev.Int64("run_id", r.id).Dur("elapsed_ms", elapsed).Int64("redriven", total.redriven).
 		Int64("scheduled", total.scheduled).Int64("parked", total.parked).Str("status", outcome).Str("error", msg).Msg("run finished")
 	w.run = nil
-	w.sources.f.release()
+	w.sources.release()
 	switch {
 	case r.interrupted:
 		r.reply <- ErrRunInterrupted

@@ -251,6 +251,20 @@ func (f *fetcher) evictIdle() {
 	}
 }
 
+// forgetTopic unassigns topic's partitions and drops what was read of them.
+func (f *fetcher) forgetTopic(topic string) {
+	for k := range f.parts {
+		if k.topic == topic {
+			f.forget(k)
+		}
+	}
+	for k := range f.wm {
+		if k.topic == topic {
+			delete(f.wm, k)
+		}
+	}
+}
+
 func (f *fetcher) forget(k partKey) {
 	_ = f.c.IncrementalUnassign([]kafka.TopicPartition{{Topic: &k.topic, Partition: k.partition}})
 	delete(f.parts, k)

@@ -167,7 +167,8 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	w.park = newParker(e.store, r.Name, w.log, w.health, e.metrics)
 	w.ledger = newLedger(w.consumer, e.store, r, w.log, w.health, e.metrics)
 	w.hdrWarn = &headerWarnings{log: w.log, route: r.Name, count: e.metrics.headerWarnings}
-	w.sources = &sources{kafka: e.kafka, group: r.Group, clientID: e.instanceID, route: r.Name, topics: w.topics, seeks: e.metrics.sourceSeeks}
+	w.sources = &sources{kafka: e.kafka, group: r.Group, clientID: e.instanceID, route: r.Name, topics: w.topics, store: e.store,
+		seeks: e.metrics.sourceSeeks}
 	w.headroom = &headroom{every: e.headroomEvery, route: r.Name, gauge: e.metrics.sourceHeadroom, log: w.log, health: w.health,
 		sources: w.sources, series: map[partKey]bool{}}
 	w.claims = &claims{store: e.store, route: r, instanceID: e.instanceID, clock: e.clock, producer: w.producer, topics: w.topics,

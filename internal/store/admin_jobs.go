@@ -225,7 +225,8 @@ const MaxJobPage = 2 * MaxPageSize
 // which no longer match the filter's statuses. They are read as their rows are, without
 // their leases: a record a replay holds reads as parked or scheduled (BeginReplays
 // decides who may take it). Each holds only what a job needs (scanJobRecord): its id,
-// original topic and partition, timestamp, key, value, headers, route, status and job.
+// original topic and partition, timestamp, key, value, headers, route, status, job and
+// reason (a record without payload is not replayed as it is: Record.NoPayload).
 func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit int) ([]Record, error) {
 	if limit <= 0 || limit > MaxJobPage {
 		return nil, &ValidationError{Field: "limit", Reason: fmt.Sprintf("must be 1..%d", MaxJobPage)}
@@ -266,9 +267,9 @@ func scanJobRecords(rows pgx.Rows, limit int) ([]Record, error) {
 		keys, values  pgtype.FlatArray[[]byte]
 	)
 	_, err := pgx.ForEachRow(rows, []any{&r.ID, &origTopic, &origPartition, &r.Timestamp, &r.Key, &r.Value,
-		&keys, &values, &r.Route, &r.Status, &jobID}, func() error {
+		&keys, &values, &r.Route, &r.Status, &jobID, &r.Reason}, func() error {
 		rec := Record{ID: r.ID, JobID: deref(jobID)}
-		rec.Route = r.Route
+		rec.Route, rec.Reason = r.Route, r.Reason
 		rec.Status, rec.Key, rec.Value, rec.Timestamp = r.Status, r.Key, r.Value, r.Timestamp.UTC()
 		rec.Origin = Origin{Topic: deref(origTopic), Partition: -1, Offset: -1}
 		if origPartition != nil {

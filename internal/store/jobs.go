@@ -84,13 +84,18 @@ type Job struct {
 	LeaseUntil time.Time
 	Error      string
 	// Topics are the original topics the job may touch; nil when any.
-	Topics     []string
-	CreatedBy  string
-	RequestID  string
-	CreatedAt  time.Time
-	StartedAt  time.Time
-	UpdatedAt  time.Time
-	FinishedAt time.Time
+	Topics []string
+	// InFlightAtCancel is how many records a replay job had handed to the producer and
+	// not yet settled when its holder learned of its cancel, once they settled (nil until
+	// then, and for a job not cancelled while it ran). Each that reached the target is
+	// counted in Done.
+	InFlightAtCancel *int64
+	CreatedBy        string
+	RequestID        string
+	CreatedAt        time.Time
+	StartedAt        time.Time
+	UpdatedAt        time.Time
+	FinishedAt       time.Time
 }
 
 // CreateJob stores a pending job and its audit row.
@@ -146,6 +151,31 @@ func (s *Store) ListJobs(ctx context.Context, beforeID int64, limit int, topics 
 // next UpdateJobProgress returns ErrConflict.
 func (s *Store) CancelJob(ctx context.Context, id int64, actor Actor) (Job, error) {
 	return s.jobTransition(ctx, id, actor, "cancel_job", sqlCancelJob)
+}
+
+// SettleCancelledJob stores the final counts of job id, cancelled while actor ran it, once
+// everything actor had handed to the producer settled: p counts every record that reached
+// the target in Done, inFlight is how many were handed over and unsettled when actor
+// learned of the cancel. It writes an audit row that says so, and ErrConflict when the
+// job is not cancelled or was settled already.
+func (s *Store) SettleCancelledJob(ctx context.Context, id int64, p JobProgress, inFlight int64, actor Actor) (Job, error) {
+	var job Job
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		job, err = scanJob(tx.QueryRow(ctx, sqlSettleCancelledJob, id, now, p.Done, p.Failed, p.Skipped, p.Cursor, inFlight))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("settle cancelled job %d: %w", id, ErrConflict)
+		}
+		if err != nil {
+			return err
+		}
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, Action: "settle_cancelled_job", JobID: id,
+			Affected: p.Done, Outcome: "ok", Reason: fmt.Sprintf("cancelled with %d records in flight; in all %d of %d records "+
+				"reached the target, %d failed, %d skipped, %d left where they were",
+				inFlight, p.Done, job.Total, p.Failed, p.Skipped, max(0, job.Total-p.Done-p.Failed-p.Skipped))})
+	})
+	return job, err
 }
 
 // ClaimJob leases the oldest pending job, or a running one whose lease expired (its worker
@@ -236,7 +266,8 @@ func scanJob(row scanner) (Job, error) {
 	)
 	err := row.Scan(&j.ID, &j.Kind, &j.Filter, &j.RecordIDs, &j.TargetTopic, &j.ResetRetry, &j.RatePerSecond,
 		&j.ConfirmedCount, &j.Status, &j.Total, &j.Done, &j.Failed, &j.Cursor, &owner, &leaseUntil,
-		&j.Error, &j.CreatedBy, &j.RequestID, &j.CreatedAt, &started, &j.UpdatedAt, &finished, &j.Topics, &j.Edit, &j.Skipped)
+		&j.Error, &j.CreatedBy, &j.RequestID, &j.CreatedAt, &started, &j.UpdatedAt, &finished, &j.Topics, &j.Edit, &j.Skipped,
+		&j.InFlightAtCancel)
 	j.LeaseOwner, j.LeaseUntil, j.StartedAt, j.FinishedAt = deref(owner), deref(leaseUntil), deref(started), deref(finished)
 	utc(&j.LeaseUntil, &j.CreatedAt, &j.StartedAt, &j.UpdatedAt, &j.FinishedAt)
 	return j, err

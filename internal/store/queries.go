@@ -13,7 +13,7 @@ const recordColumns = recordLead + `key, value, header_keys, header_values,` + r
 const jobRecordColumns = `id, original_topic, original_partition, record_timestamp, key, value,
 	header_keys, header_values, route,
 	CASE WHEN lp.lease_done THEN 'replayed' ELSE status END,
-	CASE WHEN lp.lease_done THEN lp.lease_job ELSE job_id END`
+	CASE WHEN lp.lease_done THEN lp.lease_job ELSE job_id END, reason`
 
 // jobPage is dead_letters with the replay lease of each row after the cursor ($1) (lp:
 // lease_job, lease_done; NULLs without one): a page of a job reads each record's lease
@@ -192,7 +192,8 @@ const sqlListLedger = `SELECT run_id, dlq_topic, dlq_partition, from_offset, to_
 
 const jobColumns = `id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 	confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
-	error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped`
+	error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
+	in_flight_at_cancel`
 
 const sqlCreateJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at)
@@ -242,6 +243,11 @@ const sqlUpdateJobProgress = `UPDATE jobs SET total = $3, done = $4, failed = $5
 const sqlCancelJob = `UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL,
 		updated_at = $2, finished_at = $2
 	WHERE id = $1 AND status IN ('pending', 'running') RETURNING ` + jobColumns
+
+// $3 done, $4 failed, $5 skipped, $6 cursor, $7 in flight: once, for a job cancelled while it ran.
+const sqlSettleCancelledJob = `UPDATE jobs SET done = $3, failed = $4, skipped = $5, cursor_id = $6,
+		in_flight_at_cancel = $7, updated_at = $2
+	WHERE id = $1 AND status = 'cancelled' AND in_flight_at_cancel IS NULL RETURNING ` + jobColumns
 
 // $3 owner, $4 status, $5 error.
 const sqlFinishJob = `UPDATE jobs SET status = $4, error = $5, lease_owner = NULL, lease_until = NULL,

@@ -34,6 +34,9 @@ const (
 	ReasonTooLarge          Reason = "too_large"
 	ReasonUnknownTopic      Reason = "unknown_topic"
 	ReasonUnauthorized      Reason = "unauthorized"
+	// ReasonSourceUnavailable: a share group's dead letter whose source record is gone,
+	// or whose coordinates name another record since.
+	ReasonSourceUnavailable Reason = "source_unavailable"
 	// ReasonTargetNotAllowed: the record's target is outside its route's allowed_targets.
 	ReasonTargetNotAllowed Reason = "target_not_allowed"
 	ReasonManual           Reason = "manual"
@@ -41,7 +44,7 @@ const (
 
 // Reasons lists every Reason.
 var Reasons = []Reason{ReasonBackoff, ReasonExhausted, ReasonUnroutable, ReasonInvalidRetryCount, ReasonTooLarge,
-	ReasonUnknownTopic, ReasonUnauthorized, ReasonTargetNotAllowed, ReasonManual}
+	ReasonUnknownTopic, ReasonUnauthorized, ReasonSourceUnavailable, ReasonTargetNotAllowed, ReasonManual}
 
 // Coordinates name one record in a topic.
 type Coordinates struct {

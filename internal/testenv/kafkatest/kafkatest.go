@@ -78,3 +78,33 @@ func waitForLeaders(t testing.TB, a *kafka.AdminClient, topic string, partitions
 	}
 	t.Fatalf("topic %s has no leaders after 30 s", topic)
 }
+
+// RecreateTopic deletes topic, one CreateNamedTopic made, and creates it again under the
+// same name, empty, with a new topic id: offsets start at 0 again. The deletion is
+// asynchronous, so the creation is retried while the broker still knows the old topic.
+func RecreateTopic(t testing.TB, bootstrap, name string, partitions int, config map[string]string) {
+	t.Helper()
+	a := Admin(t, bootstrap)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := a.DeleteTopics(ctx, []string{name}, kafka.SetAdminOperationTimeout(20*time.Second))
+	if err != nil || res[0].Error.Code() != kafka.ErrNoError {
+		t.Fatalf("delete topic %s: %v %v", name, err, res)
+	}
+	for {
+		res, err := a.CreateTopics(ctx, []kafka.TopicSpecification{{
+			Topic: name, NumPartitions: partitions, ReplicationFactor: 1, Config: config,
+		}}, kafka.SetAdminOperationTimeout(20*time.Second))
+		if err != nil {
+			t.Fatalf("create topic %s again: %v", name, err)
+		}
+		if res[0].Error.Code() == kafka.ErrNoError {
+			break
+		}
+		if res[0].Error.Code() != kafka.ErrTopicAlreadyExists || ctx.Err() != nil {
+			t.Fatalf("create topic %s again: %v", name, res[0].Error)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	waitForLeaders(t, a, name, partitions)
+}
