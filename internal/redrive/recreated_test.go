@@ -91,6 +91,21 @@ func TestShareDeadLetterOfARecreatedTopicIsParked(t *testing.T) {
 	}
 }
 
+// resolveFirstPointer starts a worker with one route over dlq and runs it until it has
+// redriven the one dead letter dlq holds: the worker has seen the source topic's id.
+func resolveFirstPointer(t *testing.T, st *store.Store, name, dlq string) (*redrive.Engine, *prometheus.Registry, routes.Config) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	rc := route(testenv.UniqueName(name), dlq)
+	rc.Backoff = &routes.Backoff{None: true}
+	e := startEngineWith(t, redrive.Options{Clock: time.Now, Store: st, Kafka: kcfg(t), Registry: reg}, rc)
+	require.Eventually(t, func() bool {
+		runNow(t, e, rc.Name)
+		return metrictest.Sum(t, reg, "dlq_worker_redriven_total", nil) == 1
+	}, time.Minute, 200*time.Millisecond, "the worker resolves a first dead letter in the source topic")
+	return e, reg, rc
+}
+
 // The worker resolved a dead letter in a source topic, which is then deleted and
 // re-created and filled with an unrelated record carrying an old timestamp (as a mirror
 // or a restore writes them), so neither a copy nor the timestamps tell it apart. The
@@ -107,14 +122,7 @@ func TestSharePointerIntoATopicRecreatedSinceIsParked(t *testing.T) {
 	produce(t, dlq, sharePointer(0, source, 0, 0))
 
 	st := storetest.New(t)
-	reg := prometheus.NewRegistry()
-	rc := route(testenv.UniqueName("recreated-id-"), dlq)
-	rc.Backoff = &routes.Backoff{None: true}
-	e := startEngineWith(t, redrive.Options{Clock: time.Now, Store: st, Kafka: kcfg(t), Registry: reg}, rc)
-	require.Eventually(t, func() bool {
-		runNow(t, e, rc.Name)
-		return metrictest.Sum(t, reg, "dlq_worker_redriven_total", nil) == 1
-	}, time.Minute, 200*time.Millisecond, "the worker resolves a first dead letter in the source topic")
+	e, reg, rc := resolveFirstPointer(t, st, "recreated-id-", dlq)
 	requireConserved(t, st, dlq, rc.Group)
 
 	written := time.Now() // the group rejects the topic's second record, before the re-creation
@@ -161,14 +169,7 @@ func TestSourceTopicIDsAreSharedByWorkers(t *testing.T) {
 	produce(t, seen, sharePointer(0, source, 0, 0))
 
 	st := storetest.New(t)
-	reg := prometheus.NewRegistry()
-	first := route(testenv.UniqueName("ids-first-"), seen)
-	first.Backoff = &routes.Backoff{None: true}
-	e := startEngineWith(t, redrive.Options{Clock: time.Now, Store: st, Kafka: kcfg(t), Registry: reg}, first)
-	require.Eventually(t, func() bool {
-		runNow(t, e, first.Name)
-		return metrictest.Sum(t, reg, "dlq_worker_redriven_total", nil) == 1
-	}, time.Minute, 200*time.Millisecond, "a first worker resolves a dead letter in the source topic")
+	resolveFirstPointer(t, st, "ids-first-", seen)
 
 	written := time.Now()
 	kafkatest.RecreateTopic(t, bs, source, 1, nil)
