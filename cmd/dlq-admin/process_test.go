@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,10 +50,6 @@ func startAdmin(t *testing.T, extra string) adminProcess {
 	t.Helper()
 	bin := adminBinary(t)
 	_, dbURL := storetest.NewWithURL(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
 	dir := t.TempDir()
 	token := auth.NewToken()
 	cfg := filepath.Join(dir, "admin.yaml")
@@ -64,9 +59,11 @@ database: {url: %q}
 shutdown_grace: 5s
 tokens:
   - {name: otto, role: operator, sha256: %s}
-%s`, addr, dbURL, auth.Hash(token), extra)), 0o600))
-	p := proctest.StartService(t, filepath.Join(dir, "admin.log"), nil, 10*time.Second, bin, "serve", "--config", cfg)
-	url := "http://" + addr
+%s`, "127.0.0.1:0", dbURL, auth.Hash(token), extra)), 0o600))
+	logPath := filepath.Join(dir, "admin.log")
+	p := proctest.StartService(t, logPath, nil, 10*time.Second, bin, "serve", "--config", cfg)
+	// The server binds a port of its own and logs it: no port is probed and released.
+	url := "http://" + proctest.ServingAddr(t, logPath, time.Minute)
 	require.Eventually(t, func() bool {
 		res, err := http.Get(url + "/readyz")
 		if err != nil {
