@@ -74,9 +74,19 @@ func (p *progress) line(j api.Job, elapsed time.Duration) string {
 		pct = 100 * float64(handled) / float64(j.Total)
 	}
 	if !p.tty {
-		return fmt.Sprintf("job %d %s: %d/%d (%.1f%%) done, %d failed, %d skipped, %s, ETA %s", j.ID, j.Status, j.Done, j.Total, pct, j.Failed, j.Skipped, rate, eta)
+		return fmt.Sprintf("job %d %s: %d/%d (%.1f%%) done, %d failed, %d skipped, %s, ETA %s%s", j.ID, j.Status, j.Done, j.Total, pct, j.Failed, j.Skipped, rate, eta, inFlightAtCancel(j))
 	}
 	fill := int(pct / 100 * barWidth)
 	bar := strings.Repeat("█", fill) + strings.Repeat("░", barWidth-fill)
-	return fmt.Sprintf("job %d %-9s %s %5.1f%% %d/%d failed %d skipped %d %s ETA %s", j.ID, j.Status, bar, pct, handled, j.Total, j.Failed, j.Skipped, rate, eta)
+	return fmt.Sprintf("job %d %-9s %s %5.1f%% %d/%d failed %d skipped %d %s ETA %s%s", j.ID, j.Status, bar, pct, handled, j.Total, j.Failed, j.Skipped, rate, eta, inFlightAtCancel(j))
+}
+
+// inFlightAtCancel says how many records a cancelled job still had in the producer, so
+// that an operator does not take done for all that reached the target before the cancel
+// and replay the rest twice.
+func inFlightAtCancel(j api.Job) string {
+	if j.InFlightAtCancel == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%d in flight at the cancel, counted in done once they reached the target)", *j.InFlightAtCancel)
 }

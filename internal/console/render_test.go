@@ -178,3 +178,32 @@ func attr(n *html.Node, key string) string {
 	}
 	return ""
 }
+
+// A cancelled job's page says how many records were still in the producer when the cancel
+// was noticed (they are counted in Done once they reached the target), and a job not
+// cancelled while it ran shows no such row.
+func TestJobPageSaysWhatWasInFlightAtCancel(t *testing.T) {
+	inFlight := int64(1500)
+	jobs := map[string]api.Job{
+		"/v1/jobs/7": {ID: 7, Kind: store.JobReplay, Status: store.JobCancelled, Total: 10000, Done: 3500, InFlightAtCancel: &inFlight},
+		"/v1/jobs/8": {ID: 8, Kind: store.JobReplay, Status: store.JobSucceeded, Total: 10, Done: 10},
+	}
+	fake := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		j, ok := jobs[r.URL.Path]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			require.NoError(t, json.NewEncoder(w).Encode(api.Problem{Status: http.StatusNotFound, Title: "Not found"}))
+			return
+		}
+		require.NoError(t, json.NewEncoder(w).Encode(j))
+	})
+	page := signedInConsole(t, fake)
+
+	doc := page("/ui/jobs/7")
+	require.Equal(t, "3500", byID(t, doc, "job-done"))
+	require.Equal(t, "1500", byID(t, doc, "job-in-flight-at-cancel"))
+	var found bool
+	walk(page("/ui/jobs/8"), func(n *html.Node) { found = found || attr(n, "id") == "job-in-flight-at-cancel" })
+	require.False(t, found, "a job not cancelled while it ran has no in-flight row")
+}
