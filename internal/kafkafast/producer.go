@@ -60,10 +60,10 @@ import (
 // Producer is a librdkafka producer of this package's own: Produce hands librdkafka a
 // record with one call and a per-record id as its opaque, and each delivery report is
 // matched to its record by that id when it comes back. confluent-kafka-go's Produce makes
-// one call into C per header key and value; producing this way cut the worker's CPU per
-// record (BenchmarkWorker, queue against poll). confluent-kafka-go's event loop cannot
-// carry our id back (it looks an opaque up in its own map and drops one it does not
-// know), so the Producer polls its own handle's events.
+// one call into C per header key and value, so producing this way costs the worker less
+// CPU per redriven record. confluent-kafka-go's event loop cannot carry our id back (it
+// looks an opaque up in its own map and drops one it does not know), so the Producer
+// polls its own handle's events.
 //
 // Its delivery reports arrive on Events as *kafka.Message with the opaque given to
 // Produce, beside kafka.Error for the client's errors; a report whose id the Producer

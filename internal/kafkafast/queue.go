@@ -110,8 +110,8 @@ import (
 // partitions go to instead of the consumer's queue, which keeps its events (rebalances,
 // errors, commit results) for Poll. Next takes a record with one call into librdkafka
 // and builds its kafka.Message from one packed copy: confluent-kafka-go's Poll makes
-// several calls into C per record and converts each header twice (BenchmarkWorker, see
-// the README's Benchmarks).
+// several calls into C per record and converts each header twice, which is most of the
+// worker's CPU per record.
 //
 // librdkafka clears a partition's route when it stops fetching it (an unassignment) and
 // keeps the partition's records in the partition's own queue until it is routed again,
