@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/dlqops/dlq/internal/redrive/backoff"
+	"github.com/dlqops/dlq/internal/backoff"
 )
 
 // Handler processes one record. A nil error means done; any error sends the record to

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/dlqops/dlq/internal/delivery/rules"
-	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
 

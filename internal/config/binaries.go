@@ -10,7 +10,7 @@ import (
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/headers"
-	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/routes"
 )
 
 // Worker is dlq-worker's configuration (environment prefix DLQ_WORKER_).

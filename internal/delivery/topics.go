@@ -7,7 +7,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/dlqops/dlq/internal/redrive/partitioner"
+	"github.com/dlqops/dlq/internal/partitioner"
 )
 
 // Metadata is the part of a Kafka client Topics asks: a producer's GetMetadata.

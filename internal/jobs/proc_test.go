@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlqops/dlq/internal/audit"
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
-	"github.com/dlqops/dlq/internal/redrive/audit"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"

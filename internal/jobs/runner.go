@@ -31,14 +31,14 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
+	"github.com/dlqops/dlq/internal/backoff"
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/delivery/rules"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/lifecycle"
 	"github.com/dlqops/dlq/internal/logging"
-	"github.com/dlqops/dlq/internal/redrive/backoff"
-	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
 

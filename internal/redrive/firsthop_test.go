@@ -9,7 +9,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/redrive"
-	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"

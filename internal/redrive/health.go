@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/dlqops/dlq/internal/backoff"
 	"github.com/dlqops/dlq/internal/logging"
-	"github.com/dlqops/dlq/internal/redrive/backoff"
 )
 
 // Healthy means working: a route whose topics match no partition is not ready, a run is a

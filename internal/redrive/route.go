@@ -1,9 +1,9 @@
 package redrive
 
 import (
+	"github.com/dlqops/dlq/internal/backoff"
 	"github.com/dlqops/dlq/internal/delivery/rules"
-	"github.com/dlqops/dlq/internal/redrive/backoff"
-	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/routes"
 )
 
 // route is a validated routes.Config in the form the engine uses.

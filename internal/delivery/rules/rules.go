@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/dlqops/dlq/internal/headers"
-	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
 

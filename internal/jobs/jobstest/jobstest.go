@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/headers"
-	"github.com/dlqops/dlq/internal/redrive/routes"
+	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
@@ -192,7 +192,7 @@ func CheckReplayed(t testing.TB, st *store.Store, msgs []*kafka.Message, jobID i
 
 // AuditableDLQ writes n records to topic+".dlq" (one partition, created here), at the
 // offsets Park says topic's records were dead-lettered from, and commits a new group's
-// offset past them, so that the conservation audit (internal/redrive/audit) checks every
+// offset past them, so that the conservation audit (internal/audit) checks every
 // record Park stored. It returns the group.
 func AuditableDLQ(t testing.TB, bootstrap, topic string, n int) string {
 	t.Helper()

@@ -13,8 +13,8 @@ import (
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 
+	"github.com/dlqops/dlq/internal/backoff"
 	"github.com/dlqops/dlq/internal/headers"
-	"github.com/dlqops/dlq/internal/redrive/backoff"
 )
 
 // Config is one route of the worker's configuration (`routes:` in YAML).
