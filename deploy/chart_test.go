@@ -31,7 +31,10 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dlqops/dlq/cmd/dlq-admin/adminconfig"
+	"github.com/dlqops/dlq/cmd/dlq-worker/workerconfig"
 	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 )
 
 const chartDir = "helm/dlq"
@@ -335,7 +338,7 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 			require.Equal(t, []string{"dlq-worker", "run", "--config", "/etc/dlq/worker.yaml"}, c.Args)
 			checkIdentity(t, d, services)
 			cfgYAML = cm.Data["worker.yaml"]
-			var cfg config.Worker
+			var cfg workerconfig.Config
 			loadConfig(t, mountedFiles(t, cfgYAML, pod, secrets), "DLQ_WORKER_", &cfg)
 			checkKafkaSecurity(t, values, cfg.Kafka, pod, secrets)
 			require.Equal(t, fmt.Sprintf(":%d", c.Ports[0].ContainerPort), cfg.HTTP.Listen, "the probes reach the port the worker listens on")
@@ -348,7 +351,7 @@ func checkRelease(t *testing.T, values map[string]any, objs []object) {
 				continue
 			}
 			cfgYAML = secret.StringData["admin.yaml"]
-			var cfg config.Admin
+			var cfg adminconfig.Config
 			loadConfig(t, cfgYAML, "DLQ_ADMIN_", &cfg)
 			require.Equal(t, fmt.Sprintf(":%d", c.Ports[0].ContainerPort), cfg.HTTP.Listen, "the probes reach the port the API listens on")
 			require.Len(t, cfg.Tokens, 1)
@@ -540,7 +543,7 @@ func mountedFiles(t *testing.T, raw string, pod corev1.PodTemplateSpec, secrets 
 // checkKafkaSecurity checks that the worker's loaded Kafka properties are the release's
 // kafka.* values: the password read from the mounted Secret, the certificates' paths
 // files of mounted Secrets.
-func checkKafkaSecurity(t *testing.T, values map[string]any, k config.Kafka, pod corev1.PodTemplateSpec, secrets map[string]*corev1.Secret) {
+func checkKafkaSecurity(t *testing.T, values map[string]any, k kafkaclient.Config, pod corev1.PodTemplateSpec, secrets map[string]*corev1.Secret) {
 	t.Helper()
 	// Helm fills the chart's defaults into values: an empty string is an unset value.
 	kv := values["kafka"].(map[string]any)

@@ -10,11 +10,12 @@ import (
 	"github.com/spf13/cobra"
 
 	specfile "github.com/dlqops/dlq/api"
+	"github.com/dlqops/dlq/cmd/dlq-admin/adminconfig"
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/auth"
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/console"
 	"github.com/dlqops/dlq/internal/daemon"
+	"github.com/dlqops/dlq/internal/ops"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/version"
 )
@@ -40,8 +41,8 @@ func newRoot(cf *clientFlags) *cobra.Command {
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", "", "YAML configuration file (environment: "+envPrefix+"<KEY>)")
-	load := func() (*config.Admin, error) {
-		var cfg config.Admin
+	load := func() (*adminconfig.Config, error) {
+		var cfg adminconfig.Config
 		return &cfg, daemon.LoadConfig(cfgPath, envPrefix, &cfg, &cfg.Database, nil)
 	}
 	root.AddCommand(&cobra.Command{
@@ -57,21 +58,21 @@ func newRoot(cf *clientFlags) *cobra.Command {
 		},
 	})
 	clientCommands(root, cf)
-	root.AddCommand(daemon.HealthCommand(func() (config.HTTP, error) {
+	root.AddCommand(daemon.HealthCommand(func() (ops.HTTP, error) {
 		cfg, err := load()
 		if err != nil {
-			return config.HTTP{}, err
+			return ops.HTTP{}, err
 		}
 		return cfg.HTTP, nil
 	}))
-	root.AddCommand(daemon.MigrateCommand(func() (config.Database, error) {
+	root.AddCommand(daemon.MigrateCommand(func() (store.Config, error) {
 		cfg, err := load()
 		return cfg.Database, err
 	}))
 	return root
 }
 
-func serve(ctx context.Context, cfg *config.Admin) error {
+func serve(ctx context.Context, cfg *adminconfig.Config) error {
 	base, err := daemon.Start(ctx, "dlq-admin", cfg.Log, cfg.Database)
 	if err != nil {
 		return err

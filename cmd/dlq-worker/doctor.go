@@ -9,7 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/cmd/dlq-worker/workerconfig"
 	"github.com/dlqops/dlq/internal/doctor"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 )
@@ -22,7 +22,7 @@ const doctorTimeout = 10 * time.Second
 // a valid configuration, Kafka and PostgreSQL reachable, migrations applied, the routes'
 // topics, and the share-group DLQ set-up the broker accepts silently. It prints one line
 // per problem and per note, and exits non-zero on a problem, so that it can gate CI.
-func doctorCommand(load func() (*config.Worker, error)) *cobra.Command {
+func doctorCommand(load func() (*workerconfig.Config, error)) *cobra.Command {
 	var groups []string
 	var timeout time.Duration
 	var verbose bool
@@ -51,7 +51,7 @@ func doctorCommand(load func() (*config.Worker, error)) *cobra.Command {
 				return err
 			}
 			defer func() { _ = klog.Stop(context.Background()) }()
-			rep := doctor.Run(cmd.Context(), doctor.Options{Config: cfg, ShareGroups: groups, Timeout: timeout})
+			rep := doctor.Run(cmd.Context(), doctor.Options{Kafka: cfg.Kafka, Routes: cfg.Routes, Database: cfg.Database, ShareGroups: groups, Timeout: timeout})
 			for _, f := range rep.Problems {
 				fmt.Fprintln(out, f)
 			}

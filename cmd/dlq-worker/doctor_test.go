@@ -14,8 +14,10 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/cmd/dlq-worker/workerconfig"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/routes"
+	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
@@ -23,8 +25,8 @@ import (
 
 // runDoctor runs `dlq-worker doctor args...` on cfg as the root command would, and returns
 // what it printed and its error.
-func runDoctor(cfg *config.Worker, args ...string) (string, error) {
-	cmd := doctorCommand(func() (*config.Worker, error) { return cfg, nil })
+func runDoctor(cfg *workerconfig.Config, args ...string) (string, error) {
+	cmd := doctorCommand(func() (*workerconfig.Config, error) { return cfg, nil })
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs(args)
@@ -35,9 +37,9 @@ func runDoctor(cfg *config.Worker, args ...string) (string, error) {
 
 // workerConfig is a worker configuration on the test broker and a migrated schema, with
 // one route reading topics.
-func workerConfig(t *testing.T, topics ...string) *config.Worker {
+func workerConfig(t *testing.T, topics ...string) *workerconfig.Config {
 	_, dbURL := storetest.NewWithURL(t)
-	return &config.Worker{Database: config.Database{URL: dbURL}, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
+	return &workerconfig.Config{Database: store.Config{URL: dbURL}, Kafka: kafkaclient.Config{BootstrapServers: testenv.KafkaBootstrap(t)},
 		Routes: []routes.Config{{Name: "r", Topics: topics}}}
 }
 
@@ -108,7 +110,7 @@ func TestDoctorChecksTopicsAndMigrations(t *testing.T) {
 // stderr. It runs in a child process, whose stderr is librdkafka's.
 func TestDoctorUnreachableBroker(t *testing.T) {
 	if addr := os.Getenv("DOCTOR_CHILD_BOOTSTRAP"); addr != "" {
-		cfg := &config.Worker{Database: config.Database{URL: os.Getenv("DOCTOR_CHILD_DATABASE")}, Kafka: config.Kafka{BootstrapServers: addr},
+		cfg := &workerconfig.Config{Database: store.Config{URL: os.Getenv("DOCTOR_CHILD_DATABASE")}, Kafka: kafkaclient.Config{BootstrapServers: addr},
 			Routes: []routes.Config{{Name: "r", Topics: []string{"orders.dlq"}}}}
 		out, err := runDoctor(cfg, "--timeout", "2s")
 		os.Stdout.WriteString(out)

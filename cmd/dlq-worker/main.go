@@ -13,13 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/dlqops/dlq/cmd/dlq-worker/workerconfig"
 	"github.com/dlqops/dlq/internal/audit"
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/daemon"
 	"github.com/dlqops/dlq/internal/housekeeping"
 	"github.com/dlqops/dlq/internal/jobgauges"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/ops"
 	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
@@ -39,9 +40,9 @@ func main() {
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", "", "YAML configuration file (environment: "+envPrefix+"<KEY>)")
-	load := func() (*config.Worker, error) {
-		var cfg config.Worker
-		return &cfg, daemon.LoadConfig(cfgPath, envPrefix, &cfg, &cfg.Database, &cfg.Kafka)
+	load := func() (*workerconfig.Config, error) {
+		var cfg workerconfig.Config
+		return &cfg, daemon.LoadConfig(cfgPath, envPrefix, &cfg, &cfg.Database, &cfg.Kafka.BootstrapServers)
 	}
 	root.AddCommand(&cobra.Command{
 		Use:   "run",
@@ -57,14 +58,14 @@ func main() {
 	})
 	root.AddCommand(auditCommand(load))
 	root.AddCommand(doctorCommand(load))
-	root.AddCommand(daemon.HealthCommand(func() (config.HTTP, error) {
+	root.AddCommand(daemon.HealthCommand(func() (ops.HTTP, error) {
 		cfg, err := load()
 		if err != nil {
-			return config.HTTP{}, err
+			return ops.HTTP{}, err
 		}
 		return cfg.HTTP, nil
 	}))
-	root.AddCommand(daemon.MigrateCommand(func() (config.Database, error) {
+	root.AddCommand(daemon.MigrateCommand(func() (store.Config, error) {
 		cfg, err := load()
 		return cfg.Database, err
 	}))
@@ -74,7 +75,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, cfg *config.Worker) error {
+func run(ctx context.Context, cfg *workerconfig.Config) error {
 	setMemory(cfg.MemoryLimitMiB) // for the life of the process
 	base, err := daemon.Start(ctx, "dlq-worker", cfg.Log, cfg.Database)
 	if err != nil {
@@ -141,7 +142,7 @@ func run(ctx context.Context, cfg *config.Worker) error {
 	return engine.Err()
 }
 
-func auditCommand(load func() (*config.Worker, error)) *cobra.Command {
+func auditCommand(load func() (*workerconfig.Config, error)) *cobra.Command {
 	var topic, group string
 	cmd := &cobra.Command{
 		Use:   "audit",

@@ -14,7 +14,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/store"
@@ -120,7 +119,7 @@ func sum(m map[store.Status]int) int {
 const timeout = 30 * time.Second
 
 // Run audits dlqTopic for group.
-func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, group string) (Report, error) {
+func Run(ctx context.Context, kcfg kafkaclient.Config, st *store.Store, dlqTopic, group string) (Report, error) {
 	rep := Report{Topic: dlqTopic, Group: group, InStore: map[store.Status]int{}, Duplicated: map[store.Coordinates]int{}}
 	if dlqTopic == "" || group == "" {
 		return rep, fmt.Errorf("audit: a DLQ topic and a consumer group are required")
@@ -204,7 +203,7 @@ func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, grou
 }
 
 // committed returns the group's committed offset of each partition of topic (0 when none).
-func committed(kcfg config.Kafka, topic, group string) (map[int32]int64, error) {
+func committed(kcfg kafkaclient.Config, topic, group string) (map[int32]int64, error) {
 	cc := kafkaclient.ConsumerConfig(kcfg, group)
 	cc["enable.auto.commit"] = false
 	c, err := kafka.NewConsumer(&cc)
@@ -237,7 +236,7 @@ func committed(kcfg config.Kafka, topic, group string) (map[int32]int64, error) 
 
 // read calls fn for every record of topic below ends[partition] (the high watermark of
 // every partition when ends is nil).
-func read(ctx context.Context, kcfg config.Kafka, topic string, ends map[int32]int64, fn func(*kafka.Message)) error {
+func read(ctx context.Context, kcfg kafkaclient.Config, topic string, ends map[int32]int64, fn func(*kafka.Message)) error {
 	cc := kafkaclient.ConsumerConfig(kcfg, "dlq-audit")
 	cc["enable.auto.commit"] = false
 	c, err := kafka.NewConsumer(&cc)

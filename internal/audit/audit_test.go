@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/audit"
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -79,7 +79,7 @@ func TestAuditCountsReplaysAndPrintsDuplicates(t *testing.T) {
 
 	sc.commit(t, 3)
 
-	rep, err := audit.Run(ctx, config.Kafka{BootstrapServers: bootstrap}, st, dlq, group)
+	rep, err := audit.Run(ctx, kafkaclient.Config{BootstrapServers: bootstrap}, st, dlq, group)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), rep.String())
 	require.Equal(t, 3, rep.Checked)
@@ -126,7 +126,7 @@ func TestAuditFindsEachReplayOnItsTarget(t *testing.T) {
 
 	sc.commit(t, 2)
 
-	rep, err := audit.Run(ctx, config.Kafka{BootstrapServers: bootstrap}, st, dlq, group)
+	rep, err := audit.Run(ctx, kafkaclient.Config{BootstrapServers: bootstrap}, st, dlq, group)
 	require.NoError(t, err)
 	require.False(t, rep.OK(), "a replay found nowhere fails the audit: %s", rep)
 	require.Equal(t, map[store.Status]int{store.StatusReplayed: 2}, rep.InStore)

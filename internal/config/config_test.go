@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,65 +18,111 @@ func writeFile(t *testing.T, body string) string {
 	return p
 }
 
-func TestLoadFileEnvDefaults(t *testing.T) {
-	p := writeFile(t, "log:\n  level: debug\ndatabase:\n  url: postgres://file\nkafka:\n  bootstrap_servers: 127.0.0.1:1\n")
-	t.Setenv("DLQ_WORKER_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:2")
-	var w Worker
-	require.NoError(t, Load(p, "DLQ_WORKER_", &w))
-	require.Equal(t, "debug", w.Log.Level)
-	require.Equal(t, "postgres://file", w.Database.URL)
-	require.Equal(t, "127.0.0.1:2", w.Kafka.BootstrapServers, "environment overrides the file")
-	require.Equal(t, "127.0.0.1:9464", w.HTTP.Listen)
-	require.Equal(t, 30*time.Second, w.ShutdownGrace)
-	require.Equal(t, ReadPathQueue, w.ReadPath)
+// sample stands for a binary's configuration: a section, a list of named items, a map,
+// durations, and a value read from a file it names. steps records the order in which
+// Load calls it.
+type sample struct {
+	Name    string        `yaml:"name"`
+	Grace   time.Duration `yaml:"grace"`
+	Count   int           `yaml:"count"`
+	Section struct {
+		URL     string        `yaml:"url"`
+		Timeout time.Duration `yaml:"timeout"`
+	} `yaml:"section"`
+	Items []struct {
+		Name string        `yaml:"name"`
+		Wait time.Duration `yaml:"wait"`
+		Max  int           `yaml:"max"`
+	} `yaml:"items"`
+	Extra      map[string]string `yaml:"extra"`
+	SecretFile string            `yaml:"secret_file"`
+
+	secret string
+	steps  []string
 }
 
-// read_path is queue or poll, from the file or DLQ_WORKER_READ_PATH.
-func TestReadPath(t *testing.T) {
-	p := writeFile(t, "database:\n  url: postgres://file\nkafka:\n  bootstrap_servers: 127.0.0.1:1\nread_path: poll\n")
-	var w Worker
-	require.NoError(t, Load(p, "DLQ_WORKER_", &w))
-	require.Equal(t, ReadPathPoll, w.ReadPath)
-	t.Setenv("DLQ_WORKER_READ_PATH", "queue")
-	w = Worker{}
-	require.NoError(t, Load(p, "DLQ_WORKER_", &w))
-	require.Equal(t, ReadPathQueue, w.ReadPath, "environment overrides the file")
+func (s *sample) ReadFiles() error {
+	s.steps = append(s.steps, "files")
+	if s.SecretFile == "" {
+		return nil
+	}
+	raw, err := os.ReadFile(s.SecretFile)
+	if err != nil {
+		return fmt.Errorf("secret_file: %w", err)
+	}
+	s.secret = string(raw)
+	return nil
+}
+
+func (s *sample) WithDefaults() {
+	s.steps = append(s.steps, "defaults")
+	if s.Count == 0 {
+		s.Count = 3
+	}
+}
+
+func (s *sample) Validate() error {
+	s.steps = append(s.steps, "validate")
+	if s.Count < 1 {
+		return fmt.Errorf("count: must be at least 1, got %d", s.Count)
+	}
+	return nil
+}
+
+// The file is read first, then each scalar key's environment variable overrides it (a
+// string stays a string), then the files it names are read, then defaults fill what is
+// left and validation runs.
+func TestLoadFileEnvDefaults(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("s3cr3t"), 0o600))
+	p := writeFile(t, "name: file\nsection:\n  url: postgres://file\n  timeout: 5s\nextra:\n  a: b\n")
+	t.Setenv("SAMPLE_SECTION_URL", "postgres://env")
+	t.Setenv("SAMPLE_NAME", "0123")
+	t.Setenv("SAMPLE_GRACE", "1m30s")
+	t.Setenv("SAMPLE_SECRET_FILE", secret)
+	t.Setenv("SAMPLE_EXTRA", "ignored: maps are set in the file only")
+	var s sample
+	require.NoError(t, Load(p, "SAMPLE_", &s))
+	require.Equal(t, "postgres://env", s.Section.URL, "environment overrides the file")
+	require.Equal(t, 5*time.Second, s.Section.Timeout, "the file's value stays where no variable is set")
+	require.Equal(t, "0123", s.Name, "a string variable stays a string")
+	require.Equal(t, 90*time.Second, s.Grace)
+	require.Equal(t, map[string]string{"a": "b"}, s.Extra)
+	require.Equal(t, "s3cr3t", s.secret, "the file named by the environment is read")
+	require.Equal(t, 3, s.Count, "defaulted")
+	require.Equal(t, []string{"files", "defaults", "validate"}, s.steps)
+
+	var none sample
+	require.NoError(t, Load("", "SAMPLE_", &none), "no file: the environment and defaults only")
+	require.Equal(t, "postgres://env", none.Section.URL)
 }
 
 func TestLoadRejects(t *testing.T) {
 	for name, tc := range map[string]struct {
 		file, env, want string
 	}{
-		"unknown key":        {file: "database:\n  url: x\n  ulr: y\n", want: "field ulr not found"},
-		"bad level":          {file: "log:\n  level: loud\n", want: "log.level"},
-		"silenced logs":      {file: "log:\n  level: disabled\n", want: "log.level"},
-		"fatal only":         {file: "log:\n  level: fatal\n", want: "log.level"},
-		"numeric level":      {file: "log:\n  level: 7\n", want: "log.level"},
-		"upper-case level":   {file: "log:\n  level: INFO\n", want: "log.level"},
-		"missing database":   {file: "kafka:\n  bootstrap_servers: x\n", want: "database.url"},
-		"bad listen":         {file: "http:\n  listen: nowhere\n", want: "http.listen"},
-		"bad env duration":   {env: "soon", want: "SHUTDOWN_GRACE"},
-		"negative grace":     {file: "shutdown_grace: -1s\n", want: "shutdown_grace"},
-		"tiny memory limit":  {file: "memory_limit_mib: 8\n", want: "memory_limit_mib"},
-		"no job slot":        {file: "jobs:\n  concurrency: -1\n", want: "jobs.concurrency"},
-		"bad instance id":    {file: "group_instance_id: pod 1\n", want: "group_instance_id"},
-		"unknown read path":  {file: "read_path: fetch\n", want: "read_path"},
-		"wrong type in file": {file: "database:\n  max_conns: many\n", want: "max_conns"},
+		"unknown key":        {file: "section:\n  url: x\n  ulr: y\n", want: "field ulr not found"},
+		"bad env duration":   {env: "soon", want: "SAMPLE_GRACE"},
+		"wrong type in file": {file: "count: many\n", want: "(key count)"},
+		"invalid value":      {file: "count: -1\n", want: "count: must be at least 1, got -1"},
+		"missing named file": {file: "secret_file: /nonexistent/secret\n", want: "secret_file: open /nonexistent/secret"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.env != "" {
-				t.Setenv("DLQ_WORKER_SHUTDOWN_GRACE", tc.env)
+				t.Setenv("SAMPLE_GRACE", tc.env)
 			}
-			var w Worker
-			err := Load(writeFile(t, tc.file), "DLQ_WORKER_", &w)
+			var s sample
+			err := Load(writeFile(t, tc.file), "SAMPLE_", &s)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
 }
 
 func TestLoadMissingFile(t *testing.T) {
-	var a Admin
-	require.ErrorContains(t, Load(filepath.Join(t.TempDir(), "nope.yaml"), "DLQ_ADMIN_", &a), "no such file")
+	var s sample
+	err := Load(filepath.Join(t.TempDir(), "nope.yaml"), "SAMPLE_", &s)
+	require.ErrorContains(t, err, "no such file")
+	require.True(t, errors.Is(err, os.ErrNotExist))
 }
 
 // A type error names the key that holds the bad value, also inside a flow mapping (all keys
@@ -82,64 +130,40 @@ func TestLoadMissingFile(t *testing.T) {
 func TestLoadTypeErrorNamesTheKey(t *testing.T) {
 	for name, tc := range map[string]struct{ file, want string }{
 		"flow mapping": {
-			file: "database:\n  url: x\nroutes:\n  - name: orders\n    topics: [orders.dlq]\n    backoff: {base: 30, factor: 2, cap: 1h, jitter: 0.2}\n",
-			want: "(key routes[orders].backoff.base)",
+			file: "items:\n  - {name: a, wait: 30, max: 2}\n",
+			want: "(key items[a].wait)",
 		},
 		"block mapping": {
-			file: "database:\n  url: x\nroutes:\n  - name: a\n    topics: [a.dlq]\n  - name: b\n    topics: [b.dlq]\n    backoff:\n      base: 1s\n      cap: forever\n",
-			want: "(key routes[b].backoff.cap)",
+			file: "items:\n  - name: a\n    wait: 1s\n  - name: b\n    wait: forever\n",
+			want: "(key items[b].wait)",
 		},
 		"unnamed item": {
-			file: "database:\n  url: x\nroutes:\n  - topics: [a.dlq]\n    max_retries: lots\n",
-			want: "(key routes[0].max_retries)",
+			file: "items:\n  - wait: 1s\n    max: lots\n",
+			want: "(key items[0].max)",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var w Worker
-			err := Load(writeFile(t, tc.file), "DLQ_WORKER_", &w)
+			var s sample
+			err := Load(writeFile(t, tc.file), "SAMPLE_", &s)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
 }
 
-func TestRetention(t *testing.T) {
-	var w Worker
-	require.NoError(t, Load(writeFile(t, "database:\n  url: x\nkafka:\n  bootstrap_servers: k\nretention:\n  records: 48h\n  ledger: 720h\n"), "DLQ_WORKER_", &w))
-	require.Equal(t, Retention{Records: 48 * time.Hour, Runs: DefaultRetainRuns, IdleRuns: DefaultRetainIdleRuns,
-		Jobs: DefaultRetainJobs, Audit: DefaultRetainAudit, Ledger: 720 * time.Hour, Interval: DefaultHousekeeping}, w.Retention)
+// Durations take days and years, in the file (plain, quoted, in a flow mapping, in a list)
+// and in the environment; a value the parser refuses is still named by its key.
+func TestLoadDurationsTakeDaysAndYears(t *testing.T) {
+	const day = 24 * time.Hour
+	t.Setenv("SAMPLE_GRACE", "1y")
+	var s sample
+	require.NoError(t, Load(writeFile(t, "section: {url: x, timeout: '400d'}\n"+
+		"items:\n  - name: a\n    wait: \"1d12h\"\n  - {name: b, wait: 90d}\n"), "SAMPLE_", &s))
+	require.Equal(t, 365*day, s.Grace, "from the environment")
+	require.Equal(t, 400*day, s.Section.Timeout)
+	require.Equal(t, 36*time.Hour, s.Items[0].Wait)
+	require.Equal(t, 90*day, s.Items[1].Wait)
 
-	t.Setenv("DLQ_WORKER_RETENTION_AUDIT", "10s")
-	t.Setenv("DLQ_WORKER_RETENTION_LEDGER", "30s")
-	err := Load(writeFile(t, "database:\n  url: x\nretention:\n  idle_runs: -1h\n"), "DLQ_WORKER_", &w)
-	require.ErrorContains(t, err, "retention.idle_runs: must be at least 1m0s, got -1h0m0s")
-	require.ErrorContains(t, err, "retention.audit: must be at least 1m0s, got 10s")
-	require.ErrorContains(t, err, "retention.ledger: must be at least 48h0m0s, got 30s")
-}
-
-// kafka.extra_files takes a librdkafka property's value from a file (a Secret mounted into
-// the pod), so the password is in neither the configuration file nor the environment.
-func TestKafkaExtraFiles(t *testing.T) {
-	dir := t.TempDir()
-	pw, crlf := filepath.Join(dir, "password"), filepath.Join(dir, "crlf")
-	require.NoError(t, os.WriteFile(pw, []byte("s3cr3t pw \n"), 0o600))
-	require.NoError(t, os.WriteFile(crlf, []byte("other\r\n"), 0o600))
-	base := "database:\n  url: x\nkafka:\n  bootstrap_servers: k\n  extra:\n    security.protocol: SASL_SSL\n    sasl.username: dlq\n"
-
-	var w Worker
-	require.NoError(t, Load(writeFile(t, base+"  extra_files:\n    sasl.password: "+pw+"\n    ssl.key.password: "+crlf+"\n"), "DLQ_WORKER_", &w))
-	require.Equal(t, map[string]string{"security.protocol": "SASL_SSL", "sasl.username": "dlq",
-		"sasl.password": "s3cr3t pw ", "ssl.key.password": "other"}, w.Kafka.Extra,
-		"one trailing newline is dropped, every other byte kept")
-
-	var only Worker
-	require.NoError(t, Load(writeFile(t, "database:\n  url: x\nkafka:\n  bootstrap_servers: k\n  extra_files:\n    sasl.password: "+pw+"\n"), "DLQ_WORKER_", &only))
-	require.Equal(t, map[string]string{"sasl.password": "s3cr3t pw "}, only.Kafka.Extra, "without kafka.extra")
-
-	var both Worker
-	err := Load(writeFile(t, base+"    sasl.password: inline\n  extra_files:\n    sasl.password: "+pw+"\n"), "DLQ_WORKER_", &both)
-	require.ErrorContains(t, err, "kafka.extra_files.sasl.password: also set in kafka.extra")
-
-	var missing Worker
-	err = Load(writeFile(t, base+"  extra_files:\n    sasl.password: "+filepath.Join(dir, "nope")+"\n"), "DLQ_WORKER_", &missing)
-	require.ErrorContains(t, err, "kafka.extra_files.sasl.password: open "+filepath.Join(dir, "nope"))
+	var bad sample
+	err := Load(writeFile(t, "section:\n  timeout: 2yx\n"), "SAMPLE_", &bad)
+	require.ErrorContains(t, err, "(key section.timeout)")
 }

@@ -24,10 +24,10 @@ import (
 	specfile "github.com/dlqops/dlq/api"
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/auth"
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/console"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -97,7 +97,7 @@ func newEnv(t *testing.T) *env {
 	e.url = ts.URL
 
 	// Small batches, so a rate-limited job shows its progress batch by batch.
-	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: bootstrap},
+	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: kafkaclient.Config{BootstrapServers: bootstrap},
 		Routes: []routes.Config{jobstest.Route(e.routeName)}, Owner: "console-test", Poll: 50 * time.Millisecond,
 		BatchSize: 5})
 	require.NoError(t, st.RegisterRoutes(context.Background(), []string{e.routeName}, "test"))

@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/ops"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -65,7 +64,7 @@ func Run(ctx context.Context, log zerolog.Logger, srv *ops.Server, listen ops.Li
 // OpenPool connects to PostgreSQL and registers its readiness check. The pool connects
 // lazily, so a database that is down at start-up makes the binary not ready, not dead;
 // sessions that turn read-only (a failover) are recycled (store.NewPool), logged on log.
-func OpenPool(ctx context.Context, db config.Database, srv *ops.Server, log zerolog.Logger) (*pgxpool.Pool, error) {
+func OpenPool(ctx context.Context, db store.Config, srv *ops.Server, log zerolog.Logger) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(db.URL)
 	if err != nil {
 		return nil, fmt.Errorf("database.url: %w", err)

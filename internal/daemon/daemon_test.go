@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/daemon"
 	"github.com/dlqops/dlq/internal/ops"
+	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/testenv"
 )
 
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestMigrateAndPoolRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := config.Database{URL: testenv.Schema(t), MigrateOnStart: true, MaxConns: 2}
+	db := store.Config{URL: testenv.Schema(t), MigrateOnStart: true, MaxConns: 2}
 	for range 2 {
 		require.NoError(t, daemon.MigrateOnStart(ctx, db, zerolog.Nop()))
 	}
@@ -116,7 +116,7 @@ func TestRunLifecycle(t *testing.T) {
 func TestPoolStatementTimeout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := config.Database{URL: testenv.Schema(t), MaxConns: 1, StatementTimeout: 1500 * time.Millisecond}
+	db := store.Config{URL: testenv.Schema(t), MaxConns: 1, StatementTimeout: 1500 * time.Millisecond}
 	pool, err := daemon.OpenPool(ctx, db, ops.New(zerolog.Nop()), zerolog.Nop())
 	require.NoError(t, err)
 	defer pool.Close()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/ops"
 )
 
 // HealthCommand is the `health` subcommand both binaries carry: it asks the health
@@ -19,7 +19,7 @@ import (
 // whether it is ready, or with --live whether it is alive, and exits 0 or 1. It is the
 // container's health check where there is no shell and no curl (the distroless image:
 // Docker's HEALTHCHECK, compose). It sends no token.
-func HealthCommand(load func() (config.HTTP, error)) *cobra.Command {
+func HealthCommand(load func() (ops.HTTP, error)) *cobra.Command {
 	var live bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -60,7 +60,7 @@ func HealthCommand(load func() (config.HTTP, error)) *cobra.Command {
 }
 
 // localURL is the URL of path on the listener h describes, reached on loopback.
-func localURL(h config.HTTP, path string) (string, error) {
+func localURL(h ops.HTTP, path string) (string, error) {
 	host, port, err := net.SplitHostPort(h.Listen)
 	if err != nil {
 		return "", fmt.Errorf("health: http.listen %q: %w", h.Listen, err)

@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -18,7 +17,7 @@ import (
 const MigrateTimeout = 5 * time.Minute
 
 // MigrateOnStart applies pending migrations when the configuration asks for it.
-func MigrateOnStart(ctx context.Context, db config.Database, log zerolog.Logger) error {
+func MigrateOnStart(ctx context.Context, db store.Config, log zerolog.Logger) error {
 	if !db.MigrateOnStart {
 		return nil
 	}
@@ -32,7 +31,7 @@ func MigrateOnStart(ctx context.Context, db config.Database, log zerolog.Logger)
 }
 
 // MigrateCommand is the `migrate up|status` subcommand both binaries carry.
-func MigrateCommand(load func() (config.Database, error)) *cobra.Command {
+func MigrateCommand(load func() (store.Config, error)) *cobra.Command {
 	cmd := &cobra.Command{Use: "migrate", Short: "Apply or list the database migrations"}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "up",

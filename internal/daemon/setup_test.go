@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/cmd/dlq-worker/workerconfig"
 	"github.com/dlqops/dlq/internal/daemon"
 )
 
@@ -16,12 +16,12 @@ import (
 func TestConventionalVariablesSeedTheConnections(t *testing.T) {
 	t.Setenv("DATABASE_URL", "postgres://seed")
 	t.Setenv("KAFKA_BOOTSTRAP_SERVERS", "seed:9092")
-	load := func(file string) *config.Worker {
+	load := func(file string) *workerconfig.Config {
 		t.Helper()
 		path := filepath.Join(t.TempDir(), "worker.yaml")
 		require.NoError(t, os.WriteFile(path, []byte(file), 0o600))
-		var w config.Worker
-		require.NoError(t, daemon.LoadConfig(path, "DLQ_WORKER_", &w, &w.Database, &w.Kafka))
+		var w workerconfig.Config
+		require.NoError(t, daemon.LoadConfig(path, "DLQ_WORKER_", &w, &w.Database, &w.Kafka.BootstrapServers))
 		return &w
 	}
 	w := load("database:\n  max_conns: 3\n")

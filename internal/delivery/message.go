@@ -5,7 +5,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/kafkafast"
@@ -16,7 +15,7 @@ import (
 // Its delivery reports carry the record's position and opaque only: copying each key and
 // value back into Go was per-record work nobody reads (a retry builds its record again
 // from the source).
-func ProducerConfig(cfg config.Kafka) kafka.ConfigMap {
+func ProducerConfig(cfg kafkaclient.Config) kafka.ConfigMap {
 	m := kafkaclient.ProducerConfig(cfg)
 	m["allow.auto.create.topics"] = false
 	m["go.delivery.report.fields"] = "none"

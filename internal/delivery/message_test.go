@@ -6,7 +6,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
@@ -17,7 +17,7 @@ import (
 func TestProducerReportsCarryNoContent(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
 	topic := kafkatest.CreateTopic(t, bootstrap, 1, nil)
-	cm := ProducerConfig(config.Kafka{BootstrapServers: bootstrap})
+	cm := ProducerConfig(kafkaclient.Config{BootstrapServers: bootstrap})
 	p, err := kafka.NewProducer(&cm)
 	require.NoError(t, err)
 	defer p.Close()

@@ -9,16 +9,18 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
 
-// Options is what Run checks: a worker's configuration (already loaded and valid), the
-// share groups whose dead letters a route reads, and how long each network check may
-// take before it is a finding.
+// Options is what Run checks: the parts of a worker's configuration (already loaded and
+// valid) it needs, the share groups whose dead letters a route reads, and how long each
+// network check may take before it is a finding.
 type Options struct {
-	Config      *config.Worker
+	Kafka       kafkaclient.Config
+	Routes      []routes.Config
+	Database    store.Config
 	ShareGroups []string
 	Timeout     time.Duration
 }
@@ -48,7 +50,7 @@ func (r *Report) problem(subject, format string, args ...any) {
 // kafka checks the cluster: connectivity first, then the routes' topics and the
 // share-group DLQs, which need it.
 func (r *Report) kafka(ctx context.Context, o Options) {
-	k := o.Config.Kafka
+	k := o.Kafka
 	a, err := kafkaclient.NewAdmin(k)
 	if err != nil {
 		r.problem("kafka", "cannot build a client: %v", err)
@@ -60,10 +62,10 @@ func (r *Report) kafka(ctx context.Context, o Options) {
 		r.problem("kafka", "no broker of %s answered within %s (%v): topics and share-group DLQs not checked", k.BootstrapServers, o.Timeout, err)
 		return
 	}
-	r.routeTopics(o.Config, md)
+	r.routeTopics(o.Routes, md)
 
 	var topics []string
-	for _, rc := range o.Config.Routes {
+	for _, rc := range o.Routes {
 		topics = append(topics, rc.Topics...)
 	}
 	// share.version is read over a raw connection, which only a PLAINTEXT listener
@@ -93,8 +95,8 @@ func (r *Report) kafka(ctx context.Context, o Options) {
 
 // routeTopics checks that each route's topic exists, and that each of its patterns
 // matches one: a route with nothing to read is never ready.
-func (r *Report) routeTopics(cfg *config.Worker, md *kafka.Metadata) {
-	for _, rc := range cfg.Routes {
+func (r *Report) routeTopics(rcs []routes.Config, md *kafka.Metadata) {
+	for _, rc := range rcs {
 		for _, t := range rc.Topics {
 			if !strings.HasPrefix(t, "^") {
 				if _, ok := md.Topics[t]; !ok {
@@ -122,7 +124,7 @@ func (r *Report) routeTopics(cfg *config.Worker, md *kafka.Metadata) {
 func (r *Report) postgres(ctx context.Context, o Options) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	states, err := store.MigrationStatus(ctx, o.Config.Database.URL)
+	states, err := store.MigrationStatus(ctx, o.Database.URL)
 	if err != nil {
 		r.problem("postgresql", "no answer within %s: %v", o.Timeout, err)
 		return
@@ -134,7 +136,7 @@ func (r *Report) postgres(ctx context.Context, o Options) {
 		}
 	}
 	switch {
-	case len(pending) > 0 && o.Config.Database.MigrateOnStart:
+	case len(pending) > 0 && o.Database.MigrateOnStart:
 		r.Notes = append(r.Notes, Finding{Subject: "postgresql", Advice: true, Problem: fmt.Sprintf("%d migration(s) not applied yet (the first: %s): the worker applies them at start (database.migrate_on_start)", len(pending), pending[0])})
 	case len(pending) > 0:
 		r.problem("postgresql", "%d migration(s) not applied (the first: %s): run `dlq-worker migrate up` or set database.migrate_on_start", len(pending), pending[0])

@@ -16,10 +16,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -58,7 +58,7 @@ func BenchmarkBulkReplay(b *testing.B) {
 	b.Cleanup(pool.Close)
 	seed(b, pool, n)
 	target := kafkatest.CreateTopic(b, bootstrap, 3, nil)
-	cm := delivery.ProducerConfig(config.Kafka{BootstrapServers: bootstrap})
+	cm := delivery.ProducerConfig(kafkaclient.Config{BootstrapServers: bootstrap})
 	p, err := kafka.NewProducer(&cm)
 	if err != nil {
 		b.Fatal(err)
@@ -66,7 +66,7 @@ func BenchmarkBulkReplay(b *testing.B) {
 	defer p.Close()
 	// The runner's pool is sized as dlq-worker's (database.max_conns' default), not as a
 	// test store's: a job settles several batches at once.
-	db := config.Database{URL: url}
+	db := store.Config{URL: url}
 	db.WithDefaults()
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {

@@ -9,10 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -300,7 +300,7 @@ func TestSingleReplayNotBehindBulkJobs(t *testing.T) {
 		require.NoError(t, err)
 		bulk = append(bulk, job)
 	}
-	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: bootstrap},
+	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: kafkaclient.Config{BootstrapServers: bootstrap},
 		Routes: jobstest.Routes("orders", "payments", single), Concurrency: 2, Owner: "w1"})
 	t.Cleanup(func() { // before the runner stops
 		for _, job := range bulk {
@@ -343,7 +343,7 @@ func TestTwoJobsRaceForTheSameRecords(t *testing.T) {
 		require.NoError(t, err)
 		racers = append(racers, job)
 	}
-	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: bootstrap},
+	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: kafkaclient.Config{BootstrapServers: bootstrap},
 		Routes: jobstest.Routes("orders"), Concurrency: 2, BatchSize: 100, Owner: "w1"})
 
 	var done int64

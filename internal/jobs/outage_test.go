@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/audit"
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
@@ -39,7 +39,7 @@ func TestBrokerStoppedMidJob(t *testing.T) {
 	require.NoError(t, err)
 
 	reg := prometheus.NewRegistry()
-	kc := config.Kafka{BootstrapServers: bs, Extra: map[string]string{"message.timeout.ms": "5000"}}
+	kc := kafkaclient.Config{BootstrapServers: bs, Extra: map[string]string{"message.timeout.ms": "5000"}}
 	jobstest.StartRunner(t, jobs.Config{Store: st, Kafka: kc, Routes: jobstest.Routes(topic), Owner: "w1", Registerer: reg})
 	waitProgress(t, st, job.ID)
 

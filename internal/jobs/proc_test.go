@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/audit"
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -59,7 +59,7 @@ func TestKill9RunnerProcessMidJob(t *testing.T) {
 	require.Len(t, jobstest.CheckReplayed(t, st, msgs, job.ID, "ada", false), n, "every record on the topic")
 	t.Logf("%d copies of %d records: %d produced again after the kill, with their replay id", len(msgs), n, len(msgs)-n)
 
-	rep, err := audit.Run(ctx, config.Kafka{BootstrapServers: bs}, st, topic+".dlq", group)
+	rep, err := audit.Run(ctx, kafkaclient.Config{BootstrapServers: bs}, st, topic+".dlq", group)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), rep.String())
 	require.Equal(t, n, rep.Checked)

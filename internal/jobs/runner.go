@@ -32,10 +32,10 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/dlqops/dlq/internal/backoff"
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/delivery/rules"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/lifecycle"
 	"github.com/dlqops/dlq/internal/logging"
 	"github.com/dlqops/dlq/internal/routes"
@@ -45,7 +45,7 @@ import (
 // Config configures a Runner. Store, Kafka and Owner are required.
 type Config struct {
 	Store *store.Store
-	Kafka config.Kafka
+	Kafka kafkaclient.Config
 	// Routes are the worker's routes: a record is replayed under the rules of the route
 	// that parked it (allowed_targets, stripped headers); a record of a route missing
 	// here is not replayed.

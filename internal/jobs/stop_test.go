@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/jobs"
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/lifecycle"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -39,7 +39,7 @@ func TestStopWaitsForEveryGoroutine(t *testing.T) {
 	defer func() { require.NoError(t, conn.Close(ctx)) }()
 	before := goleak.IgnoreCurrent()
 
-	r, err := jobs.New(jobs.Config{Store: st, Kafka: config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)},
+	r, err := jobs.New(jobs.Config{Store: st, Kafka: kafkaclient.Config{BootstrapServers: testenv.KafkaBootstrap(t)},
 		Routes: jobstest.Routes("orders"), Owner: "w1", Lease: 30 * time.Second, Poll: 20 * time.Millisecond,
 		Log: zerolog.Nop()})
 	require.NoError(t, err)

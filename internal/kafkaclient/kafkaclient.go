@@ -8,14 +8,12 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	"github.com/dlqops/dlq/internal/config"
 )
 
 // base is the connection part every handle shares, with the properties of kafka.extra
 // and then those of one kind of client (kafka.consumer, kafka.producer), which may
 // override it.
-func base(cfg config.Kafka, kind map[string]string) kafka.ConfigMap {
+func base(cfg Config, kind map[string]string) kafka.ConfigMap {
 	m := kafka.ConfigMap{"bootstrap.servers": cfg.BootstrapServers}
 	for k, v := range cfg.Extra {
 		m[k] = v
@@ -28,7 +26,7 @@ func base(cfg config.Kafka, kind map[string]string) kafka.ConfigMap {
 
 // ProducerConfig is a producer that loses nothing it confirmed: acks=all, idempotence
 // (which also keeps per-partition order across retries).
-func ProducerConfig(cfg config.Kafka) kafka.ConfigMap {
+func ProducerConfig(cfg Config) kafka.ConfigMap {
 	m := base(cfg, cfg.Producer)
 	m["acks"] = "all"
 	m["enable.idempotence"] = true
@@ -48,7 +46,7 @@ const producerQueueDefault = 100_000
 // ConsumerConfig is a consumer that commits only what its caller stored: no auto offset
 // store, earliest reset: a group without a committed offset never skips what nobody
 // handled.
-func ConsumerConfig(cfg config.Kafka, group string) kafka.ConfigMap {
+func ConsumerConfig(cfg Config, group string) kafka.ConfigMap {
 	m := base(cfg, cfg.Consumer)
 	m["group.id"] = group
 	m["enable.auto.offset.store"] = false
@@ -84,7 +82,7 @@ type Admin struct {
 }
 
 // NewAdmin returns an admin client on the connection properties (kafka.extra).
-func NewAdmin(cfg config.Kafka) (*Admin, error) {
+func NewAdmin(cfg Config) (*Admin, error) {
 	m := withLogs(base(cfg, nil))
 	m["go.produce.channel.size"], m["go.events.channel.size"] = 0, 100
 	p, err := kafka.NewProducer(&m)

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
@@ -22,7 +21,7 @@ func TestMain(m *testing.M) {
 
 func newProducer(t *testing.T, bootstrap string) *kafka.Producer {
 	t.Helper()
-	cm := kafkaclient.ProducerConfig(config.Kafka{BootstrapServers: bootstrap})
+	cm := kafkaclient.ProducerConfig(kafkaclient.Config{BootstrapServers: bootstrap})
 	cm["message.timeout.ms"] = 60000
 	p, err := kafka.NewProducer(&cm)
 	require.NoError(t, err)
@@ -63,7 +62,7 @@ func TestProduceConsumeCommitRoundTrip(t *testing.T) {
 	}
 
 	group := testenv.UniqueName("g-")
-	cm := kafkaclient.ConsumerConfig(config.Kafka{BootstrapServers: bootstrap}, group)
+	cm := kafkaclient.ConsumerConfig(kafkaclient.Config{BootstrapServers: bootstrap}, group)
 	c, err := kafka.NewConsumer(&cm)
 	require.NoError(t, err)
 	defer c.Close()
@@ -111,7 +110,7 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	after := produceSync(t, p, &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Value: []byte("after")})
 	require.Equal(t, first.TopicPartition.Offset+2, after.TopicPartition.Offset, "nothing lost, nothing duplicated")
 
-	cm := kafkaclient.ConsumerConfig(config.Kafka{BootstrapServers: b.Bootstrap()}, testenv.UniqueName("g-"))
+	cm := kafkaclient.ConsumerConfig(kafkaclient.Config{BootstrapServers: b.Bootstrap()}, testenv.UniqueName("g-"))
 	c, err := kafka.NewConsumer(&cm)
 	require.NoError(t, err)
 	defer c.Close()
@@ -132,7 +131,7 @@ func TestProducerHeapIsSmall(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	cm := kafkaclient.ProducerConfig(config.Kafka{BootstrapServers: "127.0.0.1:1"})
+	cm := kafkaclient.ProducerConfig(kafkaclient.Config{BootstrapServers: "127.0.0.1:1"})
 	cm["log_level"] = 0 // nothing listens on that port: librdkafka need not say so
 	p, err := kafka.NewProducer(&cm)
 	require.NoError(t, err)

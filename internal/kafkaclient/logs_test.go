@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/testenv"
 )
@@ -25,15 +24,15 @@ func TestLogRouterForwardsLibrdkafkaLines(t *testing.T) {
 	require.NoError(t, r.Stop(ctx), "before Start")
 	require.NoError(t, r.Start(ctx))
 	require.Error(t, kafkaclient.NewLogRouter(zerolog.Nop()).Start(ctx), "one router per process")
-	cm := kafkaclient.ProducerConfig(config.Kafka{BootstrapServers: "127.0.0.1:1"}) // nothing listens
+	cm := kafkaclient.ProducerConfig(kafkaclient.Config{BootstrapServers: "127.0.0.1:1"}) // nothing listens
 	require.Equal(t, true, cm["go.logs.channel.enable"])
 	p, err := kafka.NewProducer(&cm)
 	require.NoError(t, err)
-	cc := kafkaclient.ConsumerConfig(config.Kafka{BootstrapServers: "127.0.0.1:1"}, "g")
+	cc := kafkaclient.ConsumerConfig(kafkaclient.Config{BootstrapServers: "127.0.0.1:1"}, "g")
 	c, err := kafka.NewConsumer(&cc)
 	require.NoError(t, err)
 	defer c.Close()
-	a, err := kafkaclient.NewAdmin(config.Kafka{BootstrapServers: "127.0.0.1:1"})
+	a, err := kafkaclient.NewAdmin(kafkaclient.Config{BootstrapServers: "127.0.0.1:1"})
 	require.NoError(t, err)
 	a.Close()
 
@@ -56,7 +55,7 @@ func TestLogRouterForwardsLibrdkafkaLines(t *testing.T) {
 	require.Equal(t, "error", line["level"])
 	require.Contains(t, line["message"], "127.0.0.1:1")
 	require.NotEmpty(t, line["client"])
-	require.Equal(t, false, kafkaclient.ProducerConfig(config.Kafka{BootstrapServers: "x"})["go.logs.channel.enable"], "stopped: back to librdkafka's default")
+	require.Equal(t, false, kafkaclient.ProducerConfig(kafkaclient.Config{BootstrapServers: "x"})["go.logs.channel.enable"], "stopped: back to librdkafka's default")
 }
 
 // The admin client's own lines go through the router too (confluent-kafka-go's admin
@@ -68,7 +67,7 @@ func TestAdminLogsGoThroughTheRouter(t *testing.T) {
 	r := kafkaclient.NewLogRouter(zerolog.New(logs))
 	require.NoError(t, r.Start(ctx))
 	defer func() { require.NoError(t, r.Stop(ctx)) }()
-	a, err := kafkaclient.NewAdmin(config.Kafka{BootstrapServers: "127.0.0.1:1", // nothing listens
+	a, err := kafkaclient.NewAdmin(kafkaclient.Config{BootstrapServers: "127.0.0.1:1", // nothing listens
 		Consumer: map[string]string{"session.timeout.ms": "6000", "fetch.wait.max.ms": "100"}})
 	require.NoError(t, err)
 	defer a.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlqops/dlq/cmd/dlq-worker/workerconfig"
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
@@ -17,7 +18,7 @@ import (
 
 // saslConfig loads a worker configuration as dlq-worker does, its SASL password in a file
 // named by kafka.extra_files (as the Helm chart mounts a Secret), and returns its Kafka part.
-func saslConfig(t *testing.T, bootstrap, password string) config.Kafka {
+func saslConfig(t *testing.T, bootstrap, password string) kafkaclient.Config {
 	t.Helper()
 	dir := t.TempDir()
 	pw := filepath.Join(dir, "password")
@@ -28,7 +29,7 @@ func saslConfig(t *testing.T, bootstrap, password string) config.Kafka {
 		"  extra:\n    security.protocol: SASL_PLAINTEXT\n    sasl.mechanism: PLAIN\n    sasl.username: dlq\n"+
 		"  extra_files:\n    sasl.password: "+pw+"\n"+
 		"routes:\n  - name: r\n    topics: [t]\n"), 0o600))
-	var w config.Worker
+	var w workerconfig.Config
 	require.NoError(t, config.Load(file, "DLQ_WORKER_", &w))
 	return w.Kafka
 }

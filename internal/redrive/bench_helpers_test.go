@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive"
@@ -36,7 +35,7 @@ const (
 // backlog size (DLQ_BENCH_RECORDS, default 1,000,000).
 type benchEnv struct {
 	bootstrap string
-	kafka     config.Kafka
+	kafka     kafkaclient.Config
 	admin     *kafka.AdminClient
 	n         int
 	seededAt  time.Time // the failure time written in every seeded record
@@ -45,7 +44,7 @@ type benchEnv struct {
 func newBenchEnv(b *testing.B) *benchEnv {
 	n := testenv.BenchSize(b, "DLQ_BENCH_RECORDS", 1_000_000, 1)
 	bs := testenv.KafkaBootstrap(b)
-	return &benchEnv{bootstrap: bs, kafka: config.Kafka{BootstrapServers: bs}, admin: kafkatest.Admin(b, bs), n: n,
+	return &benchEnv{bootstrap: bs, kafka: kafkaclient.Config{BootstrapServers: bs}, admin: kafkatest.Admin(b, bs), n: n,
 		seededAt: time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)}
 }
 

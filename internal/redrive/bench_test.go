@@ -19,10 +19,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"gopkg.in/yaml.v3"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/procstat"
+	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -131,7 +131,7 @@ func BenchmarkWorker(b *testing.B) {
 	sides := map[string]func(b *testing.B) procRun{
 		"ours": func(b *testing.B) procRun { return e.runWorker(b, worker(b), dlq) },
 		"poll": func(b *testing.B) procRun {
-			return e.runWorker(b, worker(b), dlq, "DLQ_WORKER_READ_PATH="+config.ReadPathPoll)
+			return e.runWorker(b, worker(b), dlq, "DLQ_WORKER_READ_PATH="+redrive.ReadPathPoll)
 		},
 		"raw": func(b *testing.B) procRun {
 			return e.runRawPipe(b, goBuild(b, dir, "internal/tools/rawpipe"), dlq, target)

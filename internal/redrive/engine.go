@@ -23,7 +23,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 
-	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/lifecycle"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
@@ -34,7 +34,7 @@ type Options struct {
 	Log      zerolog.Logger
 	Clock    func() time.Time // default time.Now; decides what is due
 	Store    *store.Store
-	Kafka    config.Kafka
+	Kafka    kafkaclient.Config
 	Registry prometheus.Registerer
 	// InstanceID names this worker in runs, claims and client ids; default host-pid-random.
 	InstanceID string
@@ -52,7 +52,7 @@ type Options struct {
 	// non-zero); not for a fence by another worker holding the route's identity, which
 	// leaves the route stopped and not ready instead (identity.go).
 	OnFatal func(error)
-	// ReadPath is config.ReadPathQueue (the default) or config.ReadPathPoll: how each
+	// ReadPath is ReadPathQueue (the default) or ReadPathPoll: how each
 	// route reads its records and produces their redrives (see newWorker).
 	ReadPath string
 }
@@ -62,7 +62,7 @@ type Engine struct {
 	log        zerolog.Logger
 	clock      func() time.Time
 	store      *store.Store
-	kafka      config.Kafka
+	kafka      kafkaclient.Config
 	metrics    *metrics
 	instanceID string
 	groupInst  string
@@ -108,10 +108,10 @@ func New(rcs []routes.Config, o Options) (*Engine, error) {
 	}
 	switch o.ReadPath {
 	case "":
-		o.ReadPath = config.ReadPathQueue
-	case config.ReadPathQueue, config.ReadPathPoll:
+		o.ReadPath = ReadPathQueue
+	case ReadPathQueue, ReadPathPoll:
 	default:
-		return nil, fmt.Errorf("redrive: read path %q: must be %s or %s", o.ReadPath, config.ReadPathQueue, config.ReadPathPoll)
+		return nil, fmt.Errorf("redrive: read path %q: must be %s or %s", o.ReadPath, ReadPathQueue, ReadPathPoll)
 	}
 	if o.InstanceID == "" {
 		host, _ := os.Hostname()

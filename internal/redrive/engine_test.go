@@ -13,8 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dlqops/dlq/internal/audit"
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/partitioner"
 	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/routes"
@@ -32,8 +32,8 @@ func TestMain(m *testing.M) {
 func newClock() *storetest.Clock   { return storetest.NewClock(time.Now()) }
 func ms(t time.Time) string        { return t.UTC().Format(headers.TimeLayout) }
 func hdr(k, v string) kafka.Header { return kafka.Header{Key: k, Value: []byte(v)} }
-func kcfg(t *testing.T) config.Kafka {
-	return config.Kafka{BootstrapServers: testenv.KafkaBootstrap(t)}
+func kcfg(t *testing.T) kafkaclient.Config {
+	return kafkaclient.Config{BootstrapServers: testenv.KafkaBootstrap(t)}
 }
 func route(name, dlq string) routes.Config {
 	rc := routes.Config{Name: name, Topics: []string{dlq}, Schedule: "@every 1h"}
@@ -144,7 +144,7 @@ func requireConserved(t *testing.T, st *store.Store, dlq, group string) audit.Re
 	return requireConservedOn(t, kcfg(t), st, dlq, group)
 }
 
-func requireConservedOn(t *testing.T, kc config.Kafka, st *store.Store, dlq, group string) audit.Report {
+func requireConservedOn(t *testing.T, kc kafkaclient.Config, st *store.Store, dlq, group string) audit.Report {
 	t.Helper()
 	rep, err := audit.Run(context.Background(), kc, st, dlq, group)
 	require.NoError(t, err)

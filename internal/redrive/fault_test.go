@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/audit"
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
@@ -52,7 +52,7 @@ func faultRoute(prefix, dlq string) routes.Config {
 }
 
 // requireMixedConserved audits a DLQ seeded by seedMixed.
-func requireMixedConserved(t *testing.T, kc config.Kafka, st *store.Store, dlq, group string, n int) audit.Report {
+func requireMixedConserved(t *testing.T, kc kafkaclient.Config, st *store.Store, dlq, group string, n int) audit.Report {
 	t.Helper()
 	rep := requireConservedOn(t, kc, st, dlq, group)
 	require.Equal(t, n, rep.Checked)
@@ -93,7 +93,7 @@ func ready(e *redrive.Engine, want bool) func() bool {
 // brokerOutageRun is a run in progress on a private broker, ready for an outage.
 type brokerOutageRun struct {
 	b       *kafkatest.Broker
-	kc      config.Kafka
+	kc      kafkaclient.Config
 	st      *store.Store
 	dlq     string
 	rc      routes.Config
@@ -112,7 +112,7 @@ func startBrokerOutageRun(t *testing.T, prefix string, n int, extra map[string]s
 	bs := r.b.Bootstrap()
 	// Produces in flight when the broker stops time out during the outage, so the
 	// worker's own retry of a failed delivery is exercised, not only librdkafka's.
-	r.kc = config.Kafka{BootstrapServers: bs, Extra: map[string]string{"message.timeout.ms": strconv.Itoa(int(deliveryTimeout / time.Millisecond))}}
+	r.kc = kafkaclient.Config{BootstrapServers: bs, Extra: map[string]string{"message.timeout.ms": strconv.Itoa(int(deliveryTimeout / time.Millisecond))}}
 	maps.Copy(r.kc.Extra, extra)
 	r.dlq = kafkatest.CreateTopic(t, bs, 2, nil)
 	orders := kafkatest.CreateTopic(t, bs, 2, nil)

@@ -13,8 +13,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -69,7 +69,7 @@ func TestRunKickWithoutAKnownOffsetDoesNotReadTheGroupsRecordsAgain(t *testing.T
 // group committed at committed (none when negative).
 type stallScene struct {
 	w           *worker
-	kc          config.Kafka
+	kc          kafkaclient.Config
 	dlq, target string
 	rc          routes.Config
 	logged      *bytes.Buffer
@@ -79,7 +79,7 @@ type stallScene struct {
 func newStallScene(t *testing.T, n int, committed int64) *stallScene {
 	t.Helper()
 	bootstrap := testenv.KafkaBootstrap(t)
-	s := &stallScene{kc: config.Kafka{BootstrapServers: bootstrap}, dlq: kafkatest.CreateTopic(t, bootstrap, 1, nil),
+	s := &stallScene{kc: kafkaclient.Config{BootstrapServers: bootstrap}, dlq: kafkatest.CreateTopic(t, bootstrap, 1, nil),
 		target: kafkatest.CreateTopic(t, bootstrap, 1, nil), logged: &bytes.Buffer{}}
 	s.addRecords(t, n)
 	s.rc = routes.Config{Name: "stall", Topics: []string{s.dlq}, Group: testenv.UniqueName("stall-"), Backoff: &routes.Backoff{None: true}}

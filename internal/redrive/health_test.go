@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -75,7 +75,7 @@ func TestKafkaUnreachableIsNoSuccess(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rc := route(testenv.UniqueName("unreachable-"), testenv.UniqueName("dlq-"))
 	// A short session: closing a consumer that never reached a coordinator is bounded by it.
-	kc := config.Kafka{BootstrapServers: nowhere, Extra: map[string]string{"session.timeout.ms": "6000"}}
+	kc := kafkaclient.Config{BootstrapServers: nowhere, Extra: map[string]string{"session.timeout.ms": "6000"}}
 	e := startEngineWith(t, redrive.Options{Store: st, Kafka: kc, Registry: reg}, rc)
 
 	err = runOnce(e, rc.Name)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 )
 
@@ -37,13 +36,13 @@ var errDuplicateIdentity = errors.New("duplicate group.instance.id")
 // identity is what a route needs to judge a fence: its static membership and how long
 // the group keeps a silent member.
 type identity struct {
-	kafka    config.Kafka
+	kafka    kafkaclient.Config
 	group    string
 	instance string        // the consumer's group.instance.id, "" without static membership
 	session  time.Duration // the consumer's session.timeout.ms
 }
 
-func newIdentity(k config.Kafka, group string, cc kafka.ConfigMap) identity {
+func newIdentity(k kafkaclient.Config, group string, cc kafka.ConfigMap) identity {
 	id := identity{kafka: k, group: group, session: 45 * time.Second} // librdkafka's default
 	if v, ok := cc["group.instance.id"].(string); ok {
 		id.instance = v

@@ -8,7 +8,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
@@ -25,7 +24,7 @@ import (
 func TestDefaultWindowHoldsLittleInLibrdkafka(t *testing.T) {
 	rc := routes.Config{Name: "r", Topics: []string{"dlq"}, Group: "g"}
 	rc.WithDefaults()
-	pc := delivery.ProducerConfig(config.Kafka{BootstrapServers: "127.0.0.1:1"})
+	pc := delivery.ProducerConfig(kafkaclient.Config{BootstrapServers: "127.0.0.1:1"})
 	kafkaclient.PipeQueues(kafka.ConfigMap{}, pc, rc.MaxInFlight)
 	pc["log_level"] = 0 // nothing listens on that port: librdkafka need not say so
 	p, err := kafka.NewProducer(&pc)

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
@@ -347,7 +347,7 @@ func TestSharePointersThroughABrokerOutage(t *testing.T) {
 	bs := b.Bootstrap()
 	// The outage and the broker's restart stay within the group session, as in
 	// TestBrokerOutageMidRun: a longer one is a rebalance.
-	kc := config.Kafka{BootstrapServers: bs, Extra: map[string]string{"message.timeout.ms": strconv.Itoa(int(deliveryTimeout / time.Millisecond)),
+	kc := kafkaclient.Config{BootstrapServers: bs, Extra: map[string]string{"message.timeout.ms": strconv.Itoa(int(deliveryTimeout / time.Millisecond)),
 		"session.timeout.ms": outageSession}}
 	source := kafkatest.CreateTopic(t, bs, 2, nil)
 	dlq := kafkatest.CreateTopic(t, bs, 2, nil)

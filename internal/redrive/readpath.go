@@ -5,10 +5,15 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkafast"
+)
+
+// The read paths of Options.ReadPath (the worker's read_path).
+const (
+	ReadPathQueue = "queue"
+	ReadPathPoll  = "poll"
 )
 
 // produceFunc produces a redriven record; its delivery report comes with opaque on the
@@ -25,11 +30,11 @@ type produceFunc func(dest delivery.Destination, src delivery.Source[kafka.Heade
 // kafkafast refuses the confluent-kafka-go or librdkafka the binary links.
 func (w *worker) openReadPath(path string, pc kafka.ConfigMap) (produceFunc, error) {
 	var enc delivery.Encoder
-	if path == config.ReadPathQueue {
+	if path == ReadPathQueue {
 		err := w.openFastPath(pc)
 		if err == nil {
 			w.log.Info().Str("read_path", path).Msg("records are read and redriven through kafkafast")
-			w.metrics.readPath.WithLabelValues(w.route.Name, config.ReadPathQueue).Set(1)
+			w.metrics.readPath.WithLabelValues(w.route.Name, ReadPathQueue).Set(1)
 			return func(dest delivery.Destination, src delivery.Source[kafka.Header], env headers.Envelope, opts headers.EncodeOptions, opaque any) error {
 				return delivery.ProduceFast(&enc, w.fast, dest, src, env, opts, opaque)
 			}, nil
@@ -37,12 +42,12 @@ func (w *worker) openReadPath(path string, pc kafka.ConfigMap) (produceFunc, err
 		if !errors.Is(err, kafkafast.ErrUnchecked) {
 			return nil, err
 		}
-		w.log.Warn().Err(err).Str("read_path", config.ReadPathPoll).
+		w.log.Warn().Err(err).Str("read_path", ReadPathPoll).
 			Msg("read_path queue is not available with this build: the route reads and produces through confluent-kafka-go's public API")
 	} else {
 		w.log.Info().Str("read_path", path).Msg("records are read and redriven through confluent-kafka-go's public API")
 	}
-	w.metrics.readPath.WithLabelValues(w.route.Name, config.ReadPathPoll).Set(1)
+	w.metrics.readPath.WithLabelValues(w.route.Name, ReadPathPoll).Set(1)
 	return func(dest delivery.Destination, src delivery.Source[kafka.Header], env headers.Envelope, opts headers.EncodeOptions, opaque any) error {
 		return delivery.Produce(&enc, w.producer, nil, dest, src, env, opts, opaque)
 	}, nil

@@ -7,7 +7,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
@@ -20,18 +20,18 @@ import (
 func TestReadPathChoosesTheClients(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
 	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
-	for _, path := range []string{config.ReadPathQueue, config.ReadPathPoll} {
+	for _, path := range []string{ReadPathQueue, ReadPathPoll} {
 		t.Run(path, func(t *testing.T) {
 			rc := routes.Config{Name: "path", Topics: []string{dlq}, Group: testenv.UniqueName("path-")}
 			rc.WithDefaults()
 			reg := prometheus.NewRegistry()
-			e, err := New([]routes.Config{rc}, Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Kafka: config.Kafka{BootstrapServers: bootstrap},
+			e, err := New([]routes.Config{rc}, Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Kafka: kafkaclient.Config{BootstrapServers: bootstrap},
 				Registry: reg, ReadPath: path})
 			require.NoError(t, err)
 			w, err := newWorker(e, rc)
 			require.NoError(t, err)
 			t.Cleanup(w.closeClients)
-			if path == config.ReadPathQueue {
+			if path == ReadPathQueue {
 				require.NotNil(t, w.records)
 				require.NotNil(t, w.fast)
 				require.Equal(t, w.fast.Events(), w.redriveReports())

@@ -11,7 +11,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
@@ -123,7 +122,7 @@ func (w *worker) parkAsRead(p *partition, m *kafka.Message, e headers.Envelope, 
 // sources reads the records that share groups' dead letters point at, through a fetcher
 // created on first use: most routes never read one. Owned by the loop goroutine.
 type sources struct {
-	kafka    config.Kafka
+	kafka    kafkaclient.Config
 	group    string // the route's; the fetcher's client is group.source-fetch
 	clientID string
 	route    string

@@ -10,7 +10,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/redrive/tracker"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -27,11 +27,11 @@ func TestRunStartSendsOneWatermarkRequestPerPartition(t *testing.T) {
 	const parts = 3
 	bootstrap := testenv.KafkaBootstrap(t)
 	dlq := kafkatest.CreateTopic(t, bootstrap, parts+1, nil) // the last one stays empty
-	prod := testProducer(t, config.Kafka{BootstrapServers: bootstrap})
+	prod := testProducer(t, kafkaclient.Config{BootstrapServers: bootstrap})
 	for i := range parts {
 		produceAcked(t, prod, dlq, int32(i), []byte("v"))
 	}
-	kc := config.Kafka{BootstrapServers: bootstrap, Extra: map[string]string{"statistics.interval.ms": "100"}}
+	kc := kafkaclient.Config{BootstrapServers: bootstrap, Extra: map[string]string{"statistics.interval.ms": "100"}}
 	w := testWorker(t, routes.Config{Name: "start", Topics: []string{dlq}, Group: testenv.UniqueName("start-")}, kc, storetest.New(t))
 	tps := make([]kafka.TopicPartition, parts+1)
 	for i := range tps {
@@ -89,7 +89,7 @@ func listOffsetsSent(t *testing.T, c *kafka.Consumer) int {
 func TestRunStartFetchesWithoutWaitingForTheIdleWakeup(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
 	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
-	kc := config.Kafka{BootstrapServers: bootstrap}
+	kc := kafkaclient.Config{BootstrapServers: bootstrap}
 	w := testWorker(t, routes.Config{Name: "startwake", Topics: []string{dlq}, Group: testenv.UniqueName("startwake-")}, kc, storetest.New(t))
 	prod := testProducer(t, kc)
 	w.assign([]kafka.TopicPartition{{Topic: &dlq, Partition: 0, Offset: 0}})

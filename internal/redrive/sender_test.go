@@ -8,9 +8,9 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/kafkafast"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -24,7 +24,7 @@ import (
 func TestSenderBatchesAreFilledAgain(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
 	target := kafkatest.CreateTopic(t, bootstrap, 1, nil)
-	p := testProducer(t, config.Kafka{BootstrapServers: bootstrap})
+	p := testProducer(t, kafkaclient.Config{BootstrapServers: bootstrap})
 	var enc delivery.Encoder
 	s := newSender(func(dest delivery.Destination, src delivery.Source[kafka.Header], env headers.Envelope, opts headers.EncodeOptions, opaque any) error {
 		return delivery.Produce(&enc, p, nil, dest, src, env, opts, opaque)
@@ -65,7 +65,7 @@ func TestSenderBatchesAreFilledAgain(t *testing.T) {
 // it stops the worker, which then commits nothing it has not seen acknowledged.
 func TestAnUnmatchedAcknowledgementStopsTheWorker(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
-	kc := config.Kafka{BootstrapServers: bootstrap}
+	kc := kafkaclient.Config{BootstrapServers: bootstrap}
 	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
 	target := kafkatest.CreateTopic(t, bootstrap, 1, nil)
 	w := testWorker(t, routes.Config{Name: "unmatched", Topics: []string{dlq}, Schedule: "@every 1h"}, kc, storetest.New(t))

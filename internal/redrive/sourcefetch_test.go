@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
@@ -23,7 +23,7 @@ func TestFetcherReadsAgainASourcePartitionItLetGoOfPaused(t *testing.T) {
 	t.Parallel()
 	bs := testenv.KafkaBootstrap(t)
 	source := kafkatest.CreateTopic(t, bs, 2, nil)
-	prod := testProducer(t, config.Kafka{BootstrapServers: bs})
+	prod := testProducer(t, kafkaclient.Config{BootstrapServers: bs})
 	for part := range int32(2) {
 		for i := range 3 {
 			produceAcked(t, prod, source, part, []byte(strconv.Itoa(i)))
@@ -43,7 +43,7 @@ func TestFetcherReadsAgainASourcePartitionItLetGoOfPaused(t *testing.T) {
 		{"released at the end of a run", func(f *fetcher, _ partKey) { f.release() }, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := &sources{kafka: config.Kafka{BootstrapServers: bs}, group: testenv.UniqueName("fetch-"), clientID: "test", route: "r",
+			s := &sources{kafka: kafkaclient.Config{BootstrapServers: bs}, group: testenv.UniqueName("fetch-"), clientID: "test", route: "r",
 				seeks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seeks"}, []string{"route"})}
 			f, err := s.fetcher()
 			require.NoError(t, err)

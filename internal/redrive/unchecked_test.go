@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
+	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -36,7 +36,7 @@ func TestUncheckedReleaseFallsBackToThePublicAPI(t *testing.T) {
 	group := "dlq-worker." + name
 	cfg := proctest.WorkerConfig{DatabaseURL: dbURL, Bootstrap: bs, Route: name, Topic: dlq, MaxInFlight: 100}.Write(t, t.TempDir())
 	logPath := filepath.Join(t.TempDir(), "worker.log")
-	w := proctest.Start(t, logPath, []string{"DLQ_WORKER_READ_PATH=" + config.ReadPathQueue}, filepath.Join(dir, "dlq-worker"), "run", "--config", cfg)
+	w := proctest.Start(t, logPath, []string{"DLQ_WORKER_READ_PATH=" + redrive.ReadPathQueue}, filepath.Join(dir, "dlq-worker"), "run", "--config", cfg)
 	waitCommitted(t, committedOffsets(t, bs, dlq, group, partitions), watermarks(t, bs, dlq), 3*time.Minute)
 	require.NoError(t, w.Term(workerGrace), "graceful shutdown exits 0; log in %s", logPath)
 

@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
@@ -26,7 +25,7 @@ import (
 func TestResumedPartitionIsFetchedWithoutWaitingForTheIdleWakeup(t *testing.T) {
 	bootstrap := testenv.KafkaBootstrap(t)
 	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
-	kc := config.Kafka{BootstrapServers: bootstrap}
+	kc := kafkaclient.Config{BootstrapServers: bootstrap}
 	w := testWorker(t, routes.Config{Name: "wake", Topics: []string{dlq}, Group: testenv.UniqueName("wake-")}, kc, nil)
 	prod := testProducer(t, kc)
 
@@ -54,7 +53,7 @@ func TestResumedPartitionIsFetchedWithoutWaitingForTheIdleWakeup(t *testing.T) {
 
 // testWorker builds route rc's worker (defaults applied) on an engine of its own that is
 // never started; its clients close when t ends. st may be nil.
-func testWorker(t *testing.T, rc routes.Config, kc config.Kafka, st *store.Store) *worker {
+func testWorker(t *testing.T, rc routes.Config, kc kafkaclient.Config, st *store.Store) *worker {
 	t.Helper()
 	rc.WithDefaults()
 	e, err := New([]routes.Config{rc}, Options{Log: zerolog.New(zerolog.NewTestWriter(t)), Kafka: kc, Store: st,
@@ -67,7 +66,7 @@ func testWorker(t *testing.T, rc routes.Config, kc config.Kafka, st *store.Store
 }
 
 // testProducer is a producer with the worker's settings, closed when t ends.
-func testProducer(t *testing.T, kc config.Kafka) *kafka.Producer {
+func testProducer(t *testing.T, kc kafkaclient.Config) *kafka.Producer {
 	t.Helper()
 	pc := kafkaclient.ProducerConfig(kc)
 	p, err := kafka.NewProducer(&pc)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlqops/dlq/cmd/dlq-worker/workerconfig"
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/testenv/proctest"
 )
@@ -15,7 +16,7 @@ import (
 func TestWorkerConfig(t *testing.T) {
 	c := proctest.WorkerConfig{DatabaseURL: "postgres://u@127.0.0.1/db", Bootstrap: "127.0.0.1:9092",
 		Route: "orders", Topic: "orders.dlq", RateLimit: 400}
-	var w config.Worker
+	var w workerconfig.Config
 	require.NoError(t, config.Load(c.Write(t, t.TempDir()), "PROCTEST_UNSET_", &w))
 	require.Equal(t, c.DatabaseURL, w.Database.URL)
 	require.Equal(t, c.Bootstrap, w.Kafka.BootstrapServers)
@@ -29,7 +30,7 @@ func TestWorkerConfig(t *testing.T) {
 	require.InDelta(t, 400, r.RateLimit, 0)
 
 	c.Session, c.GroupInstance, c.MaxInFlight = 10*time.Second, "off", 1000
-	w = config.Worker{}
+	w = workerconfig.Config{}
 	require.NoError(t, config.Load(c.Write(t, t.TempDir()), "PROCTEST_UNSET_", &w))
 	require.Equal(t, "10000", w.Kafka.Consumer["session.timeout.ms"])
 	require.Equal(t, "off", w.GroupInstanceID)

@@ -16,6 +16,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/dlqops/dlq/cmd/dlq-admin/adminconfig"
+	"github.com/dlqops/dlq/cmd/dlq-worker/workerconfig"
 	"github.com/dlqops/dlq/internal/config"
 )
 
@@ -28,8 +30,8 @@ type binary struct {
 // binaries are documented in this order; the prefixes are those of cmd/*/main.go.
 func binaries() []binary {
 	return []binary{
-		{"dlq-worker", "DLQ_WORKER_", &config.Worker{}},
-		{"dlq-admin", "DLQ_ADMIN_", &config.Admin{}},
+		{"dlq-worker", "DLQ_WORKER_", &workerconfig.Config{}},
+		{"dlq-admin", "DLQ_ADMIN_", &adminconfig.Config{}},
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/procstat"
 	"github.com/dlqops/dlq/internal/routes"
@@ -36,7 +35,7 @@ func main() {
 	to := flag.String("to", "", "topic to produce to, partition for partition")
 	inFlight := flag.Int("in-flight", routes.DefaultMaxInFlight, "queue sizes as a route with this max_in_flight")
 	flag.Parse()
-	res, err := pipe(config.Kafka{BootstrapServers: *bootstrap}, *group, *from, *to, *inFlight)
+	res, err := pipe(kafkaclient.Config{BootstrapServers: *bootstrap}, *group, *from, *to, *inFlight)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rawpipe:", err)
 		os.Exit(1)
@@ -46,7 +45,7 @@ func main() {
 	}
 }
 
-func pipe(kc config.Kafka, group, from, to string, inFlight int) (result, error) {
+func pipe(kc kafkaclient.Config, group, from, to string, inFlight int) (result, error) {
 	cc := kafkaclient.ConsumerConfig(kc, group)
 	pc := kafkaclient.ProducerConfig(kc)
 	pc["go.delivery.report.fields"] = "none"

@@ -1,4 +1,4 @@
-package config
+package kafkaclient
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 // ReadFiles reads each of ExtraFiles into Extra, without one trailing newline (as a
 // file written by `echo` or an editor ends). A property may not be in both maps.
 // Errors name the key and the file, never what the file holds.
-func (k *Kafka) ReadFiles() error {
+func (k *Config) ReadFiles() error {
 	props := slices.Sorted(maps.Keys(k.ExtraFiles))
 	for _, prop := range props {
 		if _, both := k.Extra[prop]; both {

@@ -1,25 +1,29 @@
-package config
+package adminconfig
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/config"
 )
 
 func TestAdminExampleLoads(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
-	var a Admin
+	var a Config
 	p := writeFile(t, "database:\n  url: postgres://x\n")
-	require.ErrorContains(t, Load(p, "DLQ_ADMIN_", &a), "tokens: at least one")
+	require.ErrorContains(t, config.Load(p, "DLQ_ADMIN_", &a), "tokens: at least one")
 
-	a = Admin{}
+	a = Config{}
 	t.Setenv("DLQ_ADMIN_DATABASE_URL", "postgres://x")
-	require.ErrorContains(t, Load("../../config/admin.example.yaml", "DLQ_ADMIN_", &a), "development token",
+	require.ErrorContains(t, config.Load("../../../config/admin.example.yaml", "DLQ_ADMIN_", &a), "development token",
 		"the example's well-known tokens are for make dev only")
-	a = Admin{}
+	a = Config{}
 	t.Setenv("DLQ_ADMIN_ALLOW_DEV_TOKENS", "true") // as make dev does
-	require.NoError(t, Load("../../config/admin.example.yaml", "DLQ_ADMIN_", &a))
+	require.NoError(t, config.Load("../../../config/admin.example.yaml", "DLQ_ADMIN_", &a))
 	require.Len(t, a.Tokens, 3)
 	require.EqualValues(t, 1<<20, a.MaxBodyBytes)
 }
@@ -39,8 +43,8 @@ func TestAdminRejects(t *testing.T) {
 		"no connections":          {tok + "http: {max_conns: -1}\n", "http.max_conns"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var a Admin
-			err := Load(writeFile(t, "database:\n  url: postgres://x\n"+tc.file), "DLQ_ADMIN_", &a)
+			var a Config
+			err := config.Load(writeFile(t, "database:\n  url: postgres://x\n"+tc.file), "DLQ_ADMIN_", &a)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
@@ -56,12 +60,24 @@ func TestAdminListen(t *testing.T) {
 		"{listen: '0.0.0.0:8443', tls_cert_file: /etc/dlq/tls.crt, tls_key_file: /etc/dlq/tls.key}",
 		"{listen: ':8080', allow_insecure: true}",
 	} {
-		var a Admin
-		require.NoError(t, Load(writeFile(t, "database:\n  url: postgres://x\n"+tok+"http: "+http+"\n"), "DLQ_ADMIN_", &a), http)
+		var a Config
+		require.NoError(t, config.Load(writeFile(t, "database:\n  url: postgres://x\n"+tok+"http: "+http+"\n"), "DLQ_ADMIN_", &a), http)
 	}
-	var a Admin
-	require.NoError(t, Load(writeFile(t, "database:\n  url: postgres://x\n"+tok), "DLQ_ADMIN_", &a))
+	var a Config
+	require.NoError(t, config.Load(writeFile(t, "database:\n  url: postgres://x\n"+tok), "DLQ_ADMIN_", &a))
 	require.Equal(t, 30*time.Second, a.HTTP.ReadTimeout)
 	require.Equal(t, 60*time.Second, a.HTTP.IdleTimeout)
 	require.Equal(t, 256, a.HTTP.MaxConns)
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	var a Config
+	require.ErrorContains(t, config.Load(filepath.Join(t.TempDir(), "nope.yaml"), "DLQ_ADMIN_", &a), "no such file")
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
 }
