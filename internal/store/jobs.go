@@ -272,3 +272,13 @@ func scanJob(row scanner) (Job, error) {
 	utc(&j.LeaseUntil, &j.CreatedAt, &j.StartedAt, &j.UpdatedAt, &j.FinishedAt)
 	return j, err
 }
+
+// ReleaseJob ends owner's lease on a running job now, so that another worker resumes it
+// at once (a graceful shutdown in the middle of a job).
+func (s *Store) ReleaseJob(ctx context.Context, id int64, owner string) error {
+	_, err := s.pool.Exec(ctx, sqlReleaseJob, id, owner, s.now())
+	return interpretError(err)
+}
+
+const sqlReleaseJob = `UPDATE jobs SET lease_until = $3, updated_at = $3
+	WHERE id = $1 AND status = 'running' AND lease_owner = $2`
