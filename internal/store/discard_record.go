@@ -11,7 +11,7 @@ import (
 // DiscardRecord discards a parked or scheduled record that no active job holds, writing
 // the operator's reason in the audit row. It returns ErrNotFound or ErrConflict (with the
 // audit row of the refusal).
-func (s *Store) DiscardRecord(ctx context.Context, id int64, reason string, actor Actor) (Record, error) {
+func (s *Records) DiscardRecord(ctx context.Context, id int64, reason string, actor Actor) (Record, error) {
 	var rec Record
 	var outcome error
 	now := s.now()

@@ -23,7 +23,7 @@ const MaxJobPage = 2 * MaxPageSize
 // decides who may take it). Each holds only what a job needs (scanJobRecord): its id,
 // original topic and partition, timestamp, key, value, headers, route, status, job and
 // reason (a record without payload is not replayed as it is: Record.NoPayload).
-func (s *Store) JobRecords(ctx context.Context, job Job, afterID int64, limit int) ([]Record, error) {
+func (s *Jobs) JobRecords(ctx context.Context, job Job, afterID int64, limit int) ([]Record, error) {
 	if limit <= 0 || limit > MaxJobPage {
 		return nil, &ValidationError{Field: "limit", Reason: fmt.Sprintf("must be 1..%d", MaxJobPage)}
 	}

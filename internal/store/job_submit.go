@@ -39,7 +39,7 @@ type JobRequest struct {
 // With an IdempotencyKey this actor used before, SubmitJob returns that job and replayed
 // true, or ErrConflict when the earlier request asked for something else. With MaxActive,
 // a job beyond the actor's active ones is ErrTooManyJobs.
-func (s *Store) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job Job, replayed bool, err error) {
+func (s *Jobs) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job Job, replayed bool, err error) {
 	if err := validateJobSpec(&req.JobSpec); err != nil {
 		return Job{}, false, err
 	}
@@ -123,7 +123,7 @@ func filterTopics(f *Filter) []string {
 }
 
 // JobByIdempotencyKey returns the job actor created with key, or ErrNotFound.
-func (s *Store) JobByIdempotencyKey(ctx context.Context, actor, key string) (Job, error) {
+func (s *Jobs) JobByIdempotencyKey(ctx context.Context, actor, key string) (Job, error) {
 	job, err := scanJob(s.pool.QueryRow(ctx, sqlJobByIdempotencyKey, actor, key))
 	return job, interpretError(err)
 }

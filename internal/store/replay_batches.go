@@ -21,7 +21,7 @@ import (
 // one. It returns the batch the leases form, or ErrConflict when the job is not running
 // under owner any more (cancelled, or taken over): a cancel that committed is never
 // followed by a lease of its job.
-func (s *Store) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner string, lease time.Duration, actor Actor) (ReplayBatch, error) {
+func (s *Jobs) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner string, lease time.Duration, actor Actor) (ReplayBatch, error) {
 	if owner == "" || lease <= 0 {
 		return ReplayBatch{}, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
 	}
@@ -97,7 +97,7 @@ type ReplayBatch struct {
 // with one write for the batch, and returns how many it marked: none when the batch was
 // finished already; when job is no longer running under owner (cancelled, taken over),
 // only those whose lease is still the batch's (another holder may have taken some).
-func (s *Store) FinishReplays(ctx context.Context, jobID int64, owner string, batch ReplayBatch, done []Redriven, actor Actor) (int, error) {
+func (s *Jobs) FinishReplays(ctx context.Context, jobID int64, owner string, batch ReplayBatch, done []Redriven, actor Actor) (int, error) {
 	topics := make([]*string, len(batch.IDs))
 	partitions := make([]*int32, len(batch.IDs))
 	offsets := make([]*int64, len(batch.IDs))
@@ -146,13 +146,13 @@ func (s *Store) FinishReplays(ctx context.Context, jobID int64, owner string, ba
 // AbortReplays returns records owner replays that were not produced: with reason (why they
 // cannot go) they are parked with it; without, each goes back to the status it had when
 // its job leased it (parked, or scheduled with its due time), with the reason it had.
-func (s *Store) AbortReplays(ctx context.Context, jobID int64, owner string, ids []int64, reason Reason, actor Actor) (int, error) {
+func (s *Jobs) AbortReplays(ctx context.Context, jobID int64, owner string, ids []int64, reason Reason, actor Actor) (int, error) {
 	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, nil, sqlAbortReplays, owner, string(reason))
 }
 
 // DiscardRecords discards the records of ids that are parked or scheduled (and not claimed
 // by a redrive or held by a replay) for job, and returns how many it discarded.
-func (s *Store) DiscardRecords(ctx context.Context, jobID int64, ids []int64, actor Actor) (int, error) {
+func (s *Jobs) DiscardRecords(ctx context.Context, jobID int64, ids []int64, actor Actor) (int, error) {
 	return s.batchTransition(ctx, jobID, actor, "discard", ids, func(ctx context.Context, tx pgx.Tx, ids []int64) error {
 		_, err := lockRecords(ctx, tx, ids)
 		return err
@@ -180,7 +180,7 @@ func changedIDs(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]in
 // it changed, with one audit row for the batch. before, unless nil, runs first with ids:
 // lockRecords takes their lease keys and rows, in statements of their own, so that query
 // sees a replay lease committed while it waited.
-func (s *Store) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64,
+func (s *Jobs) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64,
 	before func(context.Context, pgx.Tx, []int64) error, query string, args ...any) (int, error) {
 	var changed []int64
 	now := s.now()

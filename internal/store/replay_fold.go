@@ -13,7 +13,7 @@ import (
 // lease by a job that is no longer pending or running (cancelled or finished while its
 // holder was away or dead), with one audit row by actor, and returns how many it
 // returned. A running job's expired leases are left to whoever resumes the job.
-func (s *Store) ReturnExpiredReplays(ctx context.Context, actor Actor) (int, error) {
+func (s *Jobs) ReturnExpiredReplays(ctx context.Context, actor Actor) (int, error) {
 	var returned []int64
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -34,7 +34,7 @@ func (s *Store) ReturnExpiredReplays(ctx context.Context, actor Actor) (int, err
 // reads the same before and after (its finish_replay audit row was written when it was
 // replayed). When fewer than limit were left, it also deletes the batches never finished
 // that no lease names.
-func (s *Store) FoldReplays(ctx context.Context, job int64, limit int) (int, error) {
+func (s *Jobs) FoldReplays(ctx context.Context, job int64, limit int) (int, error) {
 	var n int
 	if err := s.pool.QueryRow(ctx, sqlFoldReplays, limit, job).Scan(&n); err != nil {
 		return 0, interpretError(err)
