@@ -34,6 +34,8 @@ type Store interface {
 	Backlog(ctx context.Context) ([]store.BacklogCount, error)
 }
 
+var _ Store = (*store.Housekeeping)(nil)
+
 // Options are the housekeeper's dependencies.
 type Options struct {
 	Log       zerolog.Logger

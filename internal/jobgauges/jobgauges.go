@@ -35,6 +35,8 @@ type Store interface {
 	ActiveJobs(ctx context.Context) (store.ActiveJobs, error)
 }
 
+var _ Store = (*store.Jobs)(nil)
+
 // Collector is a prometheus.Collector; Collect may run on several scrapes at once.
 type Collector struct {
 	store Store

@@ -42,6 +42,8 @@ type claimStore interface {
 	ReleaseClaim(ctx context.Context, token string, ids []int64, dueAt time.Time) (int, error)
 }
 
+var _ claimStore = (*store.Records)(nil)
+
 // claims leases, produces and settles due scheduled rows; owned by the loop goroutine.
 type claims struct {
 	store      claimStore

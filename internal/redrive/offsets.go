@@ -38,6 +38,8 @@ type ledgerStore interface {
 	RecordGap(ctx context.Context, g store.Gap) error
 }
 
+var _ ledgerStore = (*store.Ledger)(nil)
+
 // ledger keeps the route's committed offsets behind the ledger's positions and checks
 // them against it. It is owned by the loop goroutine, but for its position writer and
 // flusher goroutines, which share posIn/posOut and flushIn/flushOut with it and run

@@ -30,6 +30,8 @@ type batchStore interface {
 	StoreBatch(ctx context.Context, records []store.NewRecord, ledger *store.LedgerEntry) (store.BatchResult, error)
 }
 
+var _ batchStore = (*store.Records)(nil)
+
 type storeBatch struct {
 	items []parkItem
 	err   error // set when the storer gave up (shutdown)

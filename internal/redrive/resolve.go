@@ -125,6 +125,8 @@ type topicIDStore interface {
 	SightTopicID(ctx context.Context, topic, id string) (store.TopicSighting, error)
 }
 
+var _ topicIDStore = (*store.Runs)(nil)
+
 // sources reads the records that share groups' dead letters point at, through a fetcher
 // created on first use: most routes never read one. Owned by the loop goroutine.
 type sources struct {
