@@ -9,24 +9,6 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 )
 
-// Defines values for GetParkedOverTimeParamsBucket.
-const (
-	Day  GetParkedOverTimeParamsBucket = "day"
-	Hour GetParkedOverTimeParamsBucket = "hour"
-)
-
-// Valid indicates whether the value is a known member of the GetParkedOverTimeParamsBucket enum.
-func (e GetParkedOverTimeParamsBucket) Valid() bool {
-	switch e {
-	case Day:
-		return true
-	case Hour:
-		return true
-	default:
-		return false
-	}
-}
-
 // AuditEntry defines model for AuditEntry.
 type AuditEntry struct {
 	ID        int64     `json:"id"`
@@ -486,14 +468,11 @@ type ListRunsParams struct {
 
 // GetParkedOverTimeParams defines parameters for GetParkedOverTime.
 type GetParkedOverTimeParams struct {
-	Bucket *GetParkedOverTimeParamsBucket `form:"bucket,omitempty" json:"bucket,omitempty"`
+	Bucket *string `form:"bucket,omitempty" json:"bucket,omitempty"`
 
 	// Buckets how many buckets, up to the current one: 1–168 hours (default 24) or 1–366 days (default 30)
 	Buckets *int `form:"buckets,omitempty" json:"buckets,omitempty"`
 }
-
-// GetParkedOverTimeParamsBucket defines parameters for GetParkedOverTime.
-type GetParkedOverTimeParamsBucket string
 
 // BulkDiscardJSONRequestBody defines body for BulkDiscard for application/json ContentType.
 type BulkDiscardJSONRequestBody = BulkDiscardRequest
