@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -88,23 +87,16 @@ func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
 	cmd.MarkFlagsMutuallyExclusive("key", "key-b64")
 }
 
-func (ff *filterFlags) query() url.Values {
-	q := url.Values{}
-	set := func(k, v string) {
-		if v != "" {
-			q.Set(k, v)
+func (ff *filterFlags) params() api.ListRecordsParams {
+	set := func(v string) *string {
+		if v == "" {
+			return nil
 		}
+		return &v
 	}
-	set("status", strings.Join(ff.statuses, ","))
-	set("reason", strings.Join(ff.reasons, ","))
-	set("dlq_topic", ff.dlqTopic)
-	set("original_topic", ff.originalTopic)
-	set("error_class", ff.errorClass)
-	set("error_contains", ff.errorContains)
-	set("route", ff.route)
-	set("key", ff.key)
-	set("key_b64", ff.keyB64)
-	return q
+	return api.ListRecordsParams{Status: set(strings.Join(ff.statuses, ",")), Reason: set(strings.Join(ff.reasons, ",")),
+		DLQTopic: set(ff.dlqTopic), OriginalTopic: set(ff.originalTopic), ErrorClass: set(ff.errorClass),
+		ErrorContains: set(ff.errorContains), Route: set(ff.route), Key: set(ff.key), KeyB64: set(ff.keyB64)}
 }
 
 func (ff *filterFlags) filter() *api.Filter {
@@ -204,10 +196,10 @@ func listCommand(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			q := ff.query()
-			q.Set("limit", strconv.Itoa(limit))
+			q := ff.params()
+			q.Limit = &limit
 			if cursor != "" {
-				q.Set("cursor", cursor)
+				q.Cursor = &cursor
 			}
 			page, err := c.ListRecords(cmd.Context(), q)
 			if err != nil {

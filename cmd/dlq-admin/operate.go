@@ -1,11 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -142,21 +143,50 @@ func runsCommand(f *clientFlags) *cobra.Command {
 	return cmd
 }
 
+// auditFilters are the audit command's filter flags, as given.
+type auditFilters struct {
+	action, actor, record, job, topic, route, from, to string
+}
+
+// params are the API's parameters of the filters given; a record or job id and a time
+// are checked here, as the flag they came from.
+func (af *auditFilters) params() (api.ListAuditParams, error) {
+	text := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
+	var errs []error
+	id := func(flag, v string) *int64 {
+		if v == "" {
+			return nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %q is not an id", flag, v))
+		}
+		return &n
+	}
+	at := func(flag, v string) *time.Time {
+		if v == "" {
+			return nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %q is not an RFC 3339 time", flag, v))
+		}
+		return &t
+	}
+	p := api.ListAuditParams{Action: text(af.action), Actor: text(af.actor), RecordID: id("record", af.record),
+		JobID: id("job", af.job), Topic: text(af.topic), Route: text(af.route), From: at("from", af.from), To: at("to", af.to)}
+	return p, errors.Join(errs...)
+}
+
 func auditCommand(f *clientFlags) *cobra.Command {
 	var before int64
 	var limit int
-	// The API's filters, flag by query parameter.
-	filters := []struct{ flag, param, usage string }{
-		{"action", "action", "only this action (discard, begin_replay, pause_route, ...)"},
-		{"actor", "actor", "only this actor"},
-		{"record", "record_id", "a record's history: the entries naming this record id"},
-		{"job", "job_id", "only this job's entries"},
-		{"topic", "topic", "only entries about records of this original topic"},
-		{"route", "route", "only entries about this route"},
-		{"from", "from", "entries at or after this RFC 3339 time"},
-		{"to", "to", "entries before this RFC 3339 time"},
-	}
-	values := make([]string, len(filters))
+	var af auditFilters
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "The audit log of operator actions, newest first (refused ones included)",
@@ -166,13 +196,15 @@ func auditCommand(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			q := url.Values{}
-			for i, fl := range filters {
-				if values[i] != "" {
-					q.Set(fl.param, values[i])
-				}
+			q, err := af.params()
+			if err != nil {
+				return err
 			}
-			list, err := c.Audit(cmd.Context(), before, limit, q)
+			q.Limit = &limit
+			if before > 0 {
+				q.Before = &before
+			}
+			list, err := c.Audit(cmd.Context(), q)
 			if err != nil {
 				return err
 			}
@@ -188,11 +220,17 @@ func auditCommand(f *clientFlags) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().Int64Var(&before, "before", 0, "list entries below this id (the next page)")
-	cmd.Flags().IntVar(&limit, "limit", 50, "entries (at most 500)")
-	for i, fl := range filters {
-		cmd.Flags().StringVar(&values[i], fl.flag, "", fl.usage)
-	}
+	fl := cmd.Flags()
+	fl.Int64Var(&before, "before", 0, "list entries below this id (the next page)")
+	fl.IntVar(&limit, "limit", 50, "entries (at most 500)")
+	fl.StringVar(&af.action, "action", "", "only this action (discard, begin_replay, pause_route, ...)")
+	fl.StringVar(&af.actor, "actor", "", "only this actor")
+	fl.StringVar(&af.record, "record", "", "a record's history: the entries naming this record id")
+	fl.StringVar(&af.job, "job", "", "only this job's entries")
+	fl.StringVar(&af.topic, "topic", "", "only entries about records of this original topic")
+	fl.StringVar(&af.route, "route", "", "only entries about this route")
+	fl.StringVar(&af.from, "from", "", "entries at or after this RFC 3339 time")
+	fl.StringVar(&af.to, "to", "", "entries before this RFC 3339 time")
 	return cmd
 }
 

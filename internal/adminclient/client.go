@@ -1,5 +1,7 @@
 // Package adminclient is a typed client of the dlq-admin API, used by the dlq-admin CLI.
-// Every error the API answers comes back as an *api.Problem.
+// It wraps the client generated from api/openapi.yaml (package oapi), which builds every
+// request; this package decodes the answers. Every error the API answers comes back as
+// an *api.Problem.
 package adminclient
 
 import (
@@ -9,20 +11,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dlqops/dlq/internal/adminclient/oapi"
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/store"
 )
 
 // Client calls one dlq-admin server with one token.
 type Client struct {
-	base  string
-	token string
-	http  *http.Client
+	api *oapi.Client
 }
 
 // New returns a client of the server at baseURL (e.g. http://127.0.0.1:8080); hc may be
@@ -31,73 +30,63 @@ func New(baseURL, token string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = &http.Client{Timeout: time.Minute}
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: hc}
+	bearer := func(_ context.Context, req *http.Request) error {
+		req.Header.Set("Authorization", "Bearer "+token)
+		return nil
+	}
+	return &Client{api: &oapi.Client{Server: strings.TrimRight(baseURL, "/") + "/", Client: hc,
+		RequestEditors: []oapi.RequestEditorFn{bearer}}}
 }
 
-// do sends body (JSON, or none when nil) and decodes a success into out.
-func (c *Client) do(ctx context.Context, method, path string, body, out any, hdr ...string) error {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+// answer decodes a success into a T, or returns the API's problem.
+func answer[T any](resp *http.Response, err error) (T, error) {
+	var out T
 	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		if hdr[i+1] != "" {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
+		return out, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return out, err
 	}
 	if resp.StatusCode >= 300 {
 		p := &api.Problem{Status: resp.StatusCode, Title: resp.Status}
 		if json.Unmarshal(raw, p) != nil || p.Type == "" {
 			p.Detail = strings.TrimSpace(string(raw))
 		}
-		return p
+		return out, p
 	}
-	return json.Unmarshal(raw, out)
+	return out, json.Unmarshal(raw, &out)
 }
 
-// ListRecords lists records; q holds the API's filter, cursor and limit parameters.
-func (c *Client) ListRecords(ctx context.Context, q url.Values) (api.RecordPage, error) {
-	var out api.RecordPage
-	return out, c.do(ctx, "GET", "/v1/records?"+q.Encode(), nil, &out)
+// optional is nil for the zero value: a parameter or header the request leaves out.
+func optional[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+// ListRecords lists records by the API's filter, cursor and limit parameters.
+func (c *Client) ListRecords(ctx context.Context, params api.ListRecordsParams) (api.RecordPage, error) {
+	return answer[api.RecordPage](c.api.ListRecords(ctx, &params))
 }
 
 // GetRecord returns one record with its payload.
 func (c *Client) GetRecord(ctx context.Context, id int64) (api.RecordDetail, error) {
-	var out api.RecordDetail
-	return out, c.do(ctx, "GET", "/v1/records/"+strconv.FormatInt(id, 10), nil, &out)
+	return answer[api.RecordDetail](c.api.GetRecord(ctx, id))
 }
 
 // Replay asks for a replay of one record; idempotencyKey may be empty.
 func (c *Client) Replay(ctx context.Context, id int64, req api.ReplayRequest, idempotencyKey string) (api.Job, error) {
-	var out api.Job
-	return out, c.do(ctx, "POST", fmt.Sprintf("/v1/records/%d/replay", id), req, &out, "Idempotency-Key", idempotencyKey)
+	params := api.ReplayRecordParams{IdempotencyKey: optional(idempotencyKey)}
+	return answer[api.Job](c.api.ReplayRecord(ctx, id, &params, req))
 }
 
 // Discard discards one record.
 func (c *Client) Discard(ctx context.Context, id int64, reason string) (api.Record, error) {
-	var out api.Record
-	return out, c.do(ctx, "POST", fmt.Sprintf("/v1/records/%d/discard", id), api.DiscardRequest{Reason: reason}, &out)
+	return answer[api.Record](c.api.DiscardRecord(ctx, id, api.DiscardRequest{Reason: reason}))
 }
 
 // BulkCount is the dry run of a bulk request: how many records it selects.
@@ -110,43 +99,50 @@ func (c *Client) BulkCount(ctx context.Context, kind store.JobKind, req api.Bulk
 // of those a replay refuses for having no payload.
 func (c *Client) BulkDryRun(ctx context.Context, kind store.JobKind, req api.BulkRequest) (api.DryRun, error) {
 	req.DryRun = true
-	var out api.DryRun
-	return out, c.do(ctx, "POST", "/v1/bulk/"+string(kind), req, &out)
+	return answer[api.DryRun](c.bulk(ctx, kind, req, ""))
 }
 
 // Bulk creates a bulk job; req.ConfirmCount must be the dry run's count.
 func (c *Client) Bulk(ctx context.Context, kind store.JobKind, req api.BulkRequest, idempotencyKey string) (api.Job, error) {
 	req.DryRun = false
-	var out api.Job
-	return out, c.do(ctx, "POST", "/v1/bulk/"+string(kind), req, &out, "Idempotency-Key", idempotencyKey)
+	return answer[api.Job](c.bulk(ctx, kind, req, idempotencyKey))
+}
+
+// bulk sends req to the bulk endpoint of kind. req carries the fields of both kinds, so
+// that the server names a field that is not for this one.
+func (c *Client) bulk(ctx context.Context, kind store.JobKind, req api.BulkRequest, idempotencyKey string) (*http.Response, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	key := optional(idempotencyKey)
+	switch kind {
+	case store.JobReplay:
+		return c.api.BulkReplayWithBody(ctx, &api.BulkReplayParams{IdempotencyKey: key}, "application/json", bytes.NewReader(body))
+	case store.JobDiscard:
+		return c.api.BulkDiscardWithBody(ctx, &api.BulkDiscardParams{IdempotencyKey: key}, "application/json", bytes.NewReader(body))
+	}
+	return nil, fmt.Errorf("no bulk %q: replay or discard", kind)
 }
 
 // ListJobs lists jobs below id before (0 for the newest).
 func (c *Client) ListJobs(ctx context.Context, before int64, limit int) (api.JobList, error) {
-	q := url.Values{"limit": {strconv.Itoa(limit)}}
-	if before > 0 {
-		q.Set("before", strconv.FormatInt(before, 10))
-	}
-	var out api.JobList
-	return out, c.do(ctx, "GET", "/v1/jobs?"+q.Encode(), nil, &out)
+	return answer[api.JobList](c.api.ListJobs(ctx, &api.ListJobsParams{Before: optional(before), Limit: &limit}))
 }
 
 // GetJob returns one job.
 func (c *Client) GetJob(ctx context.Context, id int64) (api.Job, error) {
-	var out api.Job
-	return out, c.do(ctx, "GET", "/v1/jobs/"+strconv.FormatInt(id, 10), nil, &out)
+	return answer[api.Job](c.api.GetJob(ctx, id))
 }
 
 // CancelJob cancels a pending or running job.
 func (c *Client) CancelJob(ctx context.Context, id int64) (api.Job, error) {
-	var out api.Job
-	return out, c.do(ctx, "POST", fmt.Sprintf("/v1/jobs/%d/cancel", id), nil, &out)
+	return answer[api.Job](c.api.CancelJob(ctx, id))
 }
 
 // Stats returns the record counts.
 func (c *Client) Stats(ctx context.Context) (api.Stats, error) {
-	var out api.Stats
-	return out, c.do(ctx, "GET", "/v1/stats", nil, &out)
+	return answer[api.Stats](c.api.GetStats(ctx))
 }
 
 // Finished reports whether a job has ended.
@@ -176,41 +172,37 @@ func (c *Client) WaitJob(ctx context.Context, id int64, interval time.Duration, 
 
 // RetryNow makes a scheduled record due now.
 func (c *Client) RetryNow(ctx context.Context, id int64) (api.Record, error) {
-	var out api.Record
-	return out, c.do(ctx, "POST", fmt.Sprintf("/v1/records/%d/retry-now", id), nil, &out)
+	return answer[api.Record](c.api.RetryRecordNow(ctx, id))
 }
 
 // Routes lists the route controls.
 func (c *Client) Routes(ctx context.Context) (api.RouteList, error) {
-	var out api.RouteList
-	return out, c.do(ctx, "GET", "/v1/routes", nil, &out)
+	return answer[api.RouteList](c.api.ListRoutes(ctx))
 }
 
 // RouteAction pauses, resumes or runs a route now: action is "pause", "resume" or "run".
 func (c *Client) RouteAction(ctx context.Context, route, action string) (api.RouteControl, error) {
-	var out api.RouteControl
-	return out, c.do(ctx, "POST", "/v1/routes/"+url.PathEscape(route)+"/"+action, nil, &out)
+	var resp *http.Response
+	var err error
+	switch action {
+	case "pause":
+		resp, err = c.api.PauseRoute(ctx, route)
+	case "resume":
+		resp, err = c.api.ResumeRoute(ctx, route)
+	case "run":
+		resp, err = c.api.RunRoute(ctx, route)
+	default:
+		return api.RouteControl{}, fmt.Errorf("no route action %q: pause, resume or run", action)
+	}
+	return answer[api.RouteControl](resp, err)
 }
 
 // Runs lists recent redrive runs with their ledger, of one route when route is not empty.
 func (c *Client) Runs(ctx context.Context, route string, limit int) (api.RunList, error) {
-	q := url.Values{"limit": {strconv.Itoa(limit)}}
-	if route != "" {
-		q.Set("route", route)
-	}
-	var out api.RunList
-	return out, c.do(ctx, "GET", "/v1/runs?"+q.Encode(), nil, &out)
+	return answer[api.RunList](c.api.ListRuns(ctx, &api.ListRunsParams{Route: optional(route), Limit: &limit}))
 }
 
-// Audit lists audit entries below id before (0 for the newest).
-func (c *Client) Audit(ctx context.Context, before int64, limit int, filter url.Values) (api.AuditList, error) {
-	q := url.Values{"limit": {strconv.Itoa(limit)}}
-	for k, v := range filter {
-		q[k] = v
-	}
-	if before > 0 {
-		q.Set("before", strconv.FormatInt(before, 10))
-	}
-	var out api.AuditList
-	return out, c.do(ctx, "GET", "/v1/audit?"+q.Encode(), nil, &out)
+// Audit lists audit entries by the API's filters, before and limit parameters.
+func (c *Client) Audit(ctx context.Context, params api.ListAuditParams) (api.AuditList, error) {
+	return answer[api.AuditList](c.api.ListAudit(ctx, &params))
 }
