@@ -101,11 +101,12 @@ fuzz: ## Fuzz the header decoder (FUZZTIME=10m); a finding lands in internal/hea
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 -timeout 0 ./internal/headers/
 
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck, go mod tidy, and the docs (links, the generated configuration reference, README size, no development history)
+lint: ## gofmt, go vet, staticcheck, go mod tidy, no hand-written type above 30 methods, and the docs (links, the generated configuration reference, README size, no development history)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	go vet ./...
 	go tool staticcheck ./...
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	go run ./internal/tools/typesize
 	go run ./internal/tools/configdoc -check
 	go run ./internal/tools/docscheck
 
