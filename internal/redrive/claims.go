@@ -48,7 +48,7 @@ type claims struct {
 }
 
 // progressClaims redrives due scheduled rows batch by batch and reports when none is left.
-func (w *worker) progressClaims(ctx context.Context) bool {
+func (w *runner) progressClaims(ctx context.Context) bool {
 	r := w.run
 	c := r.claim
 	if c == nil {
@@ -92,7 +92,7 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 	return false
 }
 
-func (w *worker) onClaimAck(o *claimed, ack *kafka.Message) {
+func (w *walk) onClaimAck(o *claimed, ack *kafka.Message) {
 	w.inFlight--
 	if err := w.claims.acked(o, ack); err != nil {
 		w.fatal = err
