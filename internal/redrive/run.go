@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/dlqops/dlq/internal/store"
 	"github.com/rs/zerolog"
+
+	"github.com/dlqops/dlq/internal/store"
 )
 
 var (
