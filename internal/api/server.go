@@ -42,15 +42,16 @@ type Config struct {
 
 // Server is the API's http.Handler.
 type Server struct {
-	cfg           Config
-	log           zerolog.Logger
-	mux           *http.ServeMux
-	requests      *prometheus.CounterVec
-	callers       *callerLimits
-	inFlight      prometheus.Gauge
-	*refusalAudit // refusals.go: the audit rows of refused requests and sign-ins
+	cfg      Config
+	log      zerolog.Logger
+	mux      *http.ServeMux
+	requests *prometheus.CounterVec
+	callers  *callerLimits
+	inFlight prometheus.Gauge
 	// gate bounds the requests using the database at once, fairly across callers.
 	gate *fairGate
+	// refusals.go: the audit rows of refused requests and sign-ins.
+	*refusalAudit
 }
 
 // Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
