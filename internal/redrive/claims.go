@@ -1,6 +1,6 @@
 // Claims: the due scheduled records of the route, leased from PostgreSQL in batches at
 // the end of a run's DLQ phase and redriven through the loop's producer. The loop drives
-// them (progressClaims, run.go's due phase); the claims part leases, produces and settles.
+// them (progressClaims, the runner's due phase); the claims part leases, produces and settles.
 // Their acknowledgements come back through the producer's events.
 
 package redrive
