@@ -104,11 +104,12 @@ fuzz: ## Fuzz the header decoder (FUZZTIME=10m); a finding lands in internal/hea
 API_GENERATED := internal/api/wire.gen.go internal/adminclient/oapi/client.gen.go
 
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck, go mod tidy, the API's generated code, and the docs (links, the generated configuration reference, README size, no development history)
+lint: ## gofmt, go vet, staticcheck, go mod tidy, no hand-written type above 30 methods, the API's generated code, and the docs (links, the generated configuration reference, README size, no development history)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	go vet ./...
 	go tool staticcheck ./...
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	go run ./internal/tools/typesize
 	go run ./internal/tools/configdoc -check
 	go generate ./internal/api/ ./internal/adminclient/oapi/
 	@git diff --exit-code -- $(API_GENERATED) || { echo "the API's generated code is stale: run go generate ./internal/api/ ./internal/adminclient/oapi/ and commit it"; exit 1; }

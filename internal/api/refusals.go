@@ -7,6 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -42,16 +46,30 @@ func audited(rt Route, status int, err error) bool {
 	return rt.Method != http.MethodGet
 }
 
+// refusalAudit writes the audit rows of refused requests and console sign-ins, each on
+// its own, outside the transaction a refusal rolled back. Safe from any request's
+// goroutine: the limiter and the windows lock, the rest is only read.
+type refusalAudit struct {
+	clock     func() time.Time
+	store     *store.Store
+	log       zerolog.Logger
+	unaudited prometheus.Counter
+	// anonAudit limits the audit rows of refused requests without a valid token.
+	anonAudit *rate.Limiter
+	// refusals folds repeated refusals of one caller into few audit rows.
+	refusals *refusalWindows
+}
+
 // auditRefusal writes the audit row of a refused request on its own, outside the
 // transaction the refusal rolled back. Rows for callers without a valid token are rate
 // limited; the ones beyond the limit are only counted.
-func (s *Server) auditRefusal(c *call, rt Route, status int, err error) {
+func (s *refusalAudit) auditRefusal(c *call, rt Route, status int, err error) {
 	anonymous := c.principal.Name == ""
-	if anonymous && !s.anonAudit.AllowN(s.cfg.Clock(), 1) {
+	if anonymous && !s.anonAudit.AllowN(s.clock(), 1) {
 		s.unaudited.Inc()
 		return
 	}
-	e := store.AuditEntry{At: s.cfg.Clock().UTC(), Actor: c.actor.Name, Action: rt.Method + " " + rt.Path,
+	e := store.AuditEntry{At: s.clock().UTC(), Actor: c.actor.Name, Action: rt.Method + " " + rt.Path,
 		Outcome: refusalOutcomes[status], RequestID: c.actor.RequestID, ClientRequestID: c.actor.ClientRequestID}
 	var p *Problem
 	if errors.As(err, &p) {

@@ -116,10 +116,10 @@ func (rw *refusalWindows) close() {
 
 // writeAudit writes a refusal's audit row on its own context: the rows outlive the
 // requests they describe.
-func (s *Server) writeAudit(e store.AuditEntry) {
+func (s *refusalAudit) writeAudit(e store.AuditEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), auditTimeout)
 	defer cancel()
-	if err := s.cfg.Store.Audit(ctx, e); err != nil {
+	if err := s.store.Audit(ctx, e); err != nil {
 		s.log.Error().Err(err).Str("request_id", e.RequestID).Str("action", e.Action).
 			Msg("cannot write the audit row of a refused request")
 	}
@@ -127,15 +127,15 @@ func (s *Server) writeAudit(e store.AuditEntry) {
 
 // Close writes the audit rows of the refusals still being folded; call it once the
 // server no longer serves.
-func (s *Server) Close() { s.refusals.close() }
+func (s *refusalAudit) Close() { s.refusals.close() }
 
 // AuditSignIn audits a refused console sign-in from addr (outcome unauthorized or
 // rate_limited), folded per address and outcome as the API's refusals are; the first
 // rows of addresses are bounded as those of requests without a valid token are.
-func (s *Server) AuditSignIn(addr, outcome, detail string) {
-	e := store.AuditEntry{At: s.cfg.Clock().UTC(), Actor: "anonymous", Action: "POST /ui/login", Outcome: outcome,
+func (s *refusalAudit) AuditSignIn(addr, outcome, detail string) {
+	e := store.AuditEntry{At: s.clock().UTC(), Actor: "anonymous", Action: "POST /ui/login", Outcome: outcome,
 		RequestID: requestID(), Reason: "console sign-in from " + addr + ": " + detail}
-	mayOpen := func() bool { return s.anonAudit.AllowN(s.cfg.Clock(), 1) }
+	mayOpen := func() bool { return s.anonAudit.AllowN(s.clock(), 1) }
 	if !s.refusals.add("sign-in\x00"+outcome+"\x00"+addr, e, mayOpen) {
 		s.unaudited.Inc()
 	}

@@ -42,19 +42,16 @@ type Config struct {
 
 // Server is the API's http.Handler.
 type Server struct {
-	cfg       Config
-	log       zerolog.Logger
-	mux       *http.ServeMux
-	requests  *prometheus.CounterVec
-	unaudited prometheus.Counter
-	// anonAudit limits the audit rows of refused requests without a valid token.
-	anonAudit *rate.Limiter
-	callers   *callerLimits
-	inFlight  prometheus.Gauge
-	// refusals folds repeated refusals of one caller into few audit rows.
-	refusals *refusalWindows
+	cfg      Config
+	log      zerolog.Logger
+	mux      *http.ServeMux
+	requests *prometheus.CounterVec
+	callers  *callerLimits
+	inFlight prometheus.Gauge
 	// gate bounds the requests using the database at once, fairly across callers.
 	gate *fairGate
+	// refusals.go: the audit rows of refused requests and sign-ins.
+	*refusalAudit
 }
 
 // Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
@@ -91,16 +88,18 @@ func New(cfg Config) (*Server, error) {
 			Name: "dlq_admin_requests_total",
 			Help: "Admin API requests by route and status code.",
 		}, []string{"method", "route", "code"}),
+		callers: newCallerLimits(cfg.Limits, cfg.Clock),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dlq_admin_requests_in_flight",
+			Help: "Admin API requests of authenticated callers in progress.",
+		}),
+	}
+	s.refusalAudit = &refusalAudit{clock: cfg.Clock, store: cfg.Store, log: s.log,
 		unaudited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "dlq_admin_unaudited_refusals_total",
 			Help: "Refused requests that were not audited: without a valid token beyond limits.unauthenticated_audit_per_second, or from more callers at once than refusals can be folded for.",
 		}),
 		anonAudit: rate.NewLimiter(rate.Limit(cfg.Limits.UnauthenticatedAuditPerSecond), unauthenticatedAuditBurst),
-		callers:   newCallerLimits(cfg.Limits, cfg.Clock),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "dlq_admin_requests_in_flight",
-			Help: "Admin API requests of authenticated callers in progress.",
-		}),
 	}
 	s.refusals = newRefusalWindows(cfg.Clock, s.writeAudit)
 	s.gate = newFairGate(cfg.Limits.MaxConcurrentTotal)

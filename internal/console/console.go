@@ -17,7 +17,6 @@ package console
 import (
 	"embed"
 	"errors"
-	"html/template"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -78,8 +77,8 @@ type Server struct {
 	signIns  *signInThrottle
 	// signInOutcomes counts sign-ins by outcome: ok, unauthorized, rate_limited, stale_form.
 	signInOutcomes *prometheus.CounterVec
-	pages          map[string]*template.Template
 	ref            *reference
+	*renderer      // render.go: pages, error pages and the redirect after an action
 }
 
 // New parses the templates and the spec.
@@ -99,7 +98,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registerer == nil {
 		cfg.Registerer = prometheus.NewRegistry()
 	}
-	pages, err := parsePages()
+	tmpl, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +110,13 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: cfg.Log.With().Str("component", "console").Logger(), mux: http.NewServeMux(),
 		sessions: newSessions(jar, cfg.SessionTTL, cfg.Clock), signIns: newSignInThrottle(cfg.Clock),
-		pages: pages, ref: ref,
+		ref: ref,
 		signInOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dlq_admin_console_signins_total",
 			Help: "Console sign-ins by outcome: ok, unauthorized (not a valid token), rate_limited (throttled), stale_form (CSRF).",
 		}, []string{"outcome"}),
 	}
+	s.renderer = &renderer{pages: tmpl, log: s.log}
 	if err := cfg.Registerer.Register(s.signInOutcomes); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/dlqops/dlq/internal/auth"
 )
 
@@ -90,9 +92,16 @@ func parsePages() (map[string]*template.Template, error) {
 	return pages, nil
 }
 
+// renderer renders the console's pages from their templates: a page, an error page, the
+// redirect after an action. Safe from any request's goroutine: it only reads.
+type renderer struct {
+	pages map[string]*template.Template
+	log   zerolog.Logger
+}
+
 // render writes a page. The page is rendered into a buffer first, so a template error
 // becomes a 500 rather than half a page.
-func (s *Server) render(w http.ResponseWriter, sess *session, status int, page, title, nav string, data any) {
+func (s *renderer) render(w http.ResponseWriter, sess *session, status int, page, title, nav string, data any) {
 	v := view{Title: title, Nav: nav, Data: data}
 	if sess != nil {
 		v.Signed, v.Principal, v.CSRF, v.Flash = true, sess.principal, sess.csrf, sess.takeFlash()
@@ -118,13 +127,13 @@ type errorPage struct {
 }
 
 // fail renders an error page.
-func (s *Server) fail(w http.ResponseWriter, _ *http.Request, sess *session, status int, msg string) {
+func (s *renderer) fail(w http.ResponseWriter, _ *http.Request, sess *session, status int, msg string) {
 	s.render(w, sess, status, "error", http.StatusText(status), "", errorPage{Status: status, Message: msg})
 }
 
 // failAPI renders what the API answered, or a generic 500 for anything else (logged, not
 // shown).
-func (s *Server) failAPI(w http.ResponseWriter, r *http.Request, sess *session, err error) {
+func (s *renderer) failAPI(w http.ResponseWriter, r *http.Request, sess *session, err error) {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		p := ae.problem
@@ -141,7 +150,7 @@ func (s *Server) failAPI(w http.ResponseWriter, r *http.Request, sess *session, 
 
 // actionDone redirects after a state change, with a message for the next page; an API
 // refusal is shown as that page's message too.
-func (s *Server) actionDone(w http.ResponseWriter, r *http.Request, sess *session, to string, err error, ok string) {
+func (s *renderer) actionDone(w http.ResponseWriter, r *http.Request, sess *session, to string, err error, ok string) {
 	var ae *apiError
 	switch {
 	case err == nil:

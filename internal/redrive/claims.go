@@ -1,6 +1,6 @@
 // Claims: the due scheduled records of the route, leased from PostgreSQL in batches at
 // the end of a run's DLQ phase and redriven through the loop's producer. The loop drives
-// them (progressClaims, run.go's due phase); the claims part leases, produces and settles.
+// them (progressClaims, the runner's due phase); the claims part leases, produces and settles.
 // Their acknowledgements come back through the producer's events.
 
 package redrive
@@ -59,7 +59,7 @@ type claims struct {
 }
 
 // progressClaims redrives due scheduled rows batch by batch and reports when none is left.
-func (w *worker) progressClaims(ctx context.Context) bool {
+func (w *runner) progressClaims(ctx context.Context) bool {
 	r := w.run
 	c := r.claim
 	if c == nil {
@@ -103,7 +103,7 @@ func (w *worker) progressClaims(ctx context.Context) bool {
 	return false
 }
 
-func (w *worker) onClaimAck(o *claimed, ack *kafka.Message) {
+func (w *walk) onClaimAck(o *claimed, ack *kafka.Message) {
 	w.inFlight--
 	if err := w.claims.acked(o, ack); err != nil {
 		w.fatal = err

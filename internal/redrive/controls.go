@@ -56,13 +56,13 @@ func (e *Engine) applyControls(ctx context.Context, rcs []store.RouteControl, se
 	}
 	for _, w := range e.workers {
 		rc := byName[w.route.Name]
-		if w.paused.Swap(rc.Paused) != rc.Paused {
+		if w.requests.paused.Swap(rc.Paused) != rc.Paused {
 			w.log.Info().Bool("paused", rc.Paused).Str("by", rc.UpdatedBy).Msg("operator control changed")
 		}
 		if rc.RunRequestedAt.IsZero() || rc.RunRequestedAt.Equal(seen[w.route.Name]) || rc.Paused {
 			continue
 		}
-		if w.running.Load() {
+		if w.requests.running.Load() {
 			continue // picked up on a poll after the run in progress
 		}
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
@@ -72,7 +72,7 @@ func (e *Engine) applyControls(ctx context.Context, rcs []store.RouteControl, se
 			continue // try again on the next poll
 		}
 		seen[w.route.Name] = rc.RunRequestedAt
-		e.life.Go(func(ctx context.Context) { w.trigger(ctx, "operator") })
+		e.life.Go(func(ctx context.Context) { w.requests.trigger(ctx, "operator") })
 	}
 }
 

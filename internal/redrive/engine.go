@@ -155,7 +155,7 @@ func (e *Engine) Start(ctx context.Context) error {
 			e.stopLocked(ctx)
 			return fmt.Errorf("routes[%s].topics: subscribe: %w", rc.Name, err)
 		}
-		id, err := e.cron.AddFunc(rc.Schedule, func() { w.trigger(base, "schedule") })
+		id, err := e.cron.AddFunc(rc.Schedule, func() { w.requests.trigger(base, "schedule") })
 		if err != nil {
 			e.stopLocked(ctx)
 			return fmt.Errorf("routes[%s].schedule: %w", rc.Name, err)
@@ -284,7 +284,7 @@ func (e *Engine) Ready(ctx context.Context) error {
 func (e *Engine) RunNow(ctx context.Context, route string) error {
 	for _, w := range e.liveWorkers() {
 		if w.route.Name == route {
-			return w.runOnce(ctx)
+			return w.requests.runOnce(ctx)
 		}
 	}
 	return fmt.Errorf("redrive: no route %q", route)

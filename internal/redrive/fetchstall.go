@@ -20,7 +20,7 @@ const fetchStallAfter = 10 * time.Second
 // can lose a resume or an assigned offset when an assignment, a pause and a resume follow
 // each other closely (librdkafka#2190, #5591): the partition is never fetched again, with
 // no error, and the run would wait for it forever. It runs on the loop.
-func (w *worker) watchFetches(r *runState, now time.Time) {
+func (w *runner) watchFetches(r *runState, now time.Time) {
 	held := w.throttle.on
 	for _, p := range r.parts {
 		next, _ := p.nextOffset()
@@ -50,7 +50,7 @@ func (p *partition) nextOffset() (int64, bool) {
 // kickFetch routes and resumes p in librdkafka and seeks it to the next offset the run
 // expects (the documented workaround), then wakes its fetcher. Where that offset is unknown it only
 // resumes p: a seek to a guess would read records the group had done again.
-func (w *worker) kickFetch(p *partition, quiet time.Duration) {
+func (w *runner) kickFetch(p *partition, quiet time.Duration) {
 	next, known := p.nextOffset()
 	tp := kafka.TopicPartition{Topic: &p.key.topic, Partition: p.key.partition}
 	w.parts.route([]kafka.TopicPartition{tp})

@@ -102,6 +102,7 @@ func newStallScene(t *testing.T, n int, committed int64) *stallScene {
 	}
 	t.Cleanup(cancel)
 	s.w.log = zerolog.New(io.MultiWriter(s.logged, zerolog.NewTestWriter(t)))
+	s.w.walk.log, s.w.runner.log = s.w.log, s.w.log // the loop's parts log as the worker does
 	s.tps = []kafka.TopicPartition{{Topic: &s.dlq, Partition: 0, Offset: kafka.OffsetStored}}
 	s.w.assign(s.tps)
 	return s
@@ -132,7 +133,7 @@ func (s *stallScene) runPausedBehindItsBack(t *testing.T) map[string]any {
 	t.Helper()
 	ctx := context.Background()
 	reply := make(chan error, 1)
-	s.w.startRun(ctx, reply)
+	s.w.runner.startRun(ctx, reply)
 	require.NotNil(t, s.w.run, "the run started")
 	require.NoError(t, s.w.consumer.Pause(s.tps)) // librdkafka no longer fetches what the run resumed
 	deadline := time.Now().Add(fetchStallAfter + time.Minute)

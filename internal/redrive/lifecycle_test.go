@@ -62,7 +62,7 @@ func TestStallWarnsOncePerKindPerInterval(t *testing.T) {
 // A partition stalled after many failures is read again within the cap, like every other
 // stall (it used to wait 200 ms << 8 = 51.2 s).
 func TestRequeueReadWaitsAtMostTheCap(t *testing.T) {
-	w := &worker{run: &runState{}, health: &health{stallN: 8}}
+	w := &walk{loopState: &loopState{run: &runState{}}, health: &health{stallN: 8}}
 
 	w.requeueRead(&partition{})
 

@@ -21,6 +21,17 @@ const (
 type produceFunc func(dest delivery.Destination, src delivery.Source[kafka.Header], env headers.Envelope,
 	opts headers.EncodeOptions, opaque any) error
 
+// clients are the route's Kafka handles, opened by newWorker (readpath.go: which of them
+// the read path uses) and closed by the loop's shutdown. The consumer and records are
+// the loop goroutine's; the producer is the loop's, the claims' and, on read_path poll,
+// the sender's; fast is the sender's on read_path queue, its reports read by the loop.
+type clients struct {
+	consumer *kafka.Consumer     // events (rebalances, errors, commit results)
+	records  *kafkafast.Queue    // the consumer's records (partitions routes them at each resume); nil: Poll hands them out
+	producer *kafka.Producer     // Ready asks it for metadata
+	fast     *kafkafast.Producer // nil on read_path poll
+}
+
 // openReadPath sets up how the route's records go through librdkafka (read_path) and
 // returns how the sender produces them. On queue, routed partitions hand their records
 // to a kafkafast.Queue of the consumer's and the redrives go through a kafkafast.Producer
@@ -54,7 +65,7 @@ func (w *worker) openReadPath(path string, pc kafka.ConfigMap) (produceFunc, err
 }
 
 // openFastPath opens the queue path's Queue and Producer.
-func (w *worker) openFastPath(pc kafka.ConfigMap) error {
+func (w *clients) openFastPath(pc kafka.ConfigMap) error {
 	q, err := kafkafast.NewQueue(w.consumer)
 	if err != nil {
 		return err
@@ -70,7 +81,7 @@ func (w *worker) openFastPath(pc kafka.ConfigMap) error {
 
 // redriveReports is where the redrives' delivery reports come on the queue path; nil
 // (a channel never ready) on the poll path, where they come on the producer's Events.
-func (w *worker) redriveReports() chan kafka.Event {
+func (w *clients) redriveReports() chan kafka.Event {
 	if w.fast == nil {
 		return nil
 	}
@@ -79,7 +90,7 @@ func (w *worker) redriveReports() chan kafka.Event {
 
 // closeClients closes the clients newWorker opened, for a worker whose loop never
 // started: the queue before its consumer.
-func (w *worker) closeClients() {
+func (w *clients) closeClients() {
 	if w.records != nil {
 		w.records.Close()
 	}

@@ -66,7 +66,7 @@ func (w *worker) revoke(tps []kafka.TopicPartition) {
 				if !slices.Contains(w.run.parts, p) {
 					continue // not read by this run: nothing of it is this run's to account for
 				}
-				if err := w.recordLedger(cctx, w.run, p); err != nil {
+				if err := w.runner.recordLedger(cctx, w.run, p); err != nil {
 					w.health.warnEvery("ledger", err, "cannot write the ledger of a revoked partition")
 				}
 			}
@@ -109,18 +109,18 @@ func (w *worker) drainFor(ps []*partition, deadline time.Time) {
 	}
 	for open() && time.Now().Before(deadline) && w.fatal == nil {
 		w.park.flush()
-		w.retryProduces()
+		w.walk.retryProduces()
 		select {
 		case ev := <-w.producer.Events():
-			w.onDelivery(ev)
+			w.walk.onDelivery(ev)
 		case ev := <-w.redriveReports():
-			w.onDelivery(ev)
+			w.walk.onDelivery(ev)
 		case f := <-w.send.failed:
-			w.onProduceFailure(f.o, f.err)
+			w.walk.onProduceFailure(f.o, f.err)
 		case w.send.input() <- w.send.queued:
 			w.send.handed()
 		case b := <-w.park.out:
-			w.onStored(b)
+			w.walk.onStored(b)
 		case <-time.After(pollInterval):
 		}
 	}

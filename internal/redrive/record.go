@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/headers"
@@ -32,8 +34,32 @@ type retry struct {
 	o  *inflight
 }
 
+// walk takes each DLQ record from the consumer to its end (redriven, scheduled or
+// parked) and takes the answers: acknowledgements, produce failures and their retries,
+// stored batches. It runs on the loop goroutine, which owns every field; it shares the
+// loop's state with the worker and the runner.
+type walk struct {
+	*loopState
+	*clients      // the producer's events and the redrives' reports come back here
+	route         route
+	log           zerolog.Logger
+	clock         func() time.Time
+	redrivenCount prometheus.Counter
+
+	health   *health
+	parts    *partitions
+	throttle *throttle
+	hdrWarn  *headerWarnings
+	sources  *sources
+	headroom *headroom
+	topics   *delivery.Topics
+	send     *sender
+	park     *parker
+	claims   *claims
+}
+
 // onMessage takes one DLQ record from the consumer.
-func (w *worker) onMessage(m *kafka.Message) {
+func (w *walk) onMessage(m *kafka.Message) {
 	w.health.kafkaUp()
 	p := w.parts.of(m.TopicPartition)
 	if p == nil || !p.reading || int64(m.TopicPartition.Offset) >= p.hw || w.throttle.held != nil {
@@ -68,7 +94,7 @@ func (w *worker) onMessage(m *kafka.Message) {
 // from the next offset the worker expects; the records in between, already queued, are
 // dropped by librdkafka with the seek. Nothing is sent twice and nothing is skipped that
 // was not taken (TestRunSkipsRecordsTheConsumerHandsOutAgain).
-func (w *worker) readAgain(p *partition, m *kafka.Message) {
+func (w *walk) readAgain(p *partition, m *kafka.Message) {
 	w.health.count("read_again")
 	p.log(w.log).Warn().Int64("offset", int64(m.TopicPartition.Offset)).Int64("next_offset", p.trk.Next()).
 		Msg("the consumer handed out a record this worker already took; skipped, fetching on from the next offset")
@@ -76,7 +102,7 @@ func (w *worker) readAgain(p *partition, m *kafka.Message) {
 }
 
 // processHeld processes the record the throttle held, once it may start.
-func (w *worker) processHeld() {
+func (w *walk) processHeld() {
 	m := w.throttle.takeHeld(w.inFlight)
 	if m == nil {
 		return
@@ -87,7 +113,7 @@ func (w *worker) processHeld() {
 }
 
 // process classifies and dispatches one admitted record.
-func (w *worker) process(p *partition, m *kafka.Message) {
+func (w *walk) process(p *partition, m *kafka.Message) {
 	now := w.clock()
 	from := headers.Coordinates{Topic: p.key.topic, Partition: p.key.partition, Offset: int64(m.TopicPartition.Offset)}
 	dec := headers.DecodeOf(m.Headers)
@@ -137,7 +163,7 @@ func mustAdd(p *partition, m *kafka.Message) {
 }
 
 // requeueRead makes a stalled partition part of the run again after the stall backoff.
-func (w *worker) requeueRead(p *partition) {
+func (w *walk) requeueRead(p *partition) {
 	if w.run != nil {
 		w.run.stalledParts = append(w.run.stalledParts, stalledPart{p: p, at: time.Now().Add(w.health.backoffNow())})
 	}
@@ -145,7 +171,7 @@ func (w *worker) requeueRead(p *partition) {
 
 // drainDeliveries takes the produce acknowledgements waiting on the producer's channel
 // and the records the sender could not produce.
-func (w *worker) drainDeliveries() {
+func (w *walk) drainDeliveries() {
 	for {
 		select {
 		case ev := <-w.producer.Events():
@@ -160,7 +186,7 @@ func (w *worker) drainDeliveries() {
 	}
 }
 
-func (w *worker) onDelivery(ev kafka.Event) {
+func (w *walk) onDelivery(ev kafka.Event) {
 	switch ev := ev.(type) {
 	case *kafka.Message:
 		switch o := ev.Opaque.(type) {
@@ -183,7 +209,7 @@ func (w *worker) onDelivery(ev kafka.Event) {
 	}
 }
 
-func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
+func (w *walk) onRedriveAck(o *inflight, ack *kafka.Message) {
 	err := ack.TopicPartition.Error
 	if err == nil {
 		w.health.kafkaUp()
@@ -202,7 +228,7 @@ func (w *worker) onRedriveAck(o *inflight, ack *kafka.Message) {
 
 // onProduceFailure handles a redriven record that Produce refused or whose delivery
 // failed: park it, retry it after a backoff, or stop the worker.
-func (w *worker) onProduceFailure(o *inflight, err error) {
+func (w *walk) onProduceFailure(o *inflight, err error) {
 	switch class, reason := delivery.Classify(err); class {
 	case delivery.Fatal:
 		w.fatal = err
@@ -217,7 +243,7 @@ func (w *worker) onProduceFailure(o *inflight, err error) {
 }
 
 // retryProduces sends again the records whose transient failure backoff elapsed.
-func (w *worker) retryProduces() {
+func (w *walk) retryProduces() {
 	now := time.Now()
 	kept := w.retries[:0]
 	for _, r := range w.retries {
@@ -235,7 +261,7 @@ func (w *worker) retryProduces() {
 }
 
 // drainStored takes the batches the parker stored.
-func (w *worker) drainStored() {
+func (w *walk) drainStored() {
 	for {
 		select {
 		case b := <-w.park.out:
@@ -247,4 +273,4 @@ func (w *worker) drainStored() {
 	}
 }
 
-func (w *worker) onStored(b *storeBatch) { w.inFlight -= w.park.done(b) }
+func (w *walk) onStored(b *storeBatch) { w.inFlight -= w.park.done(b) }

@@ -68,7 +68,7 @@ func TestRunSkipsRecordsTheConsumerHandsOutAgain(t *testing.T) {
 	p.window = n // the slow start would hold the partition back now and then (a long hold pauses it)
 	ctx := context.Background()
 	reply := make(chan error, 1)
-	s.w.startRun(ctx, reply)
+	s.w.runner.startRun(ctx, reply)
 	deadline := time.Now().Add(time.Minute)
 	for p.trk == nil || p.trk.Next() < n/4 || p.paused {
 		require.True(t, time.Now().Before(deadline), "the run never read a quarter of the partition")
@@ -117,7 +117,7 @@ func (s *stallScene) errorsOf(t *testing.T, kind string) float64 {
 func (s *stallScene) runToTheEnd(t *testing.T) {
 	t.Helper()
 	reply := make(chan error, 1)
-	s.w.startRun(context.Background(), reply)
+	s.w.runner.startRun(context.Background(), reply)
 	require.NotNil(t, s.w.run, "the run started")
 	s.stepToTheEnd(t, reply)
 }

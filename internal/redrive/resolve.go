@@ -38,7 +38,7 @@ func isPointer(d headers.Decoded) bool {
 // itself: parked (the source is unavailable, the record found there cannot be the one
 // the group rejected, or its retry count is invalid) or stalled (the cluster does not
 // answer; m is read again).
-func (w *worker) resolvePointer(p *partition, m *kafka.Message, dec headers.Decoded) (*kafka.Message, headers.Decoded, []headers.Warning) {
+func (w *walk) resolvePointer(p *partition, m *kafka.Message, dec headers.Decoded) (*kafka.Message, headers.Decoded, []headers.Warning) {
 	w.headroom.off = false // a share-group DLQ after all: its backlog is probed
 	e := dec.Envelope
 	src, gone, low, _, err := w.sources.fetch(e.OriginalTopic, e.OriginalPartition, e.OriginalOffset, m.Timestamp)
@@ -113,7 +113,7 @@ func notTheDeadOne(dl, src *kafka.Message) string {
 }
 
 // parkAsRead parks m, a record read from the DLQ at p, with reason.
-func (w *worker) parkAsRead(p *partition, m *kafka.Message, e headers.Envelope, reason store.Reason, detail string) {
+func (w *walk) parkAsRead(p *partition, m *kafka.Message, e headers.Envelope, reason store.Reason, detail string) {
 	mustAdd(p, m)
 	w.inFlight++
 	w.park.enqueue(p, m, e, decision{act: actPark, reason: reason, detail: detail})

@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/rs/zerolog"
 
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -59,7 +63,32 @@ type stalledPart struct {
 	at time.Time
 }
 
-func (w *worker) startRun(ctx context.Context, reply chan error) {
+// runner drives a run through its phases (startRun, then progressRun once a loop turn),
+// the due phase's claims (claims.go) and the fetch watch (fetchstall.go) included. It
+// runs on the loop goroutine, which owns every field; it shares the loop's state with
+// the worker and the walk.
+type runner struct {
+	*loopState
+	route      route
+	log        zerolog.Logger
+	clock      func() time.Time
+	store      *store.Store
+	metrics    *metrics
+	instanceID string
+	consumer   *kafka.Consumer // kickFetch resumes a partition through it
+	paused     *atomic.Bool    // runRequests': an operator's pause interrupts the run
+
+	health   *health
+	topicsOK *topicCheck
+	parts    *partitions
+	throttle *throttle
+	sources  *sources
+	park     *parker
+	ledger   *ledger
+	claims   *claims
+}
+
+func (w *runner) startRun(ctx context.Context, reply chan error) {
 	switch {
 	case w.run != nil:
 		reply <- errRunBusy
@@ -87,7 +116,7 @@ func (w *worker) startRun(ctx context.Context, reply chan error) {
 // reading those below their high watermark. They are resumed first: the watermark
 // requests wake librdkafka's fetcher (see wakeFetcher), so the first fetch is on its way
 // while the run's row is written, and the partitions with nothing to read are paused again.
-func (w *worker) beginReading(ctx context.Context, r *runState) error {
+func (w *runner) beginReading(ctx context.Context, r *runState) error {
 	w.ledger.checkBeforeRun(w.parts)
 	held := make([]*partition, 0, len(w.parts.byKey))
 	for _, p := range w.parts.byKey {
@@ -145,7 +174,7 @@ func (w *worker) beginReading(ctx context.Context, r *runState) error {
 
 // beginRun writes r's row once r has work (records to read or due scheduled records): a
 // run that finds nothing to do writes none until it ends (finishRun: FinishIdleRun).
-func (w *worker) beginRun(ctx context.Context, r *runState) error {
+func (w *runner) beginRun(ctx context.Context, r *runState) error {
 	if r.id != 0 {
 		return nil
 	}
@@ -161,7 +190,7 @@ func (w *worker) beginRun(ctx context.Context, r *runState) error {
 	return nil
 }
 
-func (w *worker) progressRun(ctx context.Context) {
+func (w *runner) progressRun(ctx context.Context) {
 	r := w.run
 	if w.paused.Load() && !r.interrupted {
 		w.interruptRun("paused by an operator")
@@ -233,7 +262,7 @@ func (w *worker) progressRun(ctx context.Context) {
 
 // endRebalancing makes r end as rebalancing: the group assigned this worker nothing
 // within rebalanceWait, so nobody can say its partitions were read.
-func (w *worker) endRebalancing(r *runState) {
+func (w *runner) endRebalancing(r *runState) {
 	r.rebalancing, r.phase = true, phaseDrain
 	r.unread = append(r.unread, fmt.Sprintf("rebalancing: the group assigned this worker no partitions within %s (a rebalance in progress, or partitions revoked and none assigned since)", rebalanceWait))
 	w.log.Warn().Int64("run_id", r.id).Dur("waited_ms", time.Since(r.started)).
@@ -241,7 +270,7 @@ func (w *worker) endRebalancing(r *runState) {
 }
 
 // interruptRun stops reading (operator pause, shutdown): the run ends with what is done.
-func (w *worker) interruptRun(why string) {
+func (w *runner) interruptRun(why string) {
 	r := w.run
 	r.interrupted = true
 	r.stalledParts = nil
@@ -253,7 +282,7 @@ func (w *worker) interruptRun(why string) {
 
 // finishRun ends the run: its ledger rows, the ledger positions of its last watermarks
 // and its finish in one PostgreSQL transaction, then the commit.
-func (w *worker) finishRun(ctx context.Context) {
+func (w *runner) finishRun(ctx context.Context) {
 	r := w.run
 	var live []*partition
 	for _, p := range r.parts {
@@ -334,7 +363,7 @@ func (w *worker) finishRun(ctx context.Context) {
 
 // endRun writes the end of run r, which read live: the ledger row of each partition not
 // written yet, the positions of their watermarks past the ledger, and its status.
-func (w *worker) endRun(ctx context.Context, r *runState, live []*partition, status store.RunStatus, msg string) error {
+func (w *runner) endRun(ctx context.Context, r *runState, live []*partition, status store.RunStatus, msg string) error {
 	ahead, pos := aheadOfLedger(live)
 	e := store.RunEnd{ID: r.id, Status: status, Error: msg, Group: w.route.Group, Positions: pos}
 	for _, p := range live {
@@ -356,7 +385,7 @@ func (w *worker) endRun(ctx context.Context, r *runState, live []*partition, sta
 }
 
 // recordLedger writes p's range of run r, once.
-func (w *worker) recordLedger(ctx context.Context, r *runState, p *partition) error {
+func (w *runner) recordLedger(ctx context.Context, r *runState, p *partition) error {
 	if p.trk == nil || p.counts.ledgerDone {
 		return nil
 	}
@@ -374,40 +403,4 @@ func ledgerEntry(r *runState, p *partition) store.LedgerEntry {
 		Redriven: c.redriven, Scheduled: c.scheduled, Parked: c.parked, Errors: c.errors}
 	e.Skipped = max(0, e.To-e.From-c.redriven-c.scheduled-c.parked)
 	return e
-}
-
-// trigger starts a run unless one is in progress, logging the outcome.
-func (w *worker) trigger(ctx context.Context, why string) {
-	err := w.runOnce(ctx)
-	switch {
-	case err == nil:
-	case errors.Is(err, errRunBusy), errors.Is(err, errRunPaused):
-		w.log.Info().Str("trigger", why).Msg("run skipped: " + err.Error())
-	case errors.Is(err, ErrRunInterrupted):
-		w.log.Info().Str("trigger", why).Msg("run interrupted; the next one continues from its commits")
-	case ctx.Err() != nil:
-	default:
-		w.log.Warn().Err(err).Str("trigger", why).Msg("run failed; the next trigger retries")
-	}
-}
-
-func (w *worker) runOnce(ctx context.Context) error {
-	if !w.runMu.TryLock() {
-		return errRunBusy
-	}
-	defer w.runMu.Unlock()
-	w.running.Store(true)
-	defer w.running.Store(false)
-	reply := make(chan error, 1)
-	select {
-	case w.runReq <- reply:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -42,7 +42,7 @@ func TestRunStartSendsOneWatermarkRequestPerPartition(t *testing.T) {
 
 	before := listOffsetsSent(t, w.consumer)
 	r := &runState{started: time.Now()}
-	require.NoError(t, w.beginReading(context.Background(), r))
+	require.NoError(t, w.runner.beginReading(context.Background(), r))
 	after := listOffsetsSent(t, w.consumer)
 
 	// A watermark query is two ListOffsets requests: the log start and the log end.
@@ -101,7 +101,7 @@ func TestRunStartFetchesWithoutWaitingForTheIdleWakeup(t *testing.T) {
 		produceAcked(t, prod, dlq, 0, []byte{byte(trial)})
 		w.idleFetcher(t)
 		r := &runState{started: time.Now()}
-		require.NoError(t, w.beginReading(context.Background(), r))
+		require.NoError(t, w.runner.beginReading(context.Background(), r))
 		require.Len(t, r.parts, 1, "trial %d", trial)
 		m, n := w.emptyPollsBefore(t, int64(trial))
 		require.NoError(t, p.trk.Add(int64(m.TopicPartition.Offset)))

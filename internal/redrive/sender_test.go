@@ -79,7 +79,7 @@ func TestAnUnmatchedAcknowledgementStopsTheWorker(t *testing.T) {
 	require.ErrorContains(t, w.fatal, target)
 
 	w.fatal = nil
-	w.onDelivery(kafkafast.UnknownReport{ID: 7, TopicPartition: kafka.TopicPartition{Topic: &target, Partition: 0, Offset: 1}})
+	w.walk.onDelivery(kafkafast.UnknownReport{ID: 7, TopicPartition: kafka.TopicPartition{Topic: &target, Partition: 0, Offset: 1}})
 	require.ErrorContains(t, w.fatal, "with id 7, which no record produced is waiting for")
 	require.ErrorContains(t, w.fatal, target)
 }

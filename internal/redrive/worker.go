@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/dlqops/dlq/internal/delivery"
 	"github.com/dlqops/dlq/internal/kafkaclient"
-	"github.com/dlqops/dlq/internal/kafkafast"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -41,12 +39,15 @@ const (
 // worker runs one route. It is a thin dispatcher: its loop goroutine polls the consumer
 // and hands each event to the part that owns its concern. Each part is a type in a file
 // of its own, built by newWorker with what it uses and no pointer back to the worker, and
-// says which goroutine owns which of its fields. A record read from the DLQ goes, top to
-// bottom:
+// says which goroutine owns which of its fields. Two parts hold the loop's own work, on
+// the loop goroutine: the walk (record.go) takes each record to its end, the runner
+// (run.go) drives a run's phases; they share the loop's state (loopState) with the
+// worker. A record read from the DLQ goes, top to bottom:
 //
 //	worker.go      loop → step → handle: one turn, polling the consumer
-//	record.go      onMessage: its partition (partitions.go) must be reading it, and the
-//	               throttle (throttle.go: in-flight bound, rate limit) let it start
+//	record.go      the walk's onMessage: its partition (partitions.go) must be reading
+//	               it, and the throttle (throttle.go: in-flight bound, rate limit) let it
+//	               start
 //	record.go      process: header warnings (warnings.go), a share group's pointer
 //	               resolved from its source (resolve.go, sourcefetch.go), classify
 //	               (classify.go), then redrive it or store it
@@ -59,17 +60,20 @@ const (
 //	               librdkafka to commit
 //
 // Around that walk: rebalance.go (assignments checked against the ledger, revocations),
-// run.go (a run's phases: the DLQ up to its high watermarks, then the due scheduled rows
-// through claims.go, then the run's ledger rows), fetchstall.go (a partition the run reads
-// that librdkafka stopped fetching is kicked), health.go and topiccheck.go (readiness),
-// headroom.go (share-group pointers close to their source's retention).
+// run.go (the runner: a run's phases, the DLQ up to its high watermarks, then the due
+// scheduled rows through claims.go, then the run's ledger rows), requests.go (run
+// requests and the operator's pause, from other goroutines), fetchstall.go (a partition
+// the run reads that librdkafka stopped fetching is kicked), health.go and topiccheck.go
+// (readiness), headroom.go (share-group pointers close to their source's retention).
 //
 // The loop goroutine owns every field below unless its comment says otherwise. The
 // sender, the parker's storers and the ledger's position writer and flusher share only
 // channels with it (and the health atomics).
 type worker struct {
-	route route
-	log   zerolog.Logger
+	*loopState
+	*clients // readpath.go: set up by newWorker, then only used
+	route    route
+	log      zerolog.Logger
 
 	// The engine's, passed in by newWorker.
 	clock      func() time.Time
@@ -79,20 +83,11 @@ type worker struct {
 	identity   identity    // identity.go: its static membership, for a fence
 	onFatal    func(error) // reports the error that stops the loop; safe from any goroutine
 
-	// Set up by newWorker, then only used (readpath.go: which of them the read path uses).
-	consumer *kafka.Consumer     // the loop's: events (rebalances, errors, commit results)
-	records  *kafkafast.Queue    // the loop's: the consumer's records (partitions routes them at each resume); nil: Poll hands them out
-	producer *kafka.Producer     // the loop's, the claims' and, on read_path poll, the sender's; Ready asks it for metadata
-	fast     *kafkafast.Producer // the sender's on read_path queue, its reports read by the loop; else nil
 	// The route's series of the per-record metrics, looked up once.
 	inFlightGauge prometheus.Gauge
 	redrivenCount prometheus.Counter
 
-	// Shared with RunNow, the schedule and the controls goroutine (run.go, controls.go).
-	runReq  chan chan error
-	runMu   sync.Mutex // held while a run is requested or running
-	running atomic.Bool
-	paused  atomic.Bool
+	requests *runRequests // requests.go: shared with RunNow, the schedule and the controls goroutine
 
 	// The parts.
 	health   *health          // health.go: shared with Ready and the storers
@@ -107,14 +102,20 @@ type worker struct {
 	park     *parker          // parker.go: a Start/Stop service, its storers write rows
 	ledger   *ledger          // offsets.go: a Start/Stop service, its writer goes before commits
 	claims   *claims          // claims.go: due scheduled rows, leased, redriven and settled
+	walk     *walk            // record.go: each record's walk and the answers to it
+	runner   *runner          // run.go: a run's phases
 
-	// The walk's own state (record.go, run.go).
+	// consumerFatal: the consumer itself reported the fatal error, so Close would never return.
+	consumerFatal bool
+}
+
+// loopState is the loop's own state, owned by the loop goroutine and shared by the parts
+// that run on it: the worker, the walk and the runner.
+type loopState struct {
 	run      *runState
 	inFlight int     // records read (or claimed) and not yet acknowledged or stored
 	retries  []retry // produces waiting for the stall backoff
 	fatal    error   // set by any part's answer; the loop stops on it
-	// consumerFatal: the consumer itself reported the fatal error, so Close would never return.
-	consumerFatal bool
 }
 
 func newWorker(e *Engine, rc routes.Config) (*worker, error) {
@@ -127,8 +128,10 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		metrics:    e.metrics,
 		instanceID: e.instanceID,
 		onFatal:    e.fatal,
-		runReq:     make(chan chan error),
+		loopState:  &loopState{},
+		clients:    &clients{},
 	}
+	w.requests = &runRequests{log: w.log, runReq: make(chan chan error)}
 	w.inFlightGauge = e.metrics.inFlight.WithLabelValues(r.Name)
 	w.redrivenCount = e.metrics.redriven.WithLabelValues(r.Name)
 	cc := kafkaclient.ConsumerConfig(e.kafka, r.Group)
@@ -174,6 +177,12 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	w.claims = &claims{store: e.store, route: r, instanceID: e.instanceID, clock: e.clock, producer: w.producer, topics: w.topics,
 		health: w.health, parked: e.metrics.parked, redriven: w.redrivenCount}
 	w.send = newSender(produce, r.rules.Encode)
+	w.walk = &walk{loopState: w.loopState, clients: w.clients, route: r, log: w.log, clock: e.clock, redrivenCount: w.redrivenCount,
+		health: w.health, parts: w.parts, throttle: w.throttle, hdrWarn: w.hdrWarn, sources: w.sources, headroom: w.headroom,
+		topics: w.topics, send: w.send, park: w.park, claims: w.claims}
+	w.runner = &runner{loopState: w.loopState, route: r, log: w.log, clock: e.clock, store: e.store, metrics: e.metrics,
+		instanceID: e.instanceID, consumer: w.consumer, paused: &w.requests.paused, health: w.health, topicsOK: w.topicsOK,
+		parts: w.parts, throttle: w.throttle, sources: w.sources, park: w.park, ledger: w.ledger, claims: w.claims}
 	return w, nil
 }
 
@@ -198,8 +207,8 @@ func (w *worker) loop(ctx context.Context, stop <-chan context.Context, done cha
 			stopServices()
 			done <- err
 			return
-		case reply := <-w.runReq:
-			w.startRun(ctx, reply)
+		case reply := <-w.requests.runReq:
+			w.runner.startRun(ctx, reply)
 		default:
 		}
 		w.step(ctx)
@@ -252,14 +261,14 @@ func (w *worker) judgeFence(ctx context.Context, stop <-chan context.Context, er
 // step is one turn of the loop.
 func (w *worker) step(ctx context.Context) {
 	defer w.send.flush()
-	w.drainDeliveries()
-	w.drainStored()
+	w.walk.drainDeliveries()
+	w.walk.drainStored()
 	w.ledger.drainPositions()
 	w.park.flush()
-	w.retryProduces()
-	w.processHeld()
+	w.walk.retryProduces()
+	w.walk.processHeld()
 	if w.run != nil {
-		w.progressRun(ctx)
+		w.runner.progressRun(ctx)
 	}
 	w.headroom.probe(w.parts)
 	w.ledger.storeOffsets(w.parts)
@@ -308,13 +317,13 @@ func (w *worker) waitWork() {
 	defer t.Stop()
 	select {
 	case ev := <-w.producer.Events():
-		w.onDelivery(ev)
+		w.walk.onDelivery(ev)
 	case ev := <-w.redriveReports():
-		w.onDelivery(ev)
+		w.walk.onDelivery(ev)
 	case b := <-w.park.out:
-		w.onStored(b)
+		w.walk.onStored(b)
 	case f := <-w.send.failed:
-		w.onProduceFailure(f.o, f.err)
+		w.walk.onProduceFailure(f.o, f.err)
 	case b := <-w.ledger.posOut: // a position landed: the window past the ledger widens
 		w.ledger.onPositions(b)
 	case b := <-w.ledger.flushOut: // positions flushed: they may be committed
@@ -329,7 +338,7 @@ func (w *worker) handle(ev kafka.Event) {
 	switch ev := ev.(type) {
 	case nil:
 	case *kafka.Message:
-		w.onMessage(ev)
+		w.walk.onMessage(ev)
 	case kafka.PartitionEOF:
 		if p := w.parts.of(kafka.TopicPartition(ev)); p != nil && p.reading && int64(ev.Offset) >= p.hw {
 			w.parts.stopReading(p)
@@ -351,7 +360,7 @@ func (w *worker) handle(ev kafka.Event) {
 // shutdown ends the worker: stop reading, finish in-flight work within ctx, commit, close.
 func (w *worker) shutdown(ctx context.Context) error {
 	if w.run != nil && !w.run.interrupted {
-		w.interruptRun("shutdown")
+		w.runner.interruptRun("shutdown")
 	}
 	for w.fatal == nil && ctx.Err() == nil && (w.run != nil || w.inFlight > 0 || !w.park.idle()) {
 		w.step(ctx)

@@ -1,0 +1,5 @@
+package big_test
+
+type large struct{}
+
+func (large) X() {}

@@ -1,0 +1,5 @@
+package skip
+
+type s struct{}
+
+func (s) A() {}
