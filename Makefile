@@ -101,11 +101,13 @@ fuzz: ## Fuzz the header decoder (FUZZTIME=10m); a finding lands in internal/hea
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 -timeout 0 ./internal/headers/
 
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck, go mod tidy, and the docs (links, the generated configuration reference, README size, no development history)
+lint: ## gofmt, go vet, staticcheck, go mod tidy, the generated queries (sqlc), and the docs (links, the generated configuration reference, README size, no development history)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	go vet ./...
 	go tool staticcheck ./...
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	go generate ./internal/store/
+	@[ -z "$$(git status --porcelain -- internal/store/dbsqlc)" ] || { git status --short -- internal/store/dbsqlc; echo "internal/store/dbsqlc is stale: run go generate ./internal/store/ and commit it"; exit 1; }
 	go run ./internal/tools/configdoc -check
 	go run ./internal/tools/docscheck
 
