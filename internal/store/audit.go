@@ -36,7 +36,7 @@ type AuditEntry struct {
 
 // Audit writes one audit row on its own: the refusal of a request that the admin API
 // turned down before, or in a transaction that rolled back.
-func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
+func (s *AuditLog) Audit(ctx context.Context, e AuditEntry) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error { return writeAudit(ctx, tx, e) })
 }
 
@@ -159,12 +159,12 @@ func (f *AuditFilter) where(args []any) (string, []any) {
 // ListAudit returns up to limit audit entries with ids below beforeID (0 for the newest),
 // newest first. With topics (a scoped token's), only the entries that concern records of
 // those topics alone.
-func (s *Store) ListAudit(ctx context.Context, beforeID int64, limit int, topics ...string) ([]AuditEntry, error) {
+func (s *AuditLog) ListAudit(ctx context.Context, beforeID int64, limit int, topics ...string) ([]AuditEntry, error) {
 	return s.SearchAudit(ctx, AuditFilter{Topics: topics}, beforeID, limit)
 }
 
 // SearchAudit is ListAudit of the entries f selects.
-func (s *Store) SearchAudit(ctx context.Context, f AuditFilter, beforeID int64, limit int) ([]AuditEntry, error) {
+func (s *AuditLog) SearchAudit(ctx context.Context, f AuditFilter, beforeID int64, limit int) ([]AuditEntry, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ const sqlStoredOverTime = `SELECT date_trunc($1, stored_at, 'UTC'), count(*), co
 // StoredOverTime counts the records stored since from per bucket (BucketHour or
 // BucketDay, in UTC), oldest first, leaving out the buckets without any; with topics (a
 // scoped token's), only the records of those original topics.
-func (s *Store) StoredOverTime(ctx context.Context, bucket string, from time.Time, topics ...string) ([]StoredCount, error) {
+func (s *Records) StoredOverTime(ctx context.Context, bucket string, from time.Time, topics ...string) ([]StoredCount, error) {
 	if bucket != BucketHour && bucket != BucketDay {
 		return nil, &ValidationError{Field: "bucket", Reason: "must be hour or day"}
 	}

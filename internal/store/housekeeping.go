@@ -72,7 +72,7 @@ const (
 // lock on one pooled connection while fn runs (fn uses the pool as usual). It reports
 // whether fn ran. If that connection breaks, PostgreSQL drops the lock and another
 // instance may start; every housekeeping step is safe to run twice.
-func (s *Store) WhileLeading(ctx context.Context, fn func(ctx context.Context) error) (bool, error) {
+func (s *Housekeeping) WhileLeading(ctx context.Context, fn func(ctx context.Context) error) (bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return false, interpretError(err)
@@ -96,7 +96,7 @@ func (s *Store) WhileLeading(ctx context.Context, fn func(ctx context.Context) e
 
 // PurgeOld deletes, in batches, what r says is old enough, calling purged after each
 // table with how many rows went. It stops at the first error.
-func (s *Store) PurgeOld(ctx context.Context, r Retention, purged func(table string, rows int64)) error {
+func (s *Housekeeping) PurgeOld(ctx context.Context, r Retention, purged func(table string, rows int64)) error {
 	now := s.now()
 	steps := []struct {
 		table string
@@ -126,8 +126,14 @@ func (s *Store) PurgeOld(ctx context.Context, r Retention, purged func(table str
 	return nil
 }
 
+// Purge deletes redriven, replayed and discarded records whose last change is older than
+// age, in batches so that no transaction grows large, and returns how many it deleted.
+func (s *Housekeeping) Purge(ctx context.Context, age time.Duration) (int64, error) {
+	return s.purge(ctx, sqlPurge, s.now().Add(-age))
+}
+
 // purge runs one batched DELETE until a batch deletes fewer rows than the batch size.
-func (s *Store) purge(ctx context.Context, sql string, cutoff time.Time) (int64, error) {
+func (s *Housekeeping) purge(ctx context.Context, sql string, cutoff time.Time) (int64, error) {
 	var total int64
 	for {
 		tag, err := s.pool.Exec(ctx, sql, cutoff, purgeBatch)
@@ -153,7 +159,7 @@ const sqlBacklog = `SELECT route, status, reason, count(*) FROM dead_letters
 	WHERE status IN ('parked', 'scheduled') AND NOT ` + leased + ` GROUP BY 1, 2, 3`
 
 // Backlog counts the parked and scheduled records per route and reason right now.
-func (s *Store) Backlog(ctx context.Context) ([]BacklogCount, error) {
+func (s *Housekeeping) Backlog(ctx context.Context) ([]BacklogCount, error) {
 	rows, err := s.pool.Query(ctx, sqlBacklog)
 	if err != nil {
 		return nil, interpretError(err)

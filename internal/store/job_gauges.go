@@ -30,7 +30,7 @@ const sqlJobGauges = `SELECT kind, status, count(*),
 
 // ActiveJobs counts the pending and running jobs and measures the oldest wait and the
 // longest stall, in one query over the partial index of unfinished jobs.
-func (s *Store) ActiveJobs(ctx context.Context) (ActiveJobs, error) {
+func (s *Jobs) ActiveJobs(ctx context.Context) (ActiveJobs, error) {
 	var a ActiveJobs
 	rows, err := s.pool.Query(ctx, sqlJobGauges, s.now())
 	if err != nil {

@@ -99,7 +99,7 @@ type Job struct {
 }
 
 // CreateJob stores a pending job and its audit row.
-func (s *Store) CreateJob(ctx context.Context, spec JobSpec, actor Actor) (Job, error) {
+func (s *Jobs) CreateJob(ctx context.Context, spec JobSpec, actor Actor) (Job, error) {
 	switch {
 	case spec.Kind != JobReplay && spec.Kind != JobDiscard:
 		return Job{}, &ValidationError{Field: "kind", Reason: fmt.Sprintf("unknown job kind %q", spec.Kind)}
@@ -126,14 +126,14 @@ func (s *Store) CreateJob(ctx context.Context, spec JobSpec, actor Actor) (Job, 
 }
 
 // GetJob returns one job.
-func (s *Store) GetJob(ctx context.Context, id int64) (Job, error) {
+func (s *Jobs) GetJob(ctx context.Context, id int64) (Job, error) {
 	job, err := scanJob(s.pool.QueryRow(ctx, sqlGetJob, id))
 	return job, interpretError(err)
 }
 
 // ListJobs returns up to limit jobs with ids below beforeID (0 for the newest), newest first.
 // With topics (a scoped token's), only the jobs that touch records of those topics alone.
-func (s *Store) ListJobs(ctx context.Context, beforeID int64, limit int, topics ...string) ([]Job, error) {
+func (s *Jobs) ListJobs(ctx context.Context, beforeID int64, limit int, topics ...string) ([]Job, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (s *Store) ListJobs(ctx context.Context, beforeID int64, limit int, topics 
 
 // CancelJob cancels a pending or running job. A running job's worker learns it when its
 // next UpdateJobProgress returns ErrConflict.
-func (s *Store) CancelJob(ctx context.Context, id int64, actor Actor) (Job, error) {
+func (s *Jobs) CancelJob(ctx context.Context, id int64, actor Actor) (Job, error) {
 	return s.jobTransition(ctx, id, actor, "cancel_job", sqlCancelJob)
 }
 
@@ -158,7 +158,7 @@ func (s *Store) CancelJob(ctx context.Context, id int64, actor Actor) (Job, erro
 // the target in Done, inFlight is how many were handed over and unsettled when actor
 // learned of the cancel. It writes an audit row that says so, and ErrConflict when the
 // job is not cancelled or was settled already.
-func (s *Store) SettleCancelledJob(ctx context.Context, id int64, p JobProgress, inFlight int64, actor Actor) (Job, error) {
+func (s *Jobs) SettleCancelledJob(ctx context.Context, id int64, p JobProgress, inFlight int64, actor Actor) (Job, error) {
 	var job Job
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -181,17 +181,17 @@ func (s *Store) SettleCancelledJob(ctx context.Context, id int64, p JobProgress,
 // ClaimJob leases the oldest pending job, or a running one whose lease expired (its worker
 // died), to owner. It returns ErrNotFound when there is none. Instances claim with
 // FOR UPDATE SKIP LOCKED and never get the same job.
-func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration) (Job, error) {
+func (s *Jobs) ClaimJob(ctx context.Context, owner string, lease time.Duration) (Job, error) {
 	return s.claimJob(ctx, sqlClaimJob, owner, lease)
 }
 
 // ClaimRecordJob is ClaimJob for jobs that name their records (single-record actions
 // above all), so that they need not wait behind bulk jobs selected by filter.
-func (s *Store) ClaimRecordJob(ctx context.Context, owner string, lease time.Duration) (Job, error) {
+func (s *Jobs) ClaimRecordJob(ctx context.Context, owner string, lease time.Duration) (Job, error) {
 	return s.claimJob(ctx, sqlClaimRecordJob, owner, lease)
 }
 
-func (s *Store) claimJob(ctx context.Context, query, owner string, lease time.Duration) (Job, error) {
+func (s *Jobs) claimJob(ctx context.Context, query, owner string, lease time.Duration) (Job, error) {
 	now := s.now()
 	job, err := scanJob(s.pool.QueryRow(ctx, query, owner, now.Add(lease), now))
 	return job, interpretError(err)
@@ -200,7 +200,7 @@ func (s *Store) claimJob(ctx context.Context, query, owner string, lease time.Du
 // UpdateJobProgress stores progress and extends the lease. ErrConflict means the job is no
 // longer running under owner (cancelled, or the lease expired and another worker took it):
 // the worker must stop.
-func (s *Store) UpdateJobProgress(ctx context.Context, id int64, owner string, p JobProgress, lease time.Duration) error {
+func (s *Jobs) UpdateJobProgress(ctx context.Context, id int64, owner string, p JobProgress, lease time.Duration) error {
 	now := s.now()
 	tag, err := s.pool.Exec(ctx, sqlUpdateJobProgress, id, owner, p.Total, p.Done, p.Failed, p.Cursor, now.Add(lease), now, p.Skipped)
 	if err != nil {
@@ -213,7 +213,7 @@ func (s *Store) UpdateJobProgress(ctx context.Context, id int64, owner string, p
 }
 
 // FinishJob ends a job owner runs with status JobSucceeded or JobFailed.
-func (s *Store) FinishJob(ctx context.Context, id int64, owner string, status JobStatus, errMsg string) (Job, error) {
+func (s *Jobs) FinishJob(ctx context.Context, id int64, owner string, status JobStatus, errMsg string) (Job, error) {
 	if status != JobSucceeded && status != JobFailed {
 		return Job{}, &ValidationError{Field: "status", Reason: "a job finishes as succeeded or failed"}
 	}
@@ -221,7 +221,7 @@ func (s *Store) FinishJob(ctx context.Context, id int64, owner string, status Jo
 }
 
 // jobTransition runs query with $1 id, $2 now and then args, with its audit row.
-func (s *Store) jobTransition(ctx context.Context, id int64, actor Actor, action string, query string, args ...any) (Job, error) {
+func (s *Jobs) jobTransition(ctx context.Context, id int64, actor Actor, action string, query string, args ...any) (Job, error) {
 	var job Job
 	var outcome error
 	now := s.now()
@@ -272,3 +272,13 @@ func scanJob(row scanner) (Job, error) {
 	utc(&j.LeaseUntil, &j.CreatedAt, &j.StartedAt, &j.UpdatedAt, &j.FinishedAt)
 	return j, err
 }
+
+// ReleaseJob ends owner's lease on a running job now, so that another worker resumes it
+// at once (a graceful shutdown in the middle of a job).
+func (s *Jobs) ReleaseJob(ctx context.Context, id int64, owner string) error {
+	_, err := s.pool.Exec(ctx, sqlReleaseJob, id, owner, s.now())
+	return interpretError(err)
+}
+
+const sqlReleaseJob = `UPDATE jobs SET lease_until = $3, updated_at = $3
+	WHERE id = $1 AND status = 'running' AND lease_owner = $2`

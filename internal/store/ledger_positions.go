@@ -65,7 +65,7 @@ const sqlLedgerGaps = `SELECT consumer_group, route, dlq_topic, dlq_partition, f
 
 // AdvanceLedgerPositions records that group is about to commit each position (Offset is
 // the offset to commit). A position only moves forward: a lower one is ignored.
-func (s *Store) AdvanceLedgerPositions(ctx context.Context, group string, pos []Coordinates) error {
+func (s *Ledger) AdvanceLedgerPositions(ctx context.Context, group string, pos []Coordinates) error {
 	return s.advancePositions(ctx, sqlAdvancePositions, group, pos)
 }
 
@@ -73,12 +73,12 @@ func (s *Store) AdvanceLedgerPositions(ctx context.Context, group string, pos []
 // PostgreSQL to flush the positions: they are visible to every reader at once (a worker
 // restarted after a kill resumes at them), but a PostgreSQL crash may lose them until a
 // FlushLedger that started after this call returned.
-func (s *Store) AdvanceLedgerPositionsUnflushed(ctx context.Context, group string, pos []Coordinates) error {
+func (s *Ledger) AdvanceLedgerPositionsUnflushed(ctx context.Context, group string, pos []Coordinates) error {
 	return s.advancePositions(ctx, sqlAdvancePositionsUnflushed, group, pos)
 }
 
 // advancePositions runs query, one of the two position writes, for pos.
-func (s *Store) advancePositions(ctx context.Context, query, group string, pos []Coordinates) error {
+func (s *Ledger) advancePositions(ctx context.Context, query, group string, pos []Coordinates) error {
 	if len(pos) == 0 {
 		return nil
 	}
@@ -90,7 +90,7 @@ func (s *Store) advancePositions(ctx context.Context, query, group string, pos [
 // FlushLedger returns once every ledger write committed before it is durable: it commits
 // a write of its own synchronously, which waits for the WAL before it to be flushed (and
 // sent to synchronous standbys, where the server has them).
-func (s *Store) FlushLedger(ctx context.Context, group string) error {
+func (s *Ledger) FlushLedger(ctx context.Context, group string) error {
 	_, err := s.pool.Exec(ctx, sqlFlushLedger, group, s.now())
 	return interpretError(err)
 }
@@ -107,7 +107,7 @@ func coordinateColumns(pos []Coordinates) (topics []string, parts []int32, offs 
 // TouchLedgerPositions marks the positions of group's partitions in pos (Offset unused) as
 // held now, unless they were marked within fresh, so that retention (Retention.Ledger)
 // keeps the positions of idle partitions a worker still holds.
-func (s *Store) TouchLedgerPositions(ctx context.Context, group string, pos []Coordinates, fresh time.Duration) error {
+func (s *Ledger) TouchLedgerPositions(ctx context.Context, group string, pos []Coordinates, fresh time.Duration) error {
 	if len(pos) == 0 {
 		return nil
 	}
@@ -122,7 +122,7 @@ func (s *Store) TouchLedgerPositions(ctx context.Context, group string, pos []Co
 
 // LedgerPositions returns where the ledger says group last committed, per partition
 // (Offset is the committed offset); partitions it never committed are absent.
-func (s *Store) LedgerPositions(ctx context.Context, group string) ([]Coordinates, error) {
+func (s *Ledger) LedgerPositions(ctx context.Context, group string) ([]Coordinates, error) {
 	rows, err := s.pool.Query(ctx, sqlLedgerPositions, group)
 	if err != nil {
 		return nil, interpretError(err)
@@ -135,7 +135,7 @@ func (s *Store) LedgerPositions(ctx context.Context, group string) ([]Coordinate
 }
 
 // RecordGap stores a range read out of order; RecordedAt is set by the store.
-func (s *Store) RecordGap(ctx context.Context, g Gap) error {
+func (s *Ledger) RecordGap(ctx context.Context, g Gap) error {
 	if g.From >= g.To {
 		return &ValidationError{Field: "gap", Reason: "from must be below to"}
 	}
@@ -144,7 +144,7 @@ func (s *Store) RecordGap(ctx context.Context, g Gap) error {
 }
 
 // LedgerGaps returns the gaps of group on topic, by partition and offset.
-func (s *Store) LedgerGaps(ctx context.Context, group, topic string) ([]Gap, error) {
+func (s *Ledger) LedgerGaps(ctx context.Context, group, topic string) ([]Gap, error) {
 	rows, err := s.pool.Query(ctx, sqlLedgerGaps, group, topic)
 	if err != nil {
 		return nil, interpretError(err)

@@ -126,7 +126,7 @@ const MaxPageSize = 1000
 // ValueSize say how large they are; Get reads one whole): what a page costs does not grow
 // with the records' payloads. Pagination is by keyset on id, so a deep page costs what
 // the first does, and rows inserted meanwhile (which get higher ids) never shift the pages.
-func (s *Store) List(ctx context.Context, f Filter, cursor string, limit int) (Page, error) {
+func (s *Records) List(ctx context.Context, f Filter, cursor string, limit int) (Page, error) {
 	if err := checkLimit(limit); err != nil {
 		return Page{}, err
 	}
@@ -154,7 +154,7 @@ func (s *Store) List(ctx context.Context, f Filter, cursor string, limit int) (P
 
 // ListAfter returns up to limit records matching f with ids above afterID, lowest id first:
 // how a bulk job walks its selection and resumes from its cursor after a crash.
-func (s *Store) ListAfter(ctx context.Context, f Filter, afterID int64, limit int) ([]Record, error) {
+func (s *Records) ListAfter(ctx context.Context, f Filter, afterID int64, limit int) ([]Record, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (s *Store) ListAfter(ctx context.Context, f Filter, afterID int64, limit in
 }
 
 // Count returns how many records match f: the dry run of a bulk job.
-func (s *Store) Count(ctx context.Context, f Filter) (int64, error) {
+func (s *Records) Count(ctx context.Context, f Filter) (int64, error) {
 	cond, args := f.where(nil)
 	var n int64
 	err := s.pool.QueryRow(ctx, fmt.Sprintf(sqlCountRecords, cond), args...).Scan(&n)
@@ -176,7 +176,7 @@ func (s *Store) Count(ctx context.Context, f Filter) (int64, error) {
 
 // CountIDs returns how many of ids name records that f selects: the dry run of a bulk
 // job by ids counts the records that exist and that the job would act on, not the ids.
-func (s *Store) CountIDs(ctx context.Context, ids []int64, f Filter) (int64, error) {
+func (s *Records) CountIDs(ctx context.Context, ids []int64, f Filter) (int64, error) {
 	cond, args := f.where(nil)
 	args = append(args, ids)
 	var n int64

@@ -15,7 +15,7 @@ func (r *Record) NoPayload() bool {
 
 // CountNoPayload counts the records without payload (Record.NoPayload) among those f (or,
 // when f is nil, ids) selects.
-func (s *Store) CountNoPayload(ctx context.Context, f *Filter, ids []int64) (int64, error) {
+func (s *Records) CountNoPayload(ctx context.Context, f *Filter, ids []int64) (int64, error) {
 	cond, args := "id = ANY($1)", []any{ids}
 	if f != nil {
 		cond, args = f.where(nil)

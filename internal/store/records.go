@@ -29,7 +29,7 @@ type BatchResult struct {
 // StoreBatch stores scheduled or parked records idempotently on their DLQ coordinates, and
 // records ledger, if not nil, in the same transaction: when it returns nil everything is
 // durable and the DLQ offsets may be committed.
-func (s *Store) StoreBatch(ctx context.Context, records []NewRecord, ledger *LedgerEntry) (BatchResult, error) {
+func (s *Records) StoreBatch(ctx context.Context, records []NewRecord, ledger *LedgerEntry) (BatchResult, error) {
 	for i := range records {
 		if err := validateNewRecord(&records[i]); err != nil {
 			return BatchResult{}, err
@@ -82,7 +82,7 @@ type querier interface {
 }
 
 // storeBatch stores records with insert, and the ledger entry, in one transaction.
-func (s *Store) storeBatch(ctx context.Context, records []NewRecord, ledger *LedgerEntry, now time.Time, insert insertFunc) (map[Coordinates]bool, error) {
+func (s *Records) storeBatch(ctx context.Context, records []NewRecord, ledger *LedgerEntry, now time.Time, insert insertFunc) (map[Coordinates]bool, error) {
 	var inserted map[Coordinates]bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -217,7 +217,7 @@ func nullIfZero(t time.Time) any {
 }
 
 // Get returns one record.
-func (s *Store) Get(ctx context.Context, id int64) (Record, error) {
+func (s *Records) Get(ctx context.Context, id int64) (Record, error) {
 	r, err := scanRecord(s.pool.QueryRow(ctx, sqlGetRecord, id))
 	return r, interpretError(err)
 }
@@ -239,7 +239,7 @@ type Claim struct {
 // its token. If the worker dies in between, the lease expires and another worker claims the
 // rows again, so nothing is lost; a record produced just before such a crash is produced
 // again (at-least-once; downstream consumers de-duplicate on the redrive id header).
-func (s *Store) ClaimDue(ctx context.Context, route, owner string, limit int, lease time.Duration) (Claim, error) {
+func (s *Records) ClaimDue(ctx context.Context, route, owner string, limit int, lease time.Duration) (Claim, error) {
 	if limit <= 0 || lease <= 0 {
 		return Claim{}, &ValidationError{Field: "claim", Reason: "limit and lease must be positive"}
 	}
@@ -270,7 +270,7 @@ type Redriven struct {
 // MarkRedriven records produced claimed rows as redriven and returns how many it marked.
 // Rows no longer leased to token (the lease expired and another worker claimed them) are
 // left alone and not counted.
-func (s *Store) MarkRedriven(ctx context.Context, token string, done []Redriven) (int, error) {
+func (s *Records) MarkRedriven(ctx context.Context, token string, done []Redriven) (int, error) {
 	ids := make([]int64, len(done))
 	topics := make([]string, len(done))
 	partitions := make([]int32, len(done))
@@ -284,7 +284,7 @@ func (s *Store) MarkRedriven(ctx context.Context, token string, done []Redriven)
 
 // ReleaseClaim gives claimed rows back, due again at dueAt (for a produce that failed
 // transiently), and returns how many it released.
-func (s *Store) ReleaseClaim(ctx context.Context, token string, ids []int64, dueAt time.Time) (int, error) {
+func (s *Records) ReleaseClaim(ctx context.Context, token string, ids []int64, dueAt time.Time) (int, error) {
 	tag, err := s.pool.Exec(ctx, sqlReleaseClaim, token, s.now(), ids, dueAt)
 	return int(tag.RowsAffected()), interpretError(err)
 }
@@ -307,7 +307,7 @@ type StatCount struct {
 
 // Stats counts records by topic, reason and status. It scans the table: meant for a
 // dashboard refreshed every few seconds, not for a hot path.
-func (s *Store) Stats(ctx context.Context) (Stats, error) {
+func (s *Records) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
 	rows, err := s.pool.Query(ctx, sqlStats)
 	if err != nil {
@@ -327,12 +327,6 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	}
 	st.OldestParked = st.OldestParked.UTC()
 	return st, interpretError(err)
-}
-
-// Purge deletes redriven, replayed and discarded records whose last change is older than
-// age, in batches so that no transaction grows large, and returns how many it deleted.
-func (s *Store) Purge(ctx context.Context, age time.Duration) (int64, error) {
-	return s.purge(ctx, sqlPurge, s.now().Add(-age))
 }
 
 // scanner is a pgx.Row or pgx.CollectableRow.

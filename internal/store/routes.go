@@ -24,7 +24,7 @@ type RouteControl struct {
 
 // RouteControls returns every route an operator has touched; a route absent from the list
 // runs on its schedule.
-func (s *Store) RouteControls(ctx context.Context) ([]RouteControl, error) {
+func (s *Runs) RouteControls(ctx context.Context) ([]RouteControl, error) {
 	rows, err := s.pool.Query(ctx, sqlRouteControls)
 	if err != nil {
 		return nil, interpretError(err)
@@ -34,7 +34,7 @@ func (s *Store) RouteControls(ctx context.Context) ([]RouteControl, error) {
 
 // PauseRoute pauses (paused true) or resumes a route. Only routes a worker registered
 // exist: another name is ErrNotFound (with the audit row of the refusal).
-func (s *Store) PauseRoute(ctx context.Context, route string, paused bool, actor Actor) (RouteControl, error) {
+func (s *Runs) PauseRoute(ctx context.Context, route string, paused bool, actor Actor) (RouteControl, error) {
 	action := "resume_route"
 	if paused {
 		action = "pause_route"
@@ -43,20 +43,20 @@ func (s *Store) PauseRoute(ctx context.Context, route string, paused bool, actor
 }
 
 // RequestRun asks the workers of a route to run it now; ErrNotFound as PauseRoute.
-func (s *Store) RequestRun(ctx context.Context, route string, actor Actor) (RouteControl, error) {
+func (s *Runs) RequestRun(ctx context.Context, route string, actor Actor) (RouteControl, error) {
 	return s.routeAction(ctx, route, actor, "request_run", sqlRequestRun)
 }
 
 // AckRunRequest clears a run-now request once a worker started the run. requestedAt is the
 // RunRequestedAt the worker saw, so that a newer request is kept.
-func (s *Store) AckRunRequest(ctx context.Context, route string, requestedAt time.Time) error {
+func (s *Runs) AckRunRequest(ctx context.Context, route string, requestedAt time.Time) error {
 	_, err := s.pool.Exec(ctx, sqlAckRunRequest, route, requestedAt)
 	return interpretError(err)
 }
 
 // routeAction upserts a route control with query ($1 route, $2 now, $3 actor, then args)
 // and its audit row.
-func (s *Store) routeAction(ctx context.Context, route string, actor Actor, action, query string, args ...any) (RouteControl, error) {
+func (s *Runs) routeAction(ctx context.Context, route string, actor Actor, action, query string, args ...any) (RouteControl, error) {
 	if route == "" {
 		return RouteControl{}, &ValidationError{Field: "route", Reason: "empty"}
 	}

@@ -46,7 +46,7 @@ type LedgerEntry struct {
 }
 
 // BeginRun records the start of a run.
-func (s *Store) BeginRun(ctx context.Context, route, workerID string) (Run, error) {
+func (s *Runs) BeginRun(ctx context.Context, route, workerID string) (Run, error) {
 	r := Run{Route: route, WorkerID: workerID, Status: RunRunning, StartedAt: s.now()}
 	err := s.pool.QueryRow(ctx, sqlBeginRun, route, workerID, r.StartedAt).Scan(&r.ID)
 	return r, interpretError(err)
@@ -65,7 +65,7 @@ const sqlInsertFinishedRun = `INSERT INTO redrive_runs (route, worker_id, status
 // into the route's newest run when that is an idle one too (its end moves): consecutive
 // idle runs are one row. A failed one always gets a row of its own.
 // It started elapsed ago.
-func (s *Store) FinishIdleRun(ctx context.Context, route, workerID string, elapsed time.Duration, status RunStatus, errMsg string) error {
+func (s *Runs) FinishIdleRun(ctx context.Context, route, workerID string, elapsed time.Duration, status RunStatus, errMsg string) error {
 	now := s.now()
 	started := now.Add(-elapsed)
 	return s.inTx(ctx, func(tx pgx.Tx) error {
@@ -83,7 +83,7 @@ func (s *Store) FinishIdleRun(ctx context.Context, route, workerID string, elaps
 
 // RecordLedger stores a ledger entry on its own, for ranges that stored no records (all
 // redriven or skipped); StoreBatch takes one to store with its records.
-func (s *Store) RecordLedger(ctx context.Context, e LedgerEntry) error {
+func (s *Runs) RecordLedger(ctx context.Context, e LedgerEntry) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error { return insertLedger(ctx, tx, &e, s.now()) })
 }
 
@@ -119,7 +119,7 @@ type RunEnd struct {
 // EndRun records the end of a running run: it writes e in one transaction and one round trip (a batch: PostgreSQL runs it as
 // one implicit transaction): the positions, the ledger rows, then the run's finish.
 // ErrConflict: the run was not running any more; the rest is written all the same.
-func (s *Store) EndRun(ctx context.Context, e RunEnd) error {
+func (s *Runs) EndRun(ctx context.Context, e RunEnd) error {
 	now := s.now()
 	var b pgx.Batch
 	if len(e.Positions) > 0 {
@@ -150,7 +150,7 @@ func (s *Store) EndRun(ctx context.Context, e RunEnd) error {
 
 // ListRuns returns the last limit runs of route ("" for all routes), newest first, each
 // with its ledger.
-func (s *Store) ListRuns(ctx context.Context, route string, limit int) ([]Run, error) {
+func (s *Runs) ListRuns(ctx context.Context, route string, limit int) ([]Run, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,11 @@
 // (scheduled) or on a human (parked), redrive runs and their ledger, operator jobs, route
 // controls and the audit log.
 //
+// Store is the composition of the store's concerns, each a type of its own over one pool:
+// Records, Jobs, Ledger, Runs, AuditLog and Housekeeping. A caller that needs one concern
+// takes that type (or an interface of the few methods it calls); Store promotes every
+// concern's methods for the binaries that wire them all.
+//
 // Every method returns the package's own types and errors: ErrNotFound, ErrConflict,
 // *ValidationError, or *Error whose Retriable field (see IsRetriable) tells a transient
 // failure (PostgreSQL restarting, connection reset, deadlock) from a permanent one. A pgxpool
@@ -21,11 +26,46 @@ import (
 
 // Store is safe for concurrent use.
 type Store struct {
-	pool  *pgxpool.Pool
+	*db
+	*Records
+	*Jobs
+	*Ledger
+	*Runs
+	*AuditLog
+	*Housekeeping
 	owned bool
+}
+
+// db is what every concern shares: the pool, the logger and the clock.
+type db struct {
+	pool  *pgxpool.Pool
 	log   zerolog.Logger
 	clock func() time.Time
 }
+
+// Records are the dead letters themselves: a redrive stores, claims and marks them, an
+// operator lists, counts and changes them one at a time.
+type Records struct{ *db }
+
+// Jobs are operator jobs (bulk replays and discards) and the replay leases and batches
+// they hold while they run.
+type Jobs struct{ *db }
+
+// Ledger is where each consumer group committed its DLQ partitions, and the ranges it did
+// not read in order.
+type Ledger struct{ *db }
+
+// Runs are the redrive runs and their ledger rows, and what workers and operators share
+// about each route: registration, pause and run-now requests, next run, the targets a job
+// runner publishes (and the destinations of records they judge), the source topics' ids
+// and the oldest due record a worker's health reads.
+type Runs struct{ *db }
+
+// AuditLog is the record of every operator action, and what the conservation audit reads.
+type AuditLog struct{ *db }
+
+// Housekeeping is retention and the backlog count, run by one instance at a time.
+type Housekeeping struct{ *db }
 
 // Option configures a Store.
 type Option func(*Store)
@@ -64,7 +104,9 @@ func Open(ctx context.Context, connString string, opts ...Option) (*Store, error
 
 // New wraps a pool the caller owns; Close leaves it open.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool, log: zerolog.Nop(), clock: time.Now}
+	d := &db{pool: pool, log: zerolog.Nop(), clock: time.Now}
+	s := &Store{db: d, Records: &Records{d}, Jobs: &Jobs{d}, Ledger: &Ledger{d}, Runs: &Runs{d},
+		AuditLog: &AuditLog{d}, Housekeeping: &Housekeeping{d}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -85,11 +127,11 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // now is the clock at PostgreSQL's microsecond precision, so that what we write is what
 // we read back.
-func (s *Store) now() time.Time {
+func (s *db) now() time.Time {
 	return s.clock().UTC().Truncate(time.Microsecond)
 }
 
 // inTx runs fn in a transaction, committed when fn returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+func (s *db) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return interpretError(pgx.BeginFunc(ctx, s.pool, fn))
 }

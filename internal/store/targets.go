@@ -10,7 +10,7 @@ import (
 // PublishRouteTargets stores, for each route a job runner serves, the allowed_targets it
 // applies to replays (empty: any topic), so that dlq-admin refuses a replay to a forbidden
 // topic before accepting it. Operator controls of the routes are kept.
-func (s *Store) PublishRouteTargets(ctx context.Context, allowed map[string][]string, by string) error {
+func (s *Runs) PublishRouteTargets(ctx context.Context, allowed map[string][]string, by string) error {
 	now := s.now()
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		for route, targets := range allowed {
@@ -38,7 +38,7 @@ type Destination struct {
 
 // Destinations returns the distinct routes and original topics of the records f (or, when
 // f is nil, ids) selects.
-func (s *Store) Destinations(ctx context.Context, f *Filter, ids []int64) ([]Destination, error) {
+func (s *Runs) Destinations(ctx context.Context, f *Filter, ids []int64) ([]Destination, error) {
 	cond, args := "id = ANY($1)", []any{ids}
 	if f != nil {
 		cond, args = f.where(nil)

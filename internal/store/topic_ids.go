@@ -17,7 +17,7 @@ type TopicSighting struct {
 // SightTopicID records that a worker saw topic under id now, and returns what is known of
 // the topic since: a first sighting, or the same id as before (kept as it was), or a new
 // id (the topic was re-created: the old id becomes Replaced and Since is now).
-func (s *Store) SightTopicID(ctx context.Context, topic, id string) (TopicSighting, error) {
+func (s *Runs) SightTopicID(ctx context.Context, topic, id string) (TopicSighting, error) {
 	var out TopicSighting
 	var replaced *string
 	err := s.pool.QueryRow(ctx, sqlSightTopicID, topic, id, s.now()).Scan(&out.ID, &out.Since, &replaced)

@@ -14,12 +14,12 @@ import (
 // records the refusal and the caller gets ErrConflict (or ErrNotFound).
 
 // Discard drops a parked record, or a scheduled one that no worker is redriving.
-func (s *Store) Discard(ctx context.Context, id int64, actor Actor) (Record, error) {
+func (s *Records) Discard(ctx context.Context, id int64, actor Actor) (Record, error) {
 	return s.transition(ctx, id, actor, "discard", 0, sqlDiscard)
 }
 
 // RetryNow makes a scheduled record due now.
-func (s *Store) RetryNow(ctx context.Context, id int64, actor Actor) (Record, error) {
+func (s *Records) RetryNow(ctx context.Context, id int64, actor Actor) (Record, error) {
 	return s.transition(ctx, id, actor, "retry_now", 0, sqlRetryNow)
 }
 
@@ -35,7 +35,7 @@ type ReplayLease struct {
 // BeginReplay leases a parked record, a scheduled one that no worker is redriving, or one
 // whose replay lease expired (its worker died), for replay. Only one worker can hold a
 // record at a time, so a record is never replayed twice concurrently.
-func (s *Store) BeginReplay(ctx context.Context, id int64, lease ReplayLease, actor Actor) (Record, error) {
+func (s *Records) BeginReplay(ctx context.Context, id int64, lease ReplayLease, actor Actor) (Record, error) {
 	if lease.Owner == "" || lease.Duration <= 0 {
 		return Record{}, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
 	}
@@ -50,14 +50,14 @@ func (s *Store) BeginReplay(ctx context.Context, id int64, lease ReplayLease, ac
 }
 
 // FinishReplay records where a replaying record was produced.
-func (s *Store) FinishReplay(ctx context.Context, id int64, owner string, produced Coordinates, actor Actor) (Record, error) {
+func (s *Records) FinishReplay(ctx context.Context, id int64, owner string, produced Coordinates, actor Actor) (Record, error) {
 	return s.leaseTransition(ctx, id, actor, "finish_replay", 0, sqlFinishReplays,
 		owner, []string{produced.Topic}, []int32{produced.Partition}, []int64{produced.Offset})
 }
 
 // AbortReplay returns a replaying record to the status it had when it was leased (parked,
 // or scheduled with its due time), e.g. when its job was cancelled.
-func (s *Store) AbortReplay(ctx context.Context, id int64, owner string, actor Actor) (Record, error) {
+func (s *Records) AbortReplay(ctx context.Context, id int64, owner string, actor Actor) (Record, error) {
 	return s.leaseTransition(ctx, id, actor, "abort_replay", 0, sqlAbortReplays, owner, "")
 }
 
@@ -65,7 +65,7 @@ func (s *Store) AbortReplay(ctx context.Context, id int64, owner string, actor A
 // ids, $2 now, $3 actor, then args), return the ids they changed and change the lease
 // table too: the record is read again after them, as a statement does not see its own
 // changes to another table.
-func (s *Store) leaseTransition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
+func (s *Records) leaseTransition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
 	return s.audited(ctx, id, actor, action, jobID, func(tx pgx.Tx, now time.Time) (Record, int64, error, error) {
 		changed, err := changedIDs(ctx, tx, query, append([]any{[]int64{id}, now, actor.Name}, args...)...)
 		if err != nil {
@@ -76,7 +76,7 @@ func (s *Store) leaseTransition(ctx context.Context, id int64, actor Actor, acti
 }
 
 // reread reads record id after a lease statement changed n rows, for audited.
-func (s *Store) reread(ctx context.Context, tx pgx.Tx, id int64, n int) (Record, int64, error, error) {
+func (s *Records) reread(ctx context.Context, tx pgx.Tx, id int64, n int) (Record, int64, error, error) {
 	rec, err := scanRecord(tx.QueryRow(ctx, sqlGetRecord, id))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -92,7 +92,7 @@ func (s *Store) reread(ctx context.Context, tx pgx.Tx, id int64, n int) (Record,
 // transition runs query with $1 id, $2 now, $3 actor name and then args. The record's
 // lease key and row are taken first (lockRecords), in statements of their own, so that
 // query sees a replay lease committed while it waited.
-func (s *Store) transition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
+func (s *Records) transition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
 	return s.audited(ctx, id, actor, action, jobID, func(tx pgx.Tx, now time.Time) (Record, int64, error, error) {
 		if _, err := lockRecords(ctx, tx, []int64{id}); err != nil {
 			return Record{}, 0, nil, err
@@ -119,7 +119,7 @@ func (s *Store) transition(ctx context.Context, id int64, actor Actor, action st
 // why it refused (ErrNotFound, ErrConflict), in one transaction with the audit row of
 // action on record id; a refusal is returned as an error that wraps it, after the audit
 // row is committed.
-func (s *Store) audited(ctx context.Context, id int64, actor Actor, action string, jobID int64,
+func (s *Records) audited(ctx context.Context, id int64, actor Actor, action string, jobID int64,
 	change func(tx pgx.Tx, now time.Time) (rec Record, affected int64, refused, err error)) (Record, error) {
 	var rec Record
 	var refused error

@@ -23,7 +23,7 @@ type AuditRow struct {
 
 // DLQRows returns every stored record read from dlqTopic, by DLQ coordinates, for the
 // conservation audit.
-func (s *Store) DLQRows(ctx context.Context, dlqTopic string) (map[Coordinates]AuditRow, error) {
+func (s *AuditLog) DLQRows(ctx context.Context, dlqTopic string) (map[Coordinates]AuditRow, error) {
 	rows, err := s.pool.Query(ctx, sqlDLQRows, dlqTopic)
 	if err != nil {
 		return nil, interpretError(err)

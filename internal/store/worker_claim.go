@@ -9,7 +9,7 @@ const sqlParkClaimed = `UPDATE dead_letters SET status = 'parked', reason = $4, 
 
 // ParkClaimed parks claimed scheduled records that cannot be produced (the original topic
 // is gone, the record is too large, ...) with reason, and returns how many it parked.
-func (s *Store) ParkClaimed(ctx context.Context, token string, ids []int64, reason Reason, errMsg string) (int, error) {
+func (s *Records) ParkClaimed(ctx context.Context, token string, ids []int64, reason Reason, errMsg string) (int, error) {
 	tag, err := s.pool.Exec(ctx, sqlParkClaimed, token, s.now(), ids, string(reason), cleanText(errMsg))
 	return int(tag.RowsAffected()), interpretError(err)
 }

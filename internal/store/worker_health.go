@@ -15,7 +15,7 @@ const sqlOldestDue = `SELECT due_at FROM dead_letters
 
 // OldestDue returns the due time of route's oldest scheduled record that is due and not
 // redriven yet, and false when there is none.
-func (s *Store) OldestDue(ctx context.Context, route string) (time.Time, bool, error) {
+func (s *Runs) OldestDue(ctx context.Context, route string) (time.Time, bool, error) {
 	var due time.Time
 	err := s.pool.QueryRow(ctx, sqlOldestDue, route, s.now()).Scan(&due)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -12,7 +12,7 @@ const sqlRegisterRoutes = `INSERT INTO route_controls (route, updated_by, update
 
 // RegisterRoutes makes the routes a worker serves visible in RouteControls (not paused,
 // no run requested) without touching the controls of routes already known.
-func (s *Store) RegisterRoutes(ctx context.Context, routes []string, by string) error {
+func (s *Runs) RegisterRoutes(ctx context.Context, routes []string, by string) error {
 	_, err := s.pool.Exec(ctx, sqlRegisterRoutes, routes, s.now(), by)
 	return interpretError(err)
 }
@@ -20,7 +20,7 @@ func (s *Store) RegisterRoutes(ctx context.Context, routes []string, by string) 
 const sqlSetNextRun = `UPDATE route_controls SET next_run_at = $2 WHERE route = $1`
 
 // SetNextRun records when a registered route's schedule fires next, for operators.
-func (s *Store) SetNextRun(ctx context.Context, route string, at time.Time) error {
+func (s *Runs) SetNextRun(ctx context.Context, route string, at time.Time) error {
 	_, err := s.pool.Exec(ctx, sqlSetNextRun, route, at)
 	return interpretError(err)
 }

@@ -1,0 +1,236 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A running job changes its records a batch at a time: it leases a page for replay, then
+// finishes or aborts the batch, or discards a page, each with one audit row.
+
+// BeginReplays leases the records of ids that can be replayed now for job: parked or
+// scheduled (and not claimed by a redrive), held by an earlier holder of the job, or held
+// under an expired lease by a job that ended. Each keeps the replay id it was first given
+// by the job, "<job>-<record>", so a record produced again after a crash carries the same
+// one. It returns the batch the leases form, or ErrConflict when the job is not running
+// under owner any more (cancelled, or taken over): a cancel that committed is never
+// followed by a lease of its job.
+func (s *Jobs) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner string, lease time.Duration, actor Actor) (ReplayBatch, error) {
+	if owner == "" || lease <= 0 {
+		return ReplayBatch{}, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
+	}
+	if !slices.IsSorted(ids) {
+		return ReplayBatch{}, &ValidationError{Field: "ids", Reason: "must be in ascending order"}
+	}
+	var batch int64
+	var begun map[int64]string
+	now := s.now()
+	leasePage := func(fresh bool) error {
+		return s.inTx(ctx, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
+				return err
+			}
+			var err error
+			prefix := strconv.FormatInt(jobID, 10) + "-"
+			if fresh {
+				batch, begun, err = beginFreshReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID, prefix)
+			} else {
+				batch, begun, err = beginReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID, prefix, nil)
+			}
+			if err != nil {
+				return err
+			}
+			leased := make([]int64, 0, len(begun))
+			for id := range begun {
+				leased = append(leased, id)
+			}
+			slices.Sort(leased)
+			if err := writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
+				Action: "begin_replay", RecordIDs: leased, JobID: jobID, Affected: int64(len(leased)), Outcome: "ok"}); err != nil {
+				return err
+			}
+			// Last, so that the job's row is held only for the commit: the shared lock makes a
+			// concurrent cancel wait for these leases to commit, and a job no longer ours (a
+			// cancel that committed, or taken over) rolls them back. Taken first, it held the
+			// runner's own progress saves back for the whole lease.
+			var held bool
+			if err := tx.QueryRow(ctx, sqlJobHeld, jobID, owner).Scan(&held); err != nil {
+				return err
+			}
+			if !held {
+				return fmt.Errorf("job %d is not running under %s: %w", jobID, owner, ErrConflict)
+			}
+			return nil
+		})
+	}
+	// A page whose records no lease holds, which is nearly every page, is leased by a copy
+	// of its leases; one that meets a lease key (a lease of another job or of an earlier holder,
+	// an outcome not folded yet, a writer's key) is leased again by the statement that
+	// takes each case in turn.
+	err := leasePage(true)
+	if errors.Is(err, errLeaseKeyTaken) {
+		err = leasePage(false)
+	}
+	if err != nil {
+		return ReplayBatch{}, err
+	}
+	return ReplayBatch{ID: batch, IDs: ids, ReplayIDs: begun}, nil
+}
+
+// ReplayBatch is a page of a job's records leased together (BeginReplays). Its outcome is
+// one row, written once, when the batch is finished (FinishReplays).
+type ReplayBatch struct {
+	ID int64
+	// IDs are the records the batch was asked for: a record's place in the batch is its
+	// index here. ReplayIDs has the replay id of each record leased.
+	IDs       []int64
+	ReplayIDs map[int64]string
+}
+
+// FinishReplays marks the records of batch in done as replayed where they were produced,
+// with one write for the batch, and returns how many it marked: none when the batch was
+// finished already; when job is no longer running under owner (cancelled, taken over),
+// only those whose lease is still the batch's (another holder may have taken some).
+func (s *Jobs) FinishReplays(ctx context.Context, jobID int64, owner string, batch ReplayBatch, done []Redriven, actor Actor) (int, error) {
+	topics := make([]*string, len(batch.IDs))
+	partitions := make([]*int32, len(batch.IDs))
+	offsets := make([]*int64, len(batch.IDs))
+	ids := make([]int64, len(done))
+	for i, d := range done {
+		at, ok := slices.BinarySearch(batch.IDs, d.ID)
+		if !ok {
+			return 0, fmt.Errorf("store: record %d is not in replay batch %d", d.ID, batch.ID)
+		}
+		topics[at], partitions[at], offsets[at] = &done[i].Produced.Topic, &done[i].Produced.Partition, &done[i].Produced.Offset
+		ids[i] = d.ID
+	}
+	slices.Sort(ids)
+	var changed []int64
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
+			return err
+		}
+		// Held, no other holder can have taken a lease of the job's (a lease of a running
+		// job goes only to a holder of the job), and the share lock keeps it so until commit.
+		var held bool
+		if err := tx.QueryRow(ctx, sqlJobHeld, jobID, owner).Scan(&held); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, sqlFinishBatch, batch.ID, now, actor.Name, topics, partitions, offsets,
+			len(done) == len(batch.ReplayIDs))
+		switch {
+		case err != nil:
+			return err
+		case tag.RowsAffected() == 0:
+			changed = nil
+		case held:
+			changed = ids
+		default:
+			if changed, err = changedIDs(ctx, tx, sqlLeasesOfBatch, ids, batch.ID); err != nil {
+				return err
+			}
+		}
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
+			Action: "finish_replay", RecordIDs: changed, JobID: jobID, Affected: int64(len(changed)), Outcome: "ok"})
+	})
+	return len(changed), err
+}
+
+// AbortReplays returns records owner replays that were not produced: with reason (why they
+// cannot go) they are parked with it; without, each goes back to the status it had when
+// its job leased it (parked, or scheduled with its due time), with the reason it had.
+func (s *Jobs) AbortReplays(ctx context.Context, jobID int64, owner string, ids []int64, reason Reason, actor Actor) (int, error) {
+	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, nil, sqlAbortReplays, owner, string(reason))
+}
+
+// DiscardRecords discards the records of ids that are parked or scheduled (and not claimed
+// by a redrive or held by a replay) for job, and returns how many it discarded.
+func (s *Jobs) DiscardRecords(ctx context.Context, jobID int64, ids []int64, actor Actor) (int, error) {
+	return s.batchTransition(ctx, jobID, actor, "discard", ids, func(ctx context.Context, tx pgx.Tx, ids []int64) error {
+		_, err := lockRecords(ctx, tx, ids)
+		return err
+	}, sqlDiscardRecords, jobID)
+}
+
+// changedIDs runs query, which returns the ids it changed first in each row, and returns
+// them in order.
+func changedIDs(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]int64, error) {
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	var changed []int64
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		changed = append(changed, id)
+		return nil
+	})
+	slices.Sort(changed)
+	return changed, err
+}
+
+// batchTransition runs query ($1 ids, $2 now, $3 actor, then args), which returns the ids
+// it changed, with one audit row for the batch. before, unless nil, runs first with ids:
+// lockRecords takes their lease keys and rows, in statements of their own, so that query
+// sees a replay lease committed while it waited.
+func (s *Jobs) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64,
+	before func(context.Context, pgx.Tx, []int64) error, query string, args ...any) (int, error) {
+	var changed []int64
+	now := s.now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
+			return err
+		}
+		if before != nil {
+			if err := before(ctx, tx, ids); err != nil {
+				return err
+			}
+		}
+		var err error
+		if changed, err = changedIDs(ctx, tx, query, append([]any{ids, now, actor.Name}, args...)...); err != nil {
+			return err
+		}
+		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
+			Action: action, RecordIDs: changed, JobID: jobID, Affected: int64(len(changed)), Outcome: "ok"})
+	})
+	return len(changed), err
+}
+
+// A job's per-batch bookkeeping commits without waiting for the WAL flush: a PostgreSQL
+// crash can lose its last fraction of a second, which only makes those records go again
+// under the same replay id, the at-least-once window a worker crash opens anyway. The
+// operator's request (SubmitJob, DiscardRecord) stays synchronous.
+//
+// Its statements find their rows by key (= ANY of the batch's ids); no sequential scan:
+// replay_leases grows by a row per record while a job runs, faster than its statistics
+// follow, and a plan costed on stale ones (a holder the last ANALYZE never saw is
+// estimated at one row) scanned the whole table for each of the batch's records.
+const sqlBatchSettings = `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)`
+
+// $1 batch, $2 now, $3 actor, then the topic, partition and offset of each record at its
+// place in the batch (NULL: not produced), and whether every record leased was produced.
+// A batch is finished once.
+const sqlFinishBatch = `UPDATE replay_batches SET replayed_at = $2, replayed_by = $3,
+		topics = $4, partitions = $5, offsets = $6, all_produced = $7
+	WHERE id = $1 AND replayed_at IS NULL`
+
+// $1 ids, $2 batch: the records of ids whose lease is in the batch.
+const sqlLeasesOfBatch = `SELECT record_id FROM replay_leases WHERE record_id = ANY($1) AND batch_id = $2`
+
+// $1 job, $2 owner.
+const sqlJobHeld = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND status = 'running' AND lease_owner = $2 FOR SHARE)`
+
+// $1 ids, $2 now, $3 actor, $4 job. The lease keys and rows are taken first
+// (lockRecords), so that a lease committed meanwhile is seen.
+const sqlDiscardRecords = `UPDATE dead_letters d SET status = 'discarded', job_id = $4, changed_at = $2, changed_by = $3
+	WHERE d.id = ANY($1) AND ` + reservable + `
+		AND (d.job_id IS NULL OR d.job_id = $4 OR NOT ` + activeJobOfRow + `)
+		AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = d.id)
+	RETURNING d.id`
