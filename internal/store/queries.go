@@ -173,23 +173,6 @@ const sqlPurge = `DELETE FROM dead_letters WHERE id IN (
 	WHERE status IN ('redriven', 'replayed', 'discarded') AND changed_at < $1
 	ORDER BY changed_at LIMIT $2)`
 
-const sqlBeginRun = `INSERT INTO redrive_runs (route, worker_id, status, started_at)
-	VALUES ($1, $2, 'running', $3) RETURNING id`
-
-const sqlFinishRun = `UPDATE redrive_runs SET status = $2, error = $3, finished_at = $4
-	WHERE id = $1 AND status = 'running'`
-
-const sqlInsertLedger = `INSERT INTO run_ledger (run_id, dlq_topic, dlq_partition, from_offset, to_offset,
-		redriven, scheduled, parked, skipped, errors, recorded_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
-
-const sqlListRuns = `SELECT id, route, worker_id, status, error, started_at, finished_at
-	FROM redrive_runs WHERE $1 = '' OR route = $1 ORDER BY id DESC LIMIT $2`
-
-const sqlListLedger = `SELECT run_id, dlq_topic, dlq_partition, from_offset, to_offset,
-		redriven, scheduled, parked, skipped, errors, recorded_at
-	FROM run_ledger WHERE run_id = ANY($1) ORDER BY run_id, dlq_topic, dlq_partition, from_offset`
-
 const jobColumns = `id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 	confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 	error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
@@ -253,23 +236,6 @@ const sqlSettleCancelledJob = `UPDATE jobs SET done = $3, failed = $4, skipped =
 const sqlFinishJob = `UPDATE jobs SET status = $4, error = $5, lease_owner = NULL, lease_until = NULL,
 		updated_at = $2, finished_at = $2
 	WHERE id = $1 AND status = 'running' AND lease_owner = $3 RETURNING ` + jobColumns
-
-const routeControlColumns = `route, paused, run_requested_at, updated_by, updated_at, next_run_at`
-
-const sqlRouteControls = `SELECT ` + routeControlColumns + ` FROM route_controls ORDER BY route`
-
-// Route actions: $1 route, $2 now, $3 actor, then their own parameters. $4 paused.
-// Only routes a worker registered are updated: an unknown name is not found.
-const sqlPauseRoute = `UPDATE route_controls SET paused = $4, updated_by = $3, updated_at = $2
-	WHERE route = $1
-	RETURNING ` + routeControlColumns
-
-const sqlRequestRun = `UPDATE route_controls SET run_requested_at = $2, updated_by = $3, updated_at = $2
-	WHERE route = $1
-	RETURNING ` + routeControlColumns
-
-const sqlAckRunRequest = `UPDATE route_controls SET run_requested_at = NULL
-	WHERE route = $1 AND run_requested_at = $2`
 
 // The row's topics are its job's, else those of its records ($4; ” for a record without
 // an original topic), else NULL (any topic: routes, refusals before a record was found).

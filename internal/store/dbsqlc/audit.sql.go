@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const insertAudit = `-- name: InsertAudit :exec
+const InsertAudit = `-- name: InsertAudit :exec
 INSERT INTO audit_log (at, actor, action, record_ids, filter, job_id, route,
 		affected, outcome, request_id, reason, client_request_id, record_ranges, topics)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
@@ -45,7 +45,7 @@ type InsertAuditParams struct {
 // for a record without an original topic), else NULL (any topic: routes, refusals before
 // a record was found). record_ids is what the row keeps (storedIDs).
 func (q *Queries) InsertAudit(ctx context.Context, db DBTX, arg InsertAuditParams) error {
-	_, err := db.Exec(ctx, insertAudit,
+	_, err := db.Exec(ctx, InsertAudit,
 		arg.At,
 		arg.Actor,
 		arg.Action,

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const purge = `-- name: Purge :execrows
+const Purge = `-- name: Purge :execrows
 DELETE FROM dead_letters WHERE id IN (
 	SELECT id FROM dead_letters
 	WHERE status IN ('redriven', 'replayed', 'discarded') AND changed_at < $1::timestamptz
@@ -25,14 +25,14 @@ type PurgeParams struct {
 // Purge and the other purges each delete up to batch_size rows older than cutoff; ids
 // grow with time, so the oldest rows go first.
 func (q *Queries) Purge(ctx context.Context, db DBTX, arg PurgeParams) (int64, error) {
-	result, err := db.Exec(ctx, purge, arg.Cutoff, arg.BatchSize)
+	result, err := db.Exec(ctx, Purge, arg.Cutoff, arg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const purgeAudit = `-- name: PurgeAudit :execrows
+const PurgeAudit = `-- name: PurgeAudit :execrows
 DELETE FROM audit_log WHERE id IN (
 	SELECT id FROM audit_log WHERE at < $1::timestamptz ORDER BY id LIMIT $2)
 `
@@ -43,14 +43,14 @@ type PurgeAuditParams struct {
 }
 
 func (q *Queries) PurgeAudit(ctx context.Context, db DBTX, arg PurgeAuditParams) (int64, error) {
-	result, err := db.Exec(ctx, purgeAudit, arg.Cutoff, arg.BatchSize)
+	result, err := db.Exec(ctx, PurgeAudit, arg.Cutoff, arg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const purgeGaps = `-- name: PurgeGaps :execrows
+const PurgeGaps = `-- name: PurgeGaps :execrows
 DELETE FROM ledger_gaps WHERE id IN (
 	SELECT id FROM ledger_gaps WHERE recorded_at < $1::timestamptz ORDER BY id LIMIT $2)
 `
@@ -61,14 +61,14 @@ type PurgeGapsParams struct {
 }
 
 func (q *Queries) PurgeGaps(ctx context.Context, db DBTX, arg PurgeGapsParams) (int64, error) {
-	result, err := db.Exec(ctx, purgeGaps, arg.Cutoff, arg.BatchSize)
+	result, err := db.Exec(ctx, PurgeGaps, arg.Cutoff, arg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const purgeIdleRuns = `-- name: PurgeIdleRuns :execrows
+const PurgeIdleRuns = `-- name: PurgeIdleRuns :execrows
 DELETE FROM redrive_runs WHERE id IN (
 	SELECT r.id FROM redrive_runs r
 	WHERE r.status <> 'running' AND r.finished_at < $1::timestamptz
@@ -82,14 +82,14 @@ type PurgeIdleRunsParams struct {
 }
 
 func (q *Queries) PurgeIdleRuns(ctx context.Context, db DBTX, arg PurgeIdleRunsParams) (int64, error) {
-	result, err := db.Exec(ctx, purgeIdleRuns, arg.Cutoff, arg.BatchSize)
+	result, err := db.Exec(ctx, PurgeIdleRuns, arg.Cutoff, arg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const purgeJobs = `-- name: PurgeJobs :execrows
+const PurgeJobs = `-- name: PurgeJobs :execrows
 DELETE FROM jobs WHERE id IN (
 	SELECT id FROM jobs WHERE status IN ('succeeded', 'failed', 'cancelled') AND finished_at < $1::timestamptz
 	ORDER BY id LIMIT $2)
@@ -101,14 +101,14 @@ type PurgeJobsParams struct {
 }
 
 func (q *Queries) PurgeJobs(ctx context.Context, db DBTX, arg PurgeJobsParams) (int64, error) {
-	result, err := db.Exec(ctx, purgeJobs, arg.Cutoff, arg.BatchSize)
+	result, err := db.Exec(ctx, PurgeJobs, arg.Cutoff, arg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const purgePositions = `-- name: PurgePositions :execrows
+const PurgePositions = `-- name: PurgePositions :execrows
 DELETE FROM ledger_positions WHERE (consumer_group, dlq_topic, dlq_partition) IN (
 	SELECT consumer_group, dlq_topic, dlq_partition FROM ledger_positions WHERE updated_at < $1::timestamptz
 	ORDER BY updated_at LIMIT $2)
@@ -120,14 +120,14 @@ type PurgePositionsParams struct {
 }
 
 func (q *Queries) PurgePositions(ctx context.Context, db DBTX, arg PurgePositionsParams) (int64, error) {
-	result, err := db.Exec(ctx, purgePositions, arg.Cutoff, arg.BatchSize)
+	result, err := db.Exec(ctx, PurgePositions, arg.Cutoff, arg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const purgeRuns = `-- name: PurgeRuns :execrows
+const PurgeRuns = `-- name: PurgeRuns :execrows
 DELETE FROM redrive_runs WHERE id IN (
 	SELECT r.id FROM redrive_runs r
 	WHERE coalesce(r.finished_at, r.started_at) < $1::timestamptz
@@ -142,29 +142,29 @@ type PurgeRunsParams struct {
 }
 
 func (q *Queries) PurgeRuns(ctx context.Context, db DBTX, arg PurgeRunsParams) (int64, error) {
-	result, err := db.Exec(ctx, purgeRuns, arg.Cutoff, arg.BatchSize)
+	result, err := db.Exec(ctx, PurgeRuns, arg.Cutoff, arg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const stopLeadingHousekeeping = `-- name: StopLeadingHousekeeping :exec
+const StopLeadingHousekeeping = `-- name: StopLeadingHousekeeping :exec
 SELECT pg_advisory_unlock($1::integer, hashtext(current_schema()))
 `
 
 func (q *Queries) StopLeadingHousekeeping(ctx context.Context, db DBTX, lockKey int32) error {
-	_, err := db.Exec(ctx, stopLeadingHousekeeping, lockKey)
+	_, err := db.Exec(ctx, StopLeadingHousekeeping, lockKey)
 	return err
 }
 
-const tryLeadHousekeeping = `-- name: TryLeadHousekeeping :one
+const TryLeadHousekeeping = `-- name: TryLeadHousekeeping :one
 SELECT pg_try_advisory_lock($1::integer, hashtext(current_schema()))
 `
 
 // TryLeadHousekeeping takes the session advisory lock of housekeeping, one per schema.
 func (q *Queries) TryLeadHousekeeping(ctx context.Context, db DBTX, lockKey int32) (bool, error) {
-	row := db.QueryRow(ctx, tryLeadHousekeeping, lockKey)
+	row := db.QueryRow(ctx, TryLeadHousekeeping, lockKey)
 	var pg_try_advisory_lock bool
 	err := row.Scan(&pg_try_advisory_lock)
 	return pg_try_advisory_lock, err

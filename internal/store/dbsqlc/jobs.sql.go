@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-const cancelJob = `-- name: CancelJob :one
+const CancelJob = `-- name: CancelJob :one
 UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL,
 		updated_at = $1, finished_at = $1
 	WHERE id = $2 AND status IN ('pending', 'running')
@@ -56,7 +56,7 @@ type CancelJobRow struct {
 }
 
 func (q *Queries) CancelJob(ctx context.Context, db DBTX, arg CancelJobParams) (CancelJobRow, error) {
-	row := db.QueryRow(ctx, cancelJob, arg.Now, arg.ID)
+	row := db.QueryRow(ctx, CancelJob, arg.Now, arg.ID)
 	var i CancelJobRow
 	err := row.Scan(
 		&i.ID,
@@ -89,7 +89,7 @@ func (q *Queries) CancelJob(ctx context.Context, db DBTX, arg CancelJobParams) (
 	return i, err
 }
 
-const claimJob = `-- name: ClaimJob :one
+const ClaimJob = `-- name: ClaimJob :one
 WITH next AS (
 		SELECT id AS next_id FROM jobs
 		WHERE status = 'pending' OR status = 'running' AND lease_until <= $3::timestamptz
@@ -140,7 +140,7 @@ type ClaimJobRow struct {
 }
 
 func (q *Queries) ClaimJob(ctx context.Context, db DBTX, arg ClaimJobParams) (ClaimJobRow, error) {
-	row := db.QueryRow(ctx, claimJob, arg.Owner, arg.LeaseUntil, arg.Now)
+	row := db.QueryRow(ctx, ClaimJob, arg.Owner, arg.LeaseUntil, arg.Now)
 	var i ClaimJobRow
 	err := row.Scan(
 		&i.ID,
@@ -173,7 +173,7 @@ func (q *Queries) ClaimJob(ctx context.Context, db DBTX, arg ClaimJobParams) (Cl
 	return i, err
 }
 
-const claimRecordJob = `-- name: ClaimRecordJob :one
+const ClaimRecordJob = `-- name: ClaimRecordJob :one
 WITH next AS (
 		SELECT id AS next_id FROM jobs
 		WHERE (status = 'pending' OR status = 'running' AND lease_until <= $3::timestamptz) AND record_ids IS NOT NULL
@@ -225,7 +225,7 @@ type ClaimRecordJobRow struct {
 
 // ClaimRecordJob is ClaimJob for jobs that name their records.
 func (q *Queries) ClaimRecordJob(ctx context.Context, db DBTX, arg ClaimRecordJobParams) (ClaimRecordJobRow, error) {
-	row := db.QueryRow(ctx, claimRecordJob, arg.Owner, arg.LeaseUntil, arg.Now)
+	row := db.QueryRow(ctx, ClaimRecordJob, arg.Owner, arg.LeaseUntil, arg.Now)
 	var i ClaimRecordJobRow
 	err := row.Scan(
 		&i.ID,
@@ -258,18 +258,18 @@ func (q *Queries) ClaimRecordJob(ctx context.Context, db DBTX, arg ClaimRecordJo
 	return i, err
 }
 
-const countActiveJobs = `-- name: CountActiveJobs :one
+const CountActiveJobs = `-- name: CountActiveJobs :one
 SELECT count(*) FROM jobs WHERE created_by = $1 AND status IN ('pending', 'running')
 `
 
 func (q *Queries) CountActiveJobs(ctx context.Context, db DBTX, actor string) (int64, error) {
-	row := db.QueryRow(ctx, countActiveJobs, actor)
+	row := db.QueryRow(ctx, CountActiveJobs, actor)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
-const createJob = `-- name: CreateJob :one
+const CreateJob = `-- name: CreateJob :one
 INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending',
@@ -323,7 +323,7 @@ type CreateJobRow struct {
 }
 
 func (q *Queries) CreateJob(ctx context.Context, db DBTX, arg CreateJobParams) (CreateJobRow, error) {
-	row := db.QueryRow(ctx, createJob,
+	row := db.QueryRow(ctx, CreateJob,
 		arg.Kind,
 		arg.Filter,
 		arg.RecordIds,
@@ -367,7 +367,7 @@ func (q *Queries) CreateJob(ctx context.Context, db DBTX, arg CreateJobParams) (
 	return i, err
 }
 
-const finishJob = `-- name: FinishJob :one
+const FinishJob = `-- name: FinishJob :one
 UPDATE jobs SET status = $1, error = $2, lease_owner = NULL, lease_until = NULL,
 		updated_at = $3, finished_at = $3
 	WHERE id = $4 AND status = 'running' AND lease_owner = $5::text
@@ -415,7 +415,7 @@ type FinishJobRow struct {
 }
 
 func (q *Queries) FinishJob(ctx context.Context, db DBTX, arg FinishJobParams) (FinishJobRow, error) {
-	row := db.QueryRow(ctx, finishJob,
+	row := db.QueryRow(ctx, FinishJob,
 		arg.Status,
 		arg.Error,
 		arg.Now,
@@ -454,7 +454,7 @@ func (q *Queries) FinishJob(ctx context.Context, db DBTX, arg FinishJobParams) (
 	return i, err
 }
 
-const getJob = `-- name: GetJob :one
+const GetJob = `-- name: GetJob :one
 SELECT id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
@@ -492,7 +492,7 @@ type GetJobRow struct {
 }
 
 func (q *Queries) GetJob(ctx context.Context, db DBTX, id int64) (GetJobRow, error) {
-	row := db.QueryRow(ctx, getJob, id)
+	row := db.QueryRow(ctx, GetJob, id)
 	var i GetJobRow
 	err := row.Scan(
 		&i.ID,
@@ -525,7 +525,7 @@ func (q *Queries) GetJob(ctx context.Context, db DBTX, id int64) (GetJobRow, err
 	return i, err
 }
 
-const jobByIdempotencyKey = `-- name: JobByIdempotencyKey :one
+const JobByIdempotencyKey = `-- name: JobByIdempotencyKey :one
 SELECT id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
@@ -568,7 +568,7 @@ type JobByIdempotencyKeyRow struct {
 }
 
 func (q *Queries) JobByIdempotencyKey(ctx context.Context, db DBTX, arg JobByIdempotencyKeyParams) (JobByIdempotencyKeyRow, error) {
-	row := db.QueryRow(ctx, jobByIdempotencyKey, arg.Actor, arg.IdempotencyKey)
+	row := db.QueryRow(ctx, JobByIdempotencyKey, arg.Actor, arg.IdempotencyKey)
 	var i JobByIdempotencyKeyRow
 	err := row.Scan(
 		&i.ID,
@@ -601,18 +601,18 @@ func (q *Queries) JobByIdempotencyKey(ctx context.Context, db DBTX, arg JobByIde
 	return i, err
 }
 
-const jobExists = `-- name: JobExists :one
+const JobExists = `-- name: JobExists :one
 SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)
 `
 
 func (q *Queries) JobExists(ctx context.Context, db DBTX, id int64) (bool, error) {
-	row := db.QueryRow(ctx, jobExists, id)
+	row := db.QueryRow(ctx, JobExists, id)
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
 }
 
-const listJobs = `-- name: ListJobs :many
+const ListJobs = `-- name: ListJobs :many
 SELECT id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
@@ -659,7 +659,7 @@ type ListJobsRow struct {
 // ListJobs: topics are those of a scoped token, NULL for an unscoped one: a scoped token
 // sees the jobs whose every topic it sees (a job with NULL topics may touch any topic).
 func (q *Queries) ListJobs(ctx context.Context, db DBTX, arg ListJobsParams) ([]ListJobsRow, error) {
-	rows, err := db.Query(ctx, listJobs, arg.BeforeID, arg.Topics, arg.MaxJobs)
+	rows, err := db.Query(ctx, ListJobs, arg.BeforeID, arg.Topics, arg.MaxJobs)
 	if err != nil {
 		return nil, err
 	}
@@ -705,18 +705,18 @@ func (q *Queries) ListJobs(ctx context.Context, db DBTX, arg ListJobsParams) ([]
 	return items, nil
 }
 
-const lockActor = `-- name: LockActor :exec
+const LockActor = `-- name: LockActor :exec
 SELECT pg_advisory_xact_lock(hashtextextended('dlq-jobs:' || $1::text, 0))
 `
 
 // LockActor orders an actor's submissions until commit, so that its count of active jobs
 // holds.
 func (q *Queries) LockActor(ctx context.Context, db DBTX, actor string) error {
-	_, err := db.Exec(ctx, lockActor, actor)
+	_, err := db.Exec(ctx, LockActor, actor)
 	return err
 }
 
-const releaseJob = `-- name: ReleaseJob :exec
+const ReleaseJob = `-- name: ReleaseJob :exec
 UPDATE jobs SET lease_until = $1::timestamptz, updated_at = $1
 	WHERE id = $2 AND status = 'running' AND lease_owner = $3::text
 `
@@ -728,11 +728,11 @@ type ReleaseJobParams struct {
 }
 
 func (q *Queries) ReleaseJob(ctx context.Context, db DBTX, arg ReleaseJobParams) error {
-	_, err := db.Exec(ctx, releaseJob, arg.Now, arg.ID, arg.Owner)
+	_, err := db.Exec(ctx, ReleaseJob, arg.Now, arg.ID, arg.Owner)
 	return err
 }
 
-const settleCancelledJob = `-- name: SettleCancelledJob :one
+const SettleCancelledJob = `-- name: SettleCancelledJob :one
 UPDATE jobs SET done = $1, failed = $2, skipped = $3, cursor_id = $4,
 		in_flight_at_cancel = $5::bigint, updated_at = $6
 	WHERE id = $7 AND status = 'cancelled' AND in_flight_at_cancel IS NULL
@@ -783,7 +783,7 @@ type SettleCancelledJobRow struct {
 
 // SettleCancelledJob runs once, for a job cancelled while it ran.
 func (q *Queries) SettleCancelledJob(ctx context.Context, db DBTX, arg SettleCancelledJobParams) (SettleCancelledJobRow, error) {
-	row := db.QueryRow(ctx, settleCancelledJob,
+	row := db.QueryRow(ctx, SettleCancelledJob,
 		arg.Done,
 		arg.Failed,
 		arg.Skipped,
@@ -824,7 +824,7 @@ func (q *Queries) SettleCancelledJob(ctx context.Context, db DBTX, arg SettleCan
 	return i, err
 }
 
-const submitJob = `-- name: SubmitJob :one
+const SubmitJob = `-- name: SubmitJob :one
 INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key, topics, edit)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending',
@@ -881,7 +881,7 @@ type SubmitJobRow struct {
 }
 
 func (q *Queries) SubmitJob(ctx context.Context, db DBTX, arg SubmitJobParams) (SubmitJobRow, error) {
-	row := db.QueryRow(ctx, submitJob,
+	row := db.QueryRow(ctx, SubmitJob,
 		arg.Kind,
 		arg.Filter,
 		arg.RecordIds,
@@ -928,7 +928,7 @@ func (q *Queries) SubmitJob(ctx context.Context, db DBTX, arg SubmitJobParams) (
 	return i, err
 }
 
-const updateJobProgress = `-- name: UpdateJobProgress :execrows
+const UpdateJobProgress = `-- name: UpdateJobProgress :execrows
 UPDATE jobs SET total = $3, done = $4, failed = $5, cursor_id = $6,
 		lease_until = $7::timestamptz, updated_at = $8, skipped = $9,
 		progressed_at = CASE WHEN done + failed + skipped <> $4::bigint + $5::bigint + $9::bigint THEN $8 ELSE progressed_at END
@@ -950,7 +950,7 @@ type UpdateJobProgressParams struct {
 // UpdateJobProgress: progressed_at moves only when a record was settled (the right-hand
 // side reads the row as it was).
 func (q *Queries) UpdateJobProgress(ctx context.Context, db DBTX, arg UpdateJobProgressParams) (int64, error) {
-	result, err := db.Exec(ctx, updateJobProgress,
+	result, err := db.Exec(ctx, UpdateJobProgress,
 		arg.ID,
 		arg.Column2,
 		arg.Total,

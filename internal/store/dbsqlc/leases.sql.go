@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const abortReplays = `-- name: AbortReplays :many
+const AbortReplays = `-- name: AbortReplays :many
 WITH gone AS (
 		DELETE FROM replay_leases l WHERE l.record_id = ANY($1::bigint[]) AND l.owner = $2::text AND NOT EXISTS (SELECT 1 FROM replay_batches rb WHERE rb.id = l.batch_id
 		AND (rb.all_produced OR rb.offsets[l.batch_idx] IS NOT NULL))
@@ -36,7 +36,7 @@ type AbortReplaysParams struct {
 // go) the records are parked with it, else they stay where they were (parked, or
 // scheduled with their due time and reason).
 func (q *Queries) AbortReplays(ctx context.Context, db DBTX, arg AbortReplaysParams) ([]int64, error) {
-	rows, err := db.Query(ctx, abortReplays,
+	rows, err := db.Query(ctx, AbortReplays,
 		arg.Ids,
 		arg.Owner,
 		arg.Reason,
@@ -61,7 +61,7 @@ func (q *Queries) AbortReplays(ctx context.Context, db DBTX, arg AbortReplaysPar
 	return items, nil
 }
 
-const batchSettings = `-- name: BatchSettings :exec
+const BatchSettings = `-- name: BatchSettings :exec
 SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)
 `
 
@@ -70,11 +70,11 @@ SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan
 // and its statements find their rows by key, never by a sequential scan of
 // replay_leases, which grows faster than its statistics follow.
 func (q *Queries) BatchSettings(ctx context.Context, db DBTX) error {
-	_, err := db.Exec(ctx, batchSettings)
+	_, err := db.Exec(ctx, BatchSettings)
 	return err
 }
 
-const discardRecords = `-- name: DiscardRecords :many
+const DiscardRecords = `-- name: DiscardRecords :many
 UPDATE dead_letters d SET status = 'discarded', job_id = $1::bigint, changed_at = $2::timestamptz, changed_by = $3::text
 	WHERE d.id = ANY($4::bigint[]) AND (d.status = 'parked' OR d.status = 'scheduled' AND (d.lease_until IS NULL OR d.lease_until <= $2))
 		AND (d.job_id IS NULL OR d.job_id = $1 OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running')))
@@ -92,7 +92,7 @@ type DiscardRecordsParams struct {
 // DiscardRecords: the lease keys and rows are taken first (lockRecords), so that a lease
 // committed meanwhile is seen.
 func (q *Queries) DiscardRecords(ctx context.Context, db DBTX, arg DiscardRecordsParams) ([]int64, error) {
-	rows, err := db.Query(ctx, discardRecords,
+	rows, err := db.Query(ctx, DiscardRecords,
 		arg.Job,
 		arg.Now,
 		arg.Actor,
@@ -116,7 +116,7 @@ func (q *Queries) DiscardRecords(ctx context.Context, db DBTX, arg DiscardRecord
 	return items, nil
 }
 
-const dropSpentBatches = `-- name: DropSpentBatches :exec
+const DropSpentBatches = `-- name: DropSpentBatches :exec
 DELETE FROM replay_batches b
 	WHERE b.replayed_at IS NULL AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.batch_id = b.id)
 `
@@ -125,11 +125,11 @@ DELETE FROM replay_batches b
 // holder died, or none of their records could be leased): a lease names a batch only from
 // its transaction's commit on and is never moved to an older batch.
 func (q *Queries) DropSpentBatches(ctx context.Context, db DBTX) error {
-	_, err := db.Exec(ctx, dropSpentBatches)
+	_, err := db.Exec(ctx, DropSpentBatches)
 	return err
 }
 
-const finishBatch = `-- name: FinishBatch :execrows
+const FinishBatch = `-- name: FinishBatch :execrows
 UPDATE replay_batches SET replayed_at = $1::timestamptz, replayed_by = $2::text,
 		topics = $3, partitions = $4, offsets = $5, all_produced = $6
 	WHERE id = $7 AND replayed_at IS NULL
@@ -149,7 +149,7 @@ type FinishBatchParams struct {
 // record at its place in the batch (NULL: not produced), and whether every record leased
 // was produced.
 func (q *Queries) FinishBatch(ctx context.Context, db DBTX, arg FinishBatchParams) (int64, error) {
-	result, err := db.Exec(ctx, finishBatch,
+	result, err := db.Exec(ctx, FinishBatch,
 		arg.Now,
 		arg.Actor,
 		arg.Topics,
@@ -164,7 +164,7 @@ func (q *Queries) FinishBatch(ctx context.Context, db DBTX, arg FinishBatchParam
 	return result.RowsAffected(), nil
 }
 
-const finishReplays = `-- name: FinishReplays :many
+const FinishReplays = `-- name: FinishReplays :many
 UPDATE replay_batches b SET replayed_at = $1::timestamptz, replayed_by = $2::text,
 		topics[l.batch_idx] = u.topic, partitions[l.batch_idx] = u.part, offsets[l.batch_idx] = u.off
 	FROM replay_leases l
@@ -189,7 +189,7 @@ type FinishReplaysParams struct {
 // FinishReplays: each record of ids whose lease owner holds is replayed where the parallel
 // arrays say, at its place in its lease's batch.
 func (q *Queries) FinishReplays(ctx context.Context, db DBTX, arg FinishReplaysParams) ([]int64, error) {
-	rows, err := db.Query(ctx, finishReplays,
+	rows, err := db.Query(ctx, FinishReplays,
 		arg.Now,
 		arg.Actor,
 		arg.Ids,
@@ -216,7 +216,7 @@ func (q *Queries) FinishReplays(ctx context.Context, db DBTX, arg FinishReplaysP
 	return items, nil
 }
 
-const guard = `-- name: Guard :many
+const Guard = `-- name: Guard :many
 INSERT INTO replay_leases (record_id, owner, until)
 	SELECT id, '', '-infinity' FROM unnest($1::bigint[]) id ORDER BY id
 	ON CONFLICT (record_id) DO NOTHING RETURNING record_id
@@ -226,7 +226,7 @@ INSERT INTO replay_leases (record_id, owner, until)
 // holds; it returns the keys it took (no lease holds those). Unguard deletes them in the
 // same transaction: the key stays taken until commit all the same.
 func (q *Queries) Guard(ctx context.Context, db DBTX, ids []int64) ([]int64, error) {
-	rows, err := db.Query(ctx, guard, ids)
+	rows, err := db.Query(ctx, Guard, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func (q *Queries) Guard(ctx context.Context, db DBTX, ids []int64) ([]int64, err
 	return items, nil
 }
 
-const jobHeld = `-- name: JobHeld :one
+const JobHeld = `-- name: JobHeld :one
 SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND status = 'running' AND lease_owner = $2::text FOR SHARE)
 `
 
@@ -255,13 +255,13 @@ type JobHeldParams struct {
 }
 
 func (q *Queries) JobHeld(ctx context.Context, db DBTX, arg JobHeldParams) (bool, error) {
-	row := db.QueryRow(ctx, jobHeld, arg.ID, arg.Owner)
+	row := db.QueryRow(ctx, JobHeld, arg.ID, arg.Owner)
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
 }
 
-const leaseReplays = `-- name: LeaseReplays :many
+const LeaseReplays = `-- name: LeaseReplays :many
 WITH batch AS (INSERT INTO replay_batches (job_id, record_ids) VALUES ($1, $6::bigint[]) RETURNING id)
 	INSERT INTO replay_leases AS l (record_id, job_id, owner, until, replay_id, batch_id, batch_idx)
 	SELECT d.id, $1, $2::text, $3::timestamptz,
@@ -312,7 +312,7 @@ type LeaseReplaysRow struct {
 // (xmax = 0: an insert, not the update of a lease taken over) and the batch, a row the
 // statement inserts, each lease at its place in ids.
 func (q *Queries) LeaseReplays(ctx context.Context, db DBTX, arg LeaseReplaysParams) ([]LeaseReplaysRow, error) {
-	rows, err := db.Query(ctx, leaseReplays,
+	rows, err := db.Query(ctx, LeaseReplays,
 		arg.Job,
 		arg.Owner,
 		arg.Until,
@@ -344,7 +344,7 @@ func (q *Queries) LeaseReplays(ctx context.Context, db DBTX, arg LeaseReplaysPar
 	return items, nil
 }
 
-const leasesOfBatch = `-- name: LeasesOfBatch :many
+const LeasesOfBatch = `-- name: LeasesOfBatch :many
 SELECT record_id FROM replay_leases WHERE record_id = ANY($1::bigint[]) AND batch_id = $2::bigint
 `
 
@@ -354,7 +354,7 @@ type LeasesOfBatchParams struct {
 }
 
 func (q *Queries) LeasesOfBatch(ctx context.Context, db DBTX, arg LeasesOfBatchParams) ([]int64, error) {
-	rows, err := db.Query(ctx, leasesOfBatch, arg.Ids, arg.BatchID)
+	rows, err := db.Query(ctx, LeasesOfBatch, arg.Ids, arg.BatchID)
 	if err != nil {
 		return nil, err
 	}
@@ -373,12 +373,12 @@ func (q *Queries) LeasesOfBatch(ctx context.Context, db DBTX, arg LeasesOfBatchP
 	return items, nil
 }
 
-const lockRecords = `-- name: LockRecords :many
+const LockRecords = `-- name: LockRecords :many
 SELECT id FROM dead_letters WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
 `
 
 func (q *Queries) LockRecords(ctx context.Context, db DBTX, ids []int64) ([]int64, error) {
-	rows, err := db.Query(ctx, lockRecords, ids)
+	rows, err := db.Query(ctx, LockRecords, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +397,7 @@ func (q *Queries) LockRecords(ctx context.Context, db DBTX, ids []int64) ([]int6
 	return items, nil
 }
 
-const newBatch = `-- name: NewBatch :one
+const NewBatch = `-- name: NewBatch :one
 INSERT INTO replay_batches (job_id, record_ids) VALUES ($1::bigint, $2::bigint[]) RETURNING id
 `
 
@@ -408,13 +408,13 @@ type NewBatchParams struct {
 
 // NewBatch is the batch of a page leased by a copy of its leases (beginFreshReplays).
 func (q *Queries) NewBatch(ctx context.Context, db DBTX, arg NewBatchParams) (int64, error) {
-	row := db.QueryRow(ctx, newBatch, arg.Job, arg.Ids)
+	row := db.QueryRow(ctx, NewBatch, arg.Job, arg.Ids)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
 }
 
-const recheckReplays = `-- name: RecheckReplays :many
+const RecheckReplays = `-- name: RecheckReplays :many
 WITH seen AS (
 		SELECT d.id, d.status = 'parked' AND (d.job_id IS NULL OR d.job_id = $2 OR NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('pending', 'running'))) AS parked
 		FROM dead_letters d
@@ -463,7 +463,7 @@ type RecheckReplaysParams struct {
 // page's rows cost one descent of the index, where finding each id costs one per record;
 // the rows in the range that are not the page's are read and left alone.
 func (q *Queries) RecheckReplays(ctx context.Context, db DBTX, arg RecheckReplaysParams) ([]int64, error) {
-	rows, err := db.Query(ctx, recheckReplays,
+	rows, err := db.Query(ctx, RecheckReplays,
 		arg.Owner,
 		arg.Job,
 		arg.FromID,
@@ -493,19 +493,19 @@ func (q *Queries) RecheckReplays(ctx context.Context, db DBTX, arg RecheckReplay
 	return items, nil
 }
 
-const recordTopics = `-- name: RecordTopics :one
+const RecordTopics = `-- name: RecordTopics :one
 SELECT array_agg(DISTINCT coalesce(original_topic, ''))::text[] AS topics FROM dead_letters WHERE id = ANY($1::bigint[])
 `
 
 // RecordTopics: the original topics of the records of ids, ” for a record without one.
 func (q *Queries) RecordTopics(ctx context.Context, db DBTX, ids []int64) ([]string, error) {
-	row := db.QueryRow(ctx, recordTopics, ids)
+	row := db.QueryRow(ctx, RecordTopics, ids)
 	var topics []string
 	err := row.Scan(&topics)
 	return topics, err
 }
 
-const reserve = `-- name: Reserve :exec
+const Reserve = `-- name: Reserve :exec
 UPDATE dead_letters SET job_id = $1::bigint WHERE id = ANY($2::bigint[])
 `
 
@@ -515,11 +515,11 @@ type ReserveParams struct {
 }
 
 func (q *Queries) Reserve(ctx context.Context, db DBTX, arg ReserveParams) error {
-	_, err := db.Exec(ctx, reserve, arg.Job, arg.Ids)
+	_, err := db.Exec(ctx, Reserve, arg.Job, arg.Ids)
 	return err
 }
 
-const returnExpiredReplays = `-- name: ReturnExpiredReplays :many
+const ReturnExpiredReplays = `-- name: ReturnExpiredReplays :many
 WITH gone AS (
 		DELETE FROM replay_leases l WHERE NOT EXISTS (SELECT 1 FROM replay_batches rb WHERE rb.id = l.batch_id
 		AND (rb.all_produced OR rb.offsets[l.batch_idx] IS NOT NULL))
@@ -538,7 +538,7 @@ type ReturnExpiredReplaysParams struct {
 
 // ReturnExpiredReplays ends the expired leases of jobs that ended.
 func (q *Queries) ReturnExpiredReplays(ctx context.Context, db DBTX, arg ReturnExpiredReplaysParams) ([]int64, error) {
-	rows, err := db.Query(ctx, returnExpiredReplays, arg.Now, arg.Actor)
+	rows, err := db.Query(ctx, ReturnExpiredReplays, arg.Now, arg.Actor)
 	if err != nil {
 		return nil, err
 	}
@@ -557,16 +557,16 @@ func (q *Queries) ReturnExpiredReplays(ctx context.Context, db DBTX, arg ReturnE
 	return items, nil
 }
 
-const unguard = `-- name: Unguard :exec
+const Unguard = `-- name: Unguard :exec
 DELETE FROM replay_leases WHERE record_id = ANY($1::bigint[])
 `
 
 func (q *Queries) Unguard(ctx context.Context, db DBTX, ids []int64) error {
-	_, err := db.Exec(ctx, unguard, ids)
+	_, err := db.Exec(ctx, Unguard, ids)
 	return err
 }
 
-const unreservable = `-- name: Unreservable :many
+const Unreservable = `-- name: Unreservable :many
 SELECT d.id FROM dead_letters d LEFT JOIN jobs j ON j.id = d.job_id
 	WHERE d.id = ANY($1::bigint[])
 		AND (NOT (d.status = 'parked' OR d.status = 'scheduled' AND (d.lease_until IS NULL OR d.lease_until <= $2::timestamptz))
@@ -583,7 +583,7 @@ type UnreservableParams struct {
 // Unreservable: a record can be reserved when parked, or scheduled and not claimed by a
 // redrive, and no pending or running job holds it.
 func (q *Queries) Unreservable(ctx context.Context, db DBTX, arg UnreservableParams) ([]int64, error) {
-	rows, err := db.Query(ctx, unreservable, arg.Ids, arg.Now)
+	rows, err := db.Query(ctx, Unreservable, arg.Ids, arg.Now)
 	if err != nil {
 		return nil, err
 	}

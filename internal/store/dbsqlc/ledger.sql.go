@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const advancePositions = `-- name: AdvancePositions :exec
+const AdvancePositions = `-- name: AdvancePositions :exec
 INSERT INTO ledger_positions (consumer_group, dlq_topic, dlq_partition, committed_offset, updated_at)
 	SELECT $1::text, t, p, o, $2::timestamptz
 	FROM ROWS FROM (unnest($3::text[]), unnest($4::integer[]), unnest($5::bigint[])) AS u(t, p, o)
@@ -29,7 +29,7 @@ type AdvancePositionsParams struct {
 
 // AdvancePositions moves each position of a group forward (a lower one is ignored).
 func (q *Queries) AdvancePositions(ctx context.Context, db DBTX, arg AdvancePositionsParams) error {
-	_, err := db.Exec(ctx, advancePositions,
+	_, err := db.Exec(ctx, AdvancePositions,
 		arg.ConsumerGroup,
 		arg.Now,
 		arg.Topics,
@@ -39,7 +39,7 @@ func (q *Queries) AdvancePositions(ctx context.Context, db DBTX, arg AdvancePosi
 	return err
 }
 
-const advancePositionsUnflushed = `-- name: AdvancePositionsUnflushed :exec
+const AdvancePositionsUnflushed = `-- name: AdvancePositionsUnflushed :exec
 WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
 	INSERT INTO ledger_positions (consumer_group, dlq_topic, dlq_partition, committed_offset, updated_at)
 	SELECT $1::text, t, p, o, $2::timestamptz
@@ -60,7 +60,7 @@ type AdvancePositionsUnflushedParams struct {
 // AdvancePositionsUnflushed is AdvancePositions committed asynchronously: the setting,
 // local to the statement's own transaction, is read when it commits.
 func (q *Queries) AdvancePositionsUnflushed(ctx context.Context, db DBTX, arg AdvancePositionsUnflushedParams) error {
-	_, err := db.Exec(ctx, advancePositionsUnflushed,
+	_, err := db.Exec(ctx, AdvancePositionsUnflushed,
 		arg.ConsumerGroup,
 		arg.Now,
 		arg.Topics,
@@ -70,7 +70,7 @@ func (q *Queries) AdvancePositionsUnflushed(ctx context.Context, db DBTX, arg Ad
 	return err
 }
 
-const flushLedger = `-- name: FlushLedger :exec
+const FlushLedger = `-- name: FlushLedger :exec
 INSERT INTO ledger_flushes (consumer_group, flushed_at) VALUES ($1, $2)
 	ON CONFLICT (consumer_group) DO UPDATE SET flushed_at = EXCLUDED.flushed_at
 `
@@ -81,11 +81,11 @@ type FlushLedgerParams struct {
 }
 
 func (q *Queries) FlushLedger(ctx context.Context, db DBTX, arg FlushLedgerParams) error {
-	_, err := db.Exec(ctx, flushLedger, arg.ConsumerGroup, arg.Now)
+	_, err := db.Exec(ctx, FlushLedger, arg.ConsumerGroup, arg.Now)
 	return err
 }
 
-const insertGap = `-- name: InsertGap :exec
+const InsertGap = `-- name: InsertGap :exec
 INSERT INTO ledger_gaps (consumer_group, route, dlq_topic, dlq_partition, from_offset, to_offset, cause, lost, recorded_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 `
@@ -103,7 +103,7 @@ type InsertGapParams struct {
 }
 
 func (q *Queries) InsertGap(ctx context.Context, db DBTX, arg InsertGapParams) error {
-	_, err := db.Exec(ctx, insertGap,
+	_, err := db.Exec(ctx, InsertGap,
 		arg.ConsumerGroup,
 		arg.Route,
 		arg.DlqTopic,
@@ -117,7 +117,7 @@ func (q *Queries) InsertGap(ctx context.Context, db DBTX, arg InsertGapParams) e
 	return err
 }
 
-const ledgerGaps = `-- name: LedgerGaps :many
+const LedgerGaps = `-- name: LedgerGaps :many
 SELECT consumer_group, route, dlq_topic, dlq_partition, from_offset, to_offset, cause, lost, recorded_at
 	FROM ledger_gaps WHERE consumer_group = $1 AND dlq_topic = $2
 	ORDER BY dlq_partition, from_offset, id
@@ -141,7 +141,7 @@ type LedgerGapsRow struct {
 }
 
 func (q *Queries) LedgerGaps(ctx context.Context, db DBTX, arg LedgerGapsParams) ([]LedgerGapsRow, error) {
-	rows, err := db.Query(ctx, ledgerGaps, arg.ConsumerGroup, arg.DlqTopic)
+	rows, err := db.Query(ctx, LedgerGaps, arg.ConsumerGroup, arg.DlqTopic)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func (q *Queries) LedgerGaps(ctx context.Context, db DBTX, arg LedgerGapsParams)
 	return items, nil
 }
 
-const ledgerPositions = `-- name: LedgerPositions :many
+const LedgerPositions = `-- name: LedgerPositions :many
 SELECT dlq_topic, dlq_partition, committed_offset FROM ledger_positions WHERE consumer_group = $1
 `
 
@@ -181,7 +181,7 @@ type LedgerPositionsRow struct {
 }
 
 func (q *Queries) LedgerPositions(ctx context.Context, db DBTX, consumerGroup string) ([]LedgerPositionsRow, error) {
-	rows, err := db.Query(ctx, ledgerPositions, consumerGroup)
+	rows, err := db.Query(ctx, LedgerPositions, consumerGroup)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func (q *Queries) LedgerPositions(ctx context.Context, db DBTX, consumerGroup st
 	return items, nil
 }
 
-const touchPositions = `-- name: TouchPositions :exec
+const TouchPositions = `-- name: TouchPositions :exec
 UPDATE ledger_positions SET updated_at = $1::timestamptz
 	FROM ROWS FROM (unnest($4::text[]), unnest($5::integer[])) AS u(t, p)
 	WHERE consumer_group = $2::text AND dlq_topic = u.t AND dlq_partition = u.p
@@ -218,7 +218,7 @@ type TouchPositionsParams struct {
 // TouchPositions writes only rows refreshed before fresh_before, so a worker may call it
 // on every run.
 func (q *Queries) TouchPositions(ctx context.Context, db DBTX, arg TouchPositionsParams) error {
-	_, err := db.Exec(ctx, touchPositions,
+	_, err := db.Exec(ctx, TouchPositions,
 		arg.Now,
 		arg.ConsumerGroup,
 		arg.FreshBefore,

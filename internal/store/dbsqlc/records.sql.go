@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const claimDue = `-- name: ClaimDue :many
+const ClaimDue = `-- name: ClaimDue :many
 WITH due AS (
 		SELECT id AS due_id FROM dead_letters
 		WHERE status = 'scheduled' AND due_at <= $3::timestamptz AND (lease_until IS NULL OR lease_until <= $3)
@@ -89,7 +89,7 @@ type ClaimDueRow struct {
 // just leased is skipped, not taken twice; a replay's lease on a scheduled row is also in
 // its lease_until, so a row a replay just leased is skipped too.
 func (q *Queries) ClaimDue(ctx context.Context, db DBTX, arg ClaimDueParams) ([]ClaimDueRow, error) {
-	rows, err := db.Query(ctx, claimDue,
+	rows, err := db.Query(ctx, ClaimDue,
 		arg.Token,
 		arg.LeaseUntil,
 		arg.Now,
@@ -145,7 +145,7 @@ func (q *Queries) ClaimDue(ctx context.Context, db DBTX, arg ClaimDueParams) ([]
 	return items, nil
 }
 
-const dLQRows = `-- name: DLQRows :many
+const DLQRows = `-- name: DLQRows :many
 SELECT d.dlq_partition, d.dlq_offset, coalesce(l.status, d.status)::text AS status,
 		coalesce(l.target_topic, d.target_topic, '')::text AS target_topic, coalesce(l.replay_id, d.replay_id, '')::text AS replay_id
 	FROM dead_letters d LEFT JOIN (SELECT record_id, 'replayed' AS status, target_topic, replay_id
@@ -164,7 +164,7 @@ type DLQRowsRow struct {
 // DLQRows reads every record stored from a DLQ topic for the conservation audit. A
 // replayed record's lease holds the outcome until the runner folds it into the row.
 func (q *Queries) DLQRows(ctx context.Context, db DBTX, dlqTopic string) ([]DLQRowsRow, error) {
-	rows, err := db.Query(ctx, dLQRows, dlqTopic)
+	rows, err := db.Query(ctx, DLQRows, dlqTopic)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (q *Queries) DLQRows(ctx context.Context, db DBTX, dlqTopic string) ([]DLQR
 	return items, nil
 }
 
-const getRecord = `-- name: GetRecord :one
+const GetRecord = `-- name: GetRecord :one
 SELECT id, dlq_topic, dlq_partition, dlq_offset,
 	original_topic, original_partition, original_offset, original_timestamp, record_timestamp,
 	key, value, header_keys, header_values,
@@ -254,7 +254,7 @@ type GetRecordRow struct {
 // by whom (replay_states). Each lookup is one probe of the small replay_leases table's
 // primary key, and of replay_batches' for the outcome.
 func (q *Queries) GetRecord(ctx context.Context, db DBTX, id int64) (GetRecordRow, error) {
-	row := db.QueryRow(ctx, getRecord, id)
+	row := db.QueryRow(ctx, GetRecord, id)
 	var i GetRecordRow
 	err := row.Scan(
 		&i.ID,
@@ -291,7 +291,7 @@ func (q *Queries) GetRecord(ctx context.Context, db DBTX, id int64) (GetRecordRo
 	return i, err
 }
 
-const markRedriven = `-- name: MarkRedriven :execrows
+const MarkRedriven = `-- name: MarkRedriven :execrows
 UPDATE dead_letters d SET status = 'redriven',
 		target_topic = u.topic, produced_partition = u.part, produced_offset = u.off,
 		lease_owner = NULL, lease_until = NULL, changed_at = $1, changed_by = $2
@@ -312,7 +312,7 @@ type MarkRedrivenParams struct {
 // MarkRedriven marks the claimed rows of token redriven where each was produced, given as
 // parallel arrays of id, topic, partition and offset.
 func (q *Queries) MarkRedriven(ctx context.Context, db DBTX, arg MarkRedrivenParams) (int64, error) {
-	result, err := db.Exec(ctx, markRedriven,
+	result, err := db.Exec(ctx, MarkRedriven,
 		arg.Now,
 		arg.Token,
 		arg.Ids,
@@ -326,7 +326,7 @@ func (q *Queries) MarkRedriven(ctx context.Context, db DBTX, arg MarkRedrivenPar
 	return result.RowsAffected(), nil
 }
 
-const oldestDue = `-- name: OldestDue :one
+const OldestDue = `-- name: OldestDue :one
 SELECT due_at::timestamptz FROM dead_letters
 	WHERE status = 'scheduled' AND route = $1 AND due_at <= $2::timestamptz
 	ORDER BY due_at LIMIT 1
@@ -338,13 +338,13 @@ type OldestDueParams struct {
 }
 
 func (q *Queries) OldestDue(ctx context.Context, db DBTX, arg OldestDueParams) (time.Time, error) {
-	row := db.QueryRow(ctx, oldestDue, arg.Route, arg.Now)
+	row := db.QueryRow(ctx, OldestDue, arg.Route, arg.Now)
 	var due_at time.Time
 	err := row.Scan(&due_at)
 	return due_at, err
 }
 
-const parkClaimed = `-- name: ParkClaimed :execrows
+const ParkClaimed = `-- name: ParkClaimed :execrows
 UPDATE dead_letters SET status = 'parked', reason = $1, error_message = $2,
 		due_at = NULL, lease_owner = NULL, lease_until = NULL, changed_at = $3, changed_by = $4
 	WHERE id = ANY($5::bigint[]) AND status = 'scheduled' AND lease_owner = $4
@@ -359,7 +359,7 @@ type ParkClaimedParams struct {
 }
 
 func (q *Queries) ParkClaimed(ctx context.Context, db DBTX, arg ParkClaimedParams) (int64, error) {
-	result, err := db.Exec(ctx, parkClaimed,
+	result, err := db.Exec(ctx, ParkClaimed,
 		arg.Reason,
 		arg.ErrorMessage,
 		arg.Now,
@@ -372,18 +372,18 @@ func (q *Queries) ParkClaimed(ctx context.Context, db DBTX, arg ParkClaimedParam
 	return result.RowsAffected(), nil
 }
 
-const recordExists = `-- name: RecordExists :one
+const RecordExists = `-- name: RecordExists :one
 SELECT EXISTS (SELECT 1 FROM dead_letters WHERE id = $1)
 `
 
 func (q *Queries) RecordExists(ctx context.Context, db DBTX, id int64) (bool, error) {
-	row := db.QueryRow(ctx, recordExists, id)
+	row := db.QueryRow(ctx, RecordExists, id)
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
 }
 
-const releaseClaim = `-- name: ReleaseClaim :execrows
+const ReleaseClaim = `-- name: ReleaseClaim :execrows
 UPDATE dead_letters SET due_at = $1::timestamptz, lease_owner = NULL, lease_until = NULL,
 		changed_at = $2, changed_by = $3
 	WHERE id = ANY($4::bigint[]) AND status = 'scheduled' AND lease_owner = $3
@@ -397,7 +397,7 @@ type ReleaseClaimParams struct {
 }
 
 func (q *Queries) ReleaseClaim(ctx context.Context, db DBTX, arg ReleaseClaimParams) (int64, error) {
-	result, err := db.Exec(ctx, releaseClaim,
+	result, err := db.Exec(ctx, ReleaseClaim,
 		arg.DueAt,
 		arg.Now,
 		arg.Token,
@@ -409,7 +409,7 @@ func (q *Queries) ReleaseClaim(ctx context.Context, db DBTX, arg ReleaseClaimPar
 	return result.RowsAffected(), nil
 }
 
-const sightTopicID = `-- name: SightTopicID :one
+const SightTopicID = `-- name: SightTopicID :one
 INSERT INTO source_topic_ids AS t (topic, topic_id, seen_since) VALUES ($1, $2, $3)
 	ON CONFLICT (topic) DO UPDATE SET
 		replaced_id = CASE WHEN t.topic_id <> EXCLUDED.topic_id THEN t.topic_id ELSE t.replaced_id END,
@@ -431,7 +431,7 @@ type SightTopicIDRow struct {
 }
 
 func (q *Queries) SightTopicID(ctx context.Context, db DBTX, arg SightTopicIDParams) (SightTopicIDRow, error) {
-	row := db.QueryRow(ctx, sightTopicID, arg.Topic, arg.TopicID, arg.Now)
+	row := db.QueryRow(ctx, SightTopicID, arg.Topic, arg.TopicID, arg.Now)
 	var i SightTopicIDRow
 	err := row.Scan(&i.TopicID, &i.SeenSince, &i.ReplacedID)
 	return i, err

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const ackRunRequest = `-- name: AckRunRequest :exec
+const AckRunRequest = `-- name: AckRunRequest :exec
 UPDATE route_controls SET run_requested_at = NULL
 	WHERE route = $1 AND run_requested_at = $2::timestamptz
 `
@@ -21,11 +21,11 @@ type AckRunRequestParams struct {
 }
 
 func (q *Queries) AckRunRequest(ctx context.Context, db DBTX, arg AckRunRequestParams) error {
-	_, err := db.Exec(ctx, ackRunRequest, arg.Route, arg.RequestedAt)
+	_, err := db.Exec(ctx, AckRunRequest, arg.Route, arg.RequestedAt)
 	return err
 }
 
-const pauseRoute = `-- name: PauseRoute :one
+const PauseRoute = `-- name: PauseRoute :one
 UPDATE route_controls SET paused = $1, updated_by = $2, updated_at = $3
 	WHERE route = $4
 	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at
@@ -49,7 +49,7 @@ type PauseRouteRow struct {
 
 // Only routes a worker registered are updated: an unknown name is not found.
 func (q *Queries) PauseRoute(ctx context.Context, db DBTX, arg PauseRouteParams) (PauseRouteRow, error) {
-	row := db.QueryRow(ctx, pauseRoute,
+	row := db.QueryRow(ctx, PauseRoute,
 		arg.Paused,
 		arg.Actor,
 		arg.Now,
@@ -67,7 +67,7 @@ func (q *Queries) PauseRoute(ctx context.Context, db DBTX, arg PauseRouteParams)
 	return i, err
 }
 
-const publishRouteTargets = `-- name: PublishRouteTargets :exec
+const PublishRouteTargets = `-- name: PublishRouteTargets :exec
 INSERT INTO route_controls (route, allowed_targets, updated_by, updated_at)
 	VALUES ($1, $2::text[], $3, $4)
 	ON CONFLICT (route) DO UPDATE SET allowed_targets = EXCLUDED.allowed_targets
@@ -81,7 +81,7 @@ type PublishRouteTargetsParams struct {
 }
 
 func (q *Queries) PublishRouteTargets(ctx context.Context, db DBTX, arg PublishRouteTargetsParams) error {
-	_, err := db.Exec(ctx, publishRouteTargets,
+	_, err := db.Exec(ctx, PublishRouteTargets,
 		arg.Route,
 		arg.AllowedTargets,
 		arg.UpdatedBy,
@@ -90,7 +90,7 @@ func (q *Queries) PublishRouteTargets(ctx context.Context, db DBTX, arg PublishR
 	return err
 }
 
-const registerRoutes = `-- name: RegisterRoutes :exec
+const RegisterRoutes = `-- name: RegisterRoutes :exec
 INSERT INTO route_controls (route, updated_by, updated_at)
 	SELECT r, $1::text, $2::timestamptz FROM unnest($3::text[]) AS r
 	ON CONFLICT (route) DO NOTHING
@@ -104,11 +104,11 @@ type RegisterRoutesParams struct {
 
 // RegisterRoutes keeps existing controls (a pause an operator set).
 func (q *Queries) RegisterRoutes(ctx context.Context, db DBTX, arg RegisterRoutesParams) error {
-	_, err := db.Exec(ctx, registerRoutes, arg.UpdatedBy, arg.Now, arg.Routes)
+	_, err := db.Exec(ctx, RegisterRoutes, arg.UpdatedBy, arg.Now, arg.Routes)
 	return err
 }
 
-const requestRun = `-- name: RequestRun :one
+const RequestRun = `-- name: RequestRun :one
 UPDATE route_controls SET run_requested_at = $1::timestamptz, updated_by = $2, updated_at = $1
 	WHERE route = $3
 	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at
@@ -130,7 +130,7 @@ type RequestRunRow struct {
 }
 
 func (q *Queries) RequestRun(ctx context.Context, db DBTX, arg RequestRunParams) (RequestRunRow, error) {
-	row := db.QueryRow(ctx, requestRun, arg.Now, arg.Actor, arg.Route)
+	row := db.QueryRow(ctx, RequestRun, arg.Now, arg.Actor, arg.Route)
 	var i RequestRunRow
 	err := row.Scan(
 		&i.Route,
@@ -143,7 +143,7 @@ func (q *Queries) RequestRun(ctx context.Context, db DBTX, arg RequestRunParams)
 	return i, err
 }
 
-const routeControls = `-- name: RouteControls :many
+const RouteControls = `-- name: RouteControls :many
 SELECT route, paused, run_requested_at, updated_by, updated_at, next_run_at FROM route_controls ORDER BY route
 `
 
@@ -157,7 +157,7 @@ type RouteControlsRow struct {
 }
 
 func (q *Queries) RouteControls(ctx context.Context, db DBTX) ([]RouteControlsRow, error) {
-	rows, err := db.Query(ctx, routeControls)
+	rows, err := db.Query(ctx, RouteControls)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (q *Queries) RouteControls(ctx context.Context, db DBTX) ([]RouteControlsRo
 	return items, nil
 }
 
-const setNextRun = `-- name: SetNextRun :exec
+const SetNextRun = `-- name: SetNextRun :exec
 UPDATE route_controls SET next_run_at = $1::timestamptz WHERE route = $2
 `
 
@@ -193,6 +193,6 @@ type SetNextRunParams struct {
 }
 
 func (q *Queries) SetNextRun(ctx context.Context, db DBTX, arg SetNextRunParams) error {
-	_, err := db.Exec(ctx, setNextRun, arg.NextRunAt, arg.Route)
+	_, err := db.Exec(ctx, SetNextRun, arg.NextRunAt, arg.Route)
 	return err
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const beginRun = `-- name: BeginRun :one
+const BeginRun = `-- name: BeginRun :one
 INSERT INTO redrive_runs (route, worker_id, status, started_at)
 	VALUES ($1, $2, 'running', $3) RETURNING id
 `
@@ -22,13 +22,13 @@ type BeginRunParams struct {
 }
 
 func (q *Queries) BeginRun(ctx context.Context, db DBTX, arg BeginRunParams) (int64, error) {
-	row := db.QueryRow(ctx, beginRun, arg.Route, arg.WorkerID, arg.StartedAt)
+	row := db.QueryRow(ctx, BeginRun, arg.Route, arg.WorkerID, arg.StartedAt)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
 }
 
-const extendIdleRun = `-- name: ExtendIdleRun :execrows
+const ExtendIdleRun = `-- name: ExtendIdleRun :execrows
 UPDATE redrive_runs SET finished_at = $1::timestamptz, worker_id = $2
 	WHERE id = (SELECT max(id) FROM redrive_runs WHERE route = $3::text) AND idle
 `
@@ -40,14 +40,14 @@ type ExtendIdleRunParams struct {
 }
 
 func (q *Queries) ExtendIdleRun(ctx context.Context, db DBTX, arg ExtendIdleRunParams) (int64, error) {
-	result, err := db.Exec(ctx, extendIdleRun, arg.Now, arg.WorkerID, arg.Route)
+	result, err := db.Exec(ctx, ExtendIdleRun, arg.Now, arg.WorkerID, arg.Route)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const finishRun = `-- name: FinishRun :execrows
+const FinishRun = `-- name: FinishRun :execrows
 UPDATE redrive_runs SET status = $1, error = $2, finished_at = $3::timestamptz
 	WHERE id = $4 AND status = 'running'
 `
@@ -60,7 +60,7 @@ type FinishRunParams struct {
 }
 
 func (q *Queries) FinishRun(ctx context.Context, db DBTX, arg FinishRunParams) (int64, error) {
-	result, err := db.Exec(ctx, finishRun,
+	result, err := db.Exec(ctx, FinishRun,
 		arg.Status,
 		arg.Error,
 		arg.Now,
@@ -72,7 +72,7 @@ func (q *Queries) FinishRun(ctx context.Context, db DBTX, arg FinishRunParams) (
 	return result.RowsAffected(), nil
 }
 
-const insertFinishedRun = `-- name: InsertFinishedRun :exec
+const InsertFinishedRun = `-- name: InsertFinishedRun :exec
 INSERT INTO redrive_runs (route, worker_id, status, error, started_at, finished_at, idle)
 	VALUES ($1, $2, $3, $4, $5, $6::timestamptz, $7)
 `
@@ -88,7 +88,7 @@ type InsertFinishedRunParams struct {
 }
 
 func (q *Queries) InsertFinishedRun(ctx context.Context, db DBTX, arg InsertFinishedRunParams) error {
-	_, err := db.Exec(ctx, insertFinishedRun,
+	_, err := db.Exec(ctx, InsertFinishedRun,
 		arg.Route,
 		arg.WorkerID,
 		arg.Status,
@@ -100,7 +100,7 @@ func (q *Queries) InsertFinishedRun(ctx context.Context, db DBTX, arg InsertFini
 	return err
 }
 
-const insertLedger = `-- name: InsertLedger :exec
+const InsertLedger = `-- name: InsertLedger :exec
 INSERT INTO run_ledger (run_id, dlq_topic, dlq_partition, from_offset, to_offset,
 		redriven, scheduled, parked, skipped, errors, recorded_at)
 	VALUES ($1, $2, $3, $4, $5,
@@ -122,7 +122,7 @@ type InsertLedgerParams struct {
 }
 
 func (q *Queries) InsertLedger(ctx context.Context, db DBTX, arg InsertLedgerParams) error {
-	_, err := db.Exec(ctx, insertLedger,
+	_, err := db.Exec(ctx, InsertLedger,
 		arg.RunID,
 		arg.DlqTopic,
 		arg.DlqPartition,
@@ -138,14 +138,54 @@ func (q *Queries) InsertLedger(ctx context.Context, db DBTX, arg InsertLedgerPar
 	return err
 }
 
-const listLedger = `-- name: ListLedger :many
+const InsertLedgerOnce = `-- name: InsertLedgerOnce :exec
+INSERT INTO run_ledger (run_id, dlq_topic, dlq_partition, from_offset, to_offset,
+		redriven, scheduled, parked, skipped, errors, recorded_at)
+	VALUES ($1, $2, $3, $4, $5,
+		$6, $7, $8, $9, $10, $11)
+	ON CONFLICT DO NOTHING
+`
+
+type InsertLedgerOnceParams struct {
+	RunID        int64
+	DlqTopic     string
+	DlqPartition int32
+	FromOffset   int64
+	ToOffset     int64
+	Redriven     int64
+	Scheduled    int64
+	Parked       int64
+	Skipped      int64
+	Errors       int64
+	RecordedAt   time.Time
+}
+
+// InsertLedgerOnce is InsertLedger that keeps a row already recorded (EndRun).
+func (q *Queries) InsertLedgerOnce(ctx context.Context, db DBTX, arg InsertLedgerOnceParams) error {
+	_, err := db.Exec(ctx, InsertLedgerOnce,
+		arg.RunID,
+		arg.DlqTopic,
+		arg.DlqPartition,
+		arg.FromOffset,
+		arg.ToOffset,
+		arg.Redriven,
+		arg.Scheduled,
+		arg.Parked,
+		arg.Skipped,
+		arg.Errors,
+		arg.RecordedAt,
+	)
+	return err
+}
+
+const ListLedger = `-- name: ListLedger :many
 SELECT run_id, dlq_topic, dlq_partition, from_offset, to_offset,
 		redriven, scheduled, parked, skipped, errors, recorded_at
 	FROM run_ledger WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, dlq_topic, dlq_partition, from_offset
 `
 
 func (q *Queries) ListLedger(ctx context.Context, db DBTX, runIds []int64) ([]RunLedger, error) {
-	rows, err := db.Query(ctx, listLedger, runIds)
+	rows, err := db.Query(ctx, ListLedger, runIds)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +216,7 @@ func (q *Queries) ListLedger(ctx context.Context, db DBTX, runIds []int64) ([]Ru
 	return items, nil
 }
 
-const listRuns = `-- name: ListRuns :many
+const ListRuns = `-- name: ListRuns :many
 SELECT id, route, worker_id, status, error, started_at, finished_at
 	FROM redrive_runs WHERE $1::text = '' OR route = $1 ORDER BY id DESC LIMIT $2
 `
@@ -197,7 +237,7 @@ type ListRunsRow struct {
 }
 
 func (q *Queries) ListRuns(ctx context.Context, db DBTX, arg ListRunsParams) ([]ListRunsRow, error) {
-	rows, err := db.Query(ctx, listRuns, arg.Route, arg.MaxRuns)
+	rows, err := db.Query(ctx, ListRuns, arg.Route, arg.MaxRuns)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const backlog = `-- name: Backlog :many
+const Backlog = `-- name: Backlog :many
 SELECT route, status, reason, count(*) FROM dead_letters
 	WHERE status IN ('parked', 'scheduled') AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id) GROUP BY 1, 2, 3
 `
@@ -23,7 +23,7 @@ type BacklogRow struct {
 }
 
 func (q *Queries) Backlog(ctx context.Context, db DBTX) ([]BacklogRow, error) {
-	rows, err := db.Query(ctx, backlog)
+	rows, err := db.Query(ctx, Backlog)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (q *Queries) Backlog(ctx context.Context, db DBTX) ([]BacklogRow, error) {
 	return items, nil
 }
 
-const jobGauges = `-- name: JobGauges :many
+const JobGauges = `-- name: JobGauges :many
 SELECT kind, status, count(*),
 		extract(epoch FROM $1::timestamptz - min(created_at))::float8 AS waited_seconds,
 		extract(epoch FROM $1::timestamptz - min(coalesce(progressed_at, started_at, created_at)))::float8 AS stalled_seconds
@@ -63,7 +63,7 @@ type JobGaugesRow struct {
 }
 
 func (q *Queries) JobGauges(ctx context.Context, db DBTX, now time.Time) ([]JobGaugesRow, error) {
-	rows, err := db.Query(ctx, jobGauges, now)
+	rows, err := db.Query(ctx, JobGauges, now)
 	if err != nil {
 		return nil, err
 	}
@@ -88,20 +88,20 @@ func (q *Queries) JobGauges(ctx context.Context, db DBTX, now time.Time) ([]JobG
 	return items, nil
 }
 
-const oldestParked = `-- name: OldestParked :one
+const OldestParked = `-- name: OldestParked :one
 SELECT stored_at FROM dead_letters WHERE status = 'parked' AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id) ORDER BY id LIMIT 1
 `
 
 // The first parked id is the oldest parked row, up to clock skew between instances: one
 // index probe instead of a scan.
 func (q *Queries) OldestParked(ctx context.Context, db DBTX) (time.Time, error) {
-	row := db.QueryRow(ctx, oldestParked)
+	row := db.QueryRow(ctx, OldestParked)
 	var stored_at time.Time
 	err := row.Scan(&stored_at)
 	return stored_at, err
 }
 
-const stats = `-- name: Stats :many
+const Stats = `-- name: Stats :many
 SELECT dlq_topic, coalesce(original_topic, '')::text AS original_topic, reason,
 		(CASE (SELECT l.replayed_at IS NULL FROM replay_states l WHERE l.record_id = dead_letters.id)
 		WHEN true THEN 'replaying' WHEN false THEN 'replayed' ELSE dead_letters.status END)::text AS status,
@@ -118,7 +118,7 @@ type StatsRow struct {
 }
 
 func (q *Queries) Stats(ctx context.Context, db DBTX) ([]StatsRow, error) {
-	rows, err := db.Query(ctx, stats)
+	rows, err := db.Query(ctx, Stats)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (q *Queries) Stats(ctx context.Context, db DBTX) ([]StatsRow, error) {
 	return items, nil
 }
 
-const storedOverTime = `-- name: StoredOverTime :many
+const StoredOverTime = `-- name: StoredOverTime :many
 SELECT date_trunc($1::text, stored_at, 'UTC')::timestamptz AS start, count(*) AS stored,
 		count(*) FILTER (WHERE status = 'parked' AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id)) AS parked
 	FROM dead_letters WHERE stored_at >= $2::timestamptz AND ($3::text[] IS NULL OR original_topic = ANY($3))
@@ -165,7 +165,7 @@ type StoredOverTimeRow struct {
 // bucket is hour or day; topics NULL counts every topic. The BRIN index on stored_at reads
 // only the recent part of the table.
 func (q *Queries) StoredOverTime(ctx context.Context, db DBTX, arg StoredOverTimeParams) ([]StoredOverTimeRow, error) {
-	rows, err := db.Query(ctx, storedOverTime, arg.Bucket, arg.Since, arg.Topics)
+	rows, err := db.Query(ctx, StoredOverTime, arg.Bucket, arg.Since, arg.Topics)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const discard = `-- name: Discard :one
+const Discard = `-- name: Discard :one
 UPDATE dead_letters SET status = 'discarded', lease_owner = NULL, lease_until = NULL, changed_at = $1, changed_by = $2
 	WHERE id = $3 AND (status = 'parked' OR status = 'scheduled' AND (lease_until IS NULL OR lease_until <= $1))
 		AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id)
@@ -79,7 +79,7 @@ type DiscardRow struct {
 // Discard: operators act on parked rows and on scheduled rows no redrive worker is
 // producing, that no replay holds.
 func (q *Queries) Discard(ctx context.Context, db DBTX, arg DiscardParams) (DiscardRow, error) {
-	row := db.QueryRow(ctx, discard, arg.Now, arg.Actor, arg.ID)
+	row := db.QueryRow(ctx, Discard, arg.Now, arg.Actor, arg.ID)
 	var i DiscardRow
 	err := row.Scan(
 		&i.ID,
@@ -116,7 +116,7 @@ func (q *Queries) Discard(ctx context.Context, db DBTX, arg DiscardParams) (Disc
 	return i, err
 }
 
-const retryNow = `-- name: RetryNow :one
+const RetryNow = `-- name: RetryNow :one
 UPDATE dead_letters SET due_at = $1::timestamptz, changed_at = $1, changed_by = $2
 	WHERE id = $3 AND status = 'scheduled' AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id)
 	RETURNING id, dlq_topic, dlq_partition, dlq_offset,
@@ -182,7 +182,7 @@ type RetryNowRow struct {
 }
 
 func (q *Queries) RetryNow(ctx context.Context, db DBTX, arg RetryNowParams) (RetryNowRow, error) {
-	row := db.QueryRow(ctx, retryNow, arg.Now, arg.Actor, arg.ID)
+	row := db.QueryRow(ctx, RetryNow, arg.Now, arg.Actor, arg.ID)
 	var i RetryNowRow
 	err := row.Scan(
 		&i.ID,

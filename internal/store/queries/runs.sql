@@ -28,3 +28,11 @@ UPDATE redrive_runs SET finished_at = @now::timestamptz, worker_id = @worker_id
 -- name: InsertFinishedRun :exec
 INSERT INTO redrive_runs (route, worker_id, status, error, started_at, finished_at, idle)
 	VALUES (@route, @worker_id, @status, @error, @started_at, @finished_at::timestamptz, @idle);
+
+-- name: InsertLedgerOnce :exec
+-- InsertLedgerOnce is InsertLedger that keeps a row already recorded (EndRun).
+INSERT INTO run_ledger (run_id, dlq_topic, dlq_partition, from_offset, to_offset,
+		redriven, scheduled, parked, skipped, errors, recorded_at)
+	VALUES (@run_id, @dlq_topic, @dlq_partition, @from_offset, @to_offset,
+		@redriven, @scheduled, @parked, @skipped, @errors, @recorded_at)
+	ON CONFLICT DO NOTHING;
