@@ -167,12 +167,6 @@ const sqlStats = `SELECT dlq_topic, coalesce(original_topic, ''), reason,
 // index probe instead of a scan.
 const sqlOldestParked = `SELECT stored_at FROM dead_letters WHERE status = 'parked' AND NOT ` + leased + ` ORDER BY id LIMIT 1`
 
-// $1 cutoff, $2 batch size.
-const sqlPurge = `DELETE FROM dead_letters WHERE id IN (
-	SELECT id FROM dead_letters
-	WHERE status IN ('redriven', 'replayed', 'discarded') AND changed_at < $1
-	ORDER BY changed_at LIMIT $2)`
-
 const jobColumns = `id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 	confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 	error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
