@@ -231,17 +231,6 @@ const sqlFinishJob = `UPDATE jobs SET status = $4, error = $5, lease_owner = NUL
 		updated_at = $2, finished_at = $2
 	WHERE id = $1 AND status = 'running' AND lease_owner = $3 RETURNING ` + jobColumns
 
-// The row's topics are its job's, else those of its records ($4; ” for a record without
-// an original topic), else NULL (any topic: routes, refusals before a record was found).
-// $14 is what record_ids keeps (storedIDs).
-const sqlInsertAudit = `INSERT INTO audit_log (at, actor, action, record_ids, filter, job_id, route,
-		affected, outcome, request_id, reason, client_request_id, record_ranges, topics)
-	VALUES ($1, $2, $3, $14, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE
-		WHEN $6::bigint IS NOT NULL THEN (SELECT topics FROM jobs WHERE id = $6)
-		WHEN cardinality($4::bigint[]) > 0 THEN (SELECT array_agg(DISTINCT coalesce(original_topic, ''))
-			FROM dead_letters WHERE id = ANY($4))
-		END)`
-
 // $3 as in sqlListJobs. A row without record_ids (storedIDs) has its ids in its runs.
 const sqlListAudit = `SELECT id, at, actor, action,
 		CASE WHEN record_ids IS NULL AND record_ranges IS NOT NULL
