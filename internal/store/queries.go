@@ -105,50 +105,6 @@ const sqlInsertFromStage = `INSERT INTO dead_letters (` + insertColumnList + `)
 	ON CONFLICT (dlq_topic, dlq_partition, dlq_offset) DO NOTHING
 	RETURNING dlq_topic, dlq_partition, dlq_offset`
 
-const sqlGetRecord = `SELECT ` + recordColumns + ` FROM dead_letters WHERE id = $1`
-
-const sqlRecordExists = `SELECT EXISTS (SELECT 1 FROM dead_letters WHERE id = $1)`
-
-// $1 token, $2 lease until, $3 now, $4 limit, $5 route (” for every route). FOR UPDATE
-// re-checks the condition on the latest row version, so a row another claimer just leased
-// is skipped, not taken twice; a replay's lease on a scheduled row is also in its
-// lease_until, so a row a replay just leased is skipped too.
-const sqlClaimDue = `WITH due AS (
-		SELECT id AS due_id FROM dead_letters
-		WHERE status = 'scheduled' AND due_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
-			AND ($5 = '' OR route = $5) AND NOT ` + leased + `
-		ORDER BY due_at, id
-		LIMIT $4
-		FOR UPDATE SKIP LOCKED)
-	UPDATE dead_letters SET lease_owner = $1, lease_until = $2
-	FROM due WHERE id = due_id
-	RETURNING ` + recordColumns
-
-// $1 token, $2 now, then parallel arrays of id, topic, partition, offset.
-const sqlMarkRedriven = `UPDATE dead_letters d SET status = 'redriven',
-		target_topic = u.topic, produced_partition = u.part, produced_offset = u.off,
-		lease_owner = NULL, lease_until = NULL, changed_at = $2, changed_by = $1
-	FROM unnest($3::bigint[], $4::text[], $5::integer[], $6::bigint[]) AS u(id, topic, part, off)
-	WHERE d.id = u.id AND d.status = 'scheduled' AND d.lease_owner = $1`
-
-// $1 token, $2 now, $3 ids, $4 due at.
-const sqlReleaseClaim = `UPDATE dead_letters SET due_at = $4, lease_owner = NULL, lease_until = NULL,
-		changed_at = $2, changed_by = $1
-	WHERE id = ANY($3) AND status = 'scheduled' AND lease_owner = $1`
-
-// Transitions: $1 id, $2 now, $3 actor, then their own parameters.
-const transitionSet = `changed_at = $2, changed_by = $3`
-
-// Operators act on parked rows and on scheduled rows no redrive worker is producing, that
-// no replay holds.
-const operable = `(status = 'parked' OR status = 'scheduled' AND (lease_until IS NULL OR lease_until <= $2)) AND NOT ` + leased
-
-const sqlDiscard = `UPDATE dead_letters SET status = 'discarded', lease_owner = NULL, lease_until = NULL, ` + transitionSet + `
-	WHERE id = $1 AND ` + operable + ` RETURNING ` + recordColumns
-
-const sqlRetryNow = `UPDATE dead_letters SET due_at = $2, ` + transitionSet + `
-	WHERE id = $1 AND status = 'scheduled' AND NOT ` + leased + ` RETURNING ` + recordColumns
-
 // $1 below id, $2 limit, then the filter's parameters.
 const sqlListRecords = `SELECT ` + summaryColumns + ` FROM dead_letters
 	WHERE id < $1 AND %s ORDER BY id DESC LIMIT $2`
@@ -158,14 +114,6 @@ const sqlListRecordsAfter = `SELECT ` + recordColumns + ` FROM dead_letters
 	WHERE id > $1 AND %s ORDER BY id LIMIT $2`
 
 const sqlCountRecords = `SELECT count(*) FROM dead_letters WHERE %s`
-
-const sqlStats = `SELECT dlq_topic, coalesce(original_topic, ''), reason,
-		` + derivedStatus + `, count(*)
-	FROM dead_letters GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
-
-// The first parked id is the oldest parked row, up to clock skew between instances: one
-// index probe instead of a scan.
-const sqlOldestParked = `SELECT stored_at FROM dead_letters WHERE status = 'parked' AND NOT ` + leased + ` ORDER BY id LIMIT 1`
 
 const jobColumns = `id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
 	confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,

@@ -929,37 +929,38 @@ func (q *Queries) SubmitJob(ctx context.Context, db DBTX, arg SubmitJobParams) (
 }
 
 const UpdateJobProgress = `-- name: UpdateJobProgress :execrows
-UPDATE jobs SET total = $3, done = $4, failed = $5, cursor_id = $6,
-		lease_until = $7::timestamptz, updated_at = $8, skipped = $9,
-		progressed_at = CASE WHEN done + failed + skipped <> $4::bigint + $5::bigint + $9::bigint THEN $8 ELSE progressed_at END
-	WHERE id = $1 AND status = 'running' AND lease_owner = $2::text
+UPDATE jobs SET total = $1, done = $2, failed = $3, cursor_id = $4,
+		lease_until = $5::timestamptz, updated_at = $6::timestamptz, skipped = $7,
+		progressed_at = CASE WHEN done + failed + skipped <> $2::bigint + $3::bigint + $7::bigint
+			THEN $6 ELSE progressed_at END
+	WHERE id = $8 AND status = 'running' AND lease_owner = $9::text
 `
 
 type UpdateJobProgressParams struct {
-	ID        int64
-	Column2   string
-	Total     int64
-	Done      int64
-	Failed    int64
-	CursorID  int64
-	Column7   time.Time
-	UpdatedAt time.Time
-	Skipped   int64
+	Total      int64
+	Done       int64
+	Failed     int64
+	CursorID   int64
+	LeaseUntil time.Time
+	Now        time.Time
+	Skipped    int64
+	ID         int64
+	Owner      string
 }
 
 // UpdateJobProgress: progressed_at moves only when a record was settled (the right-hand
 // side reads the row as it was).
 func (q *Queries) UpdateJobProgress(ctx context.Context, db DBTX, arg UpdateJobProgressParams) (int64, error) {
 	result, err := db.Exec(ctx, UpdateJobProgress,
-		arg.ID,
-		arg.Column2,
 		arg.Total,
 		arg.Done,
 		arg.Failed,
 		arg.CursorID,
-		arg.Column7,
-		arg.UpdatedAt,
+		arg.LeaseUntil,
+		arg.Now,
 		arg.Skipped,
+		arg.ID,
+		arg.Owner,
 	)
 	if err != nil {
 		return 0, err

@@ -138,9 +138,9 @@ UPDATE replay_batches SET replayed_at = $1::timestamptz, replayed_by = $2::text,
 type FinishBatchParams struct {
 	Now         time.Time
 	Actor       string
-	Topics      []string
-	Partitions  []int32
-	Offsets     []int64
+	Topics      []*string
+	Partitions  []*int32
+	Offsets     []*int64
 	AllProduced bool
 	ID          int64
 }
@@ -171,7 +171,7 @@ UPDATE replay_batches b SET replayed_at = $1::timestamptz, replayed_by = $2::tex
 		JOIN ROWS FROM (unnest($3::bigint[]), unnest($5::text[]), unnest($6::integer[]), unnest($7::bigint[]))
 			AS u(id, topic, part, off)
 		ON u.id = l.record_id
-	WHERE l.record_id = ANY($3) AND l.owner = $4::text AND b.id = l.batch_id AND NOT EXISTS (SELECT 1 FROM replay_batches rb WHERE rb.id = l.batch_id
+	WHERE l.record_id = ANY($3::bigint[]) AND l.owner = $4::text AND b.id = l.batch_id AND NOT EXISTS (SELECT 1 FROM replay_batches rb WHERE rb.id = l.batch_id
 		AND (rb.all_produced OR rb.offsets[l.batch_idx] IS NOT NULL))
 	RETURNING l.record_id
 `
@@ -179,7 +179,7 @@ UPDATE replay_batches b SET replayed_at = $1::timestamptz, replayed_by = $2::tex
 type FinishReplaysParams struct {
 	Now        time.Time
 	Actor      string
-	Ids        int64
+	Ids        []int64
 	Owner      string
 	Topics     []string
 	Partitions []int32

@@ -138,9 +138,9 @@ type ReplayBatch struct {
 	ReplayedAt  *time.Time
 	ReplayedBy  *string
 	AllProduced bool
-	Topics      []string
-	Partitions  []int32
-	Offsets     []int64
+	Topics      []*string
+	Partitions  []*int32
+	Offsets     []*int64
 }
 
 type ReplayLease struct {

@@ -85,10 +85,11 @@ WITH next AS (
 -- name: UpdateJobProgress :execrows
 -- UpdateJobProgress: progressed_at moves only when a record was settled (the right-hand
 -- side reads the row as it was).
-UPDATE jobs SET total = $3, done = $4, failed = $5, cursor_id = $6,
-		lease_until = $7::timestamptz, updated_at = $8, skipped = $9,
-		progressed_at = CASE WHEN done + failed + skipped <> $4::bigint + $5::bigint + $9::bigint THEN $8 ELSE progressed_at END
-	WHERE id = $1 AND status = 'running' AND lease_owner = $2::text;
+UPDATE jobs SET total = sqlc.arg(total), done = sqlc.arg(done), failed = sqlc.arg(failed), cursor_id = sqlc.arg(cursor_id),
+		lease_until = sqlc.arg(lease_until)::timestamptz, updated_at = sqlc.arg(now)::timestamptz, skipped = sqlc.arg(skipped),
+		progressed_at = CASE WHEN done + failed + skipped <> sqlc.arg(done)::bigint + sqlc.arg(failed)::bigint + sqlc.arg(skipped)::bigint
+			THEN sqlc.arg(now) ELSE progressed_at END
+	WHERE id = sqlc.arg(id) AND status = 'running' AND lease_owner = sqlc.arg(owner)::text;
 
 -- name: CancelJob :one
 UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL,

@@ -109,7 +109,7 @@ UPDATE replay_batches b SET replayed_at = @now::timestamptz, replayed_by = @acto
 		JOIN ROWS FROM (unnest(@ids::bigint[]), unnest(@topics::text[]), unnest(@partitions::integer[]), unnest(@offsets::bigint[]))
 			AS u(id, topic, part, off)
 		ON u.id = l.record_id
-	WHERE l.record_id = ANY(@ids) AND l.owner = @owner::text AND b.id = l.batch_id AND NOT EXISTS (SELECT 1 FROM replay_batches rb WHERE rb.id = l.batch_id
+	WHERE l.record_id = ANY(@ids::bigint[]) AND l.owner = @owner::text AND b.id = l.batch_id AND NOT EXISTS (SELECT 1 FROM replay_batches rb WHERE rb.id = l.batch_id
 		AND (rb.all_produced OR rb.offsets[l.batch_idx] IS NOT NULL))
 	RETURNING l.record_id;
 
