@@ -115,71 +115,8 @@ const sqlListRecordsAfter = `SELECT ` + recordColumns + ` FROM dead_letters
 
 const sqlCountRecords = `SELECT count(*) FROM dead_letters WHERE %s`
 
-const jobColumns = `id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
-	confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
-	error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
-	in_flight_at_cancel`
-
-const sqlCreateJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
-		confirmed_count, status, created_by, request_id, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $10)
-	RETURNING ` + jobColumns
-
-const sqlGetJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
-
-const sqlJobExists = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`
-
-// $3 the topics of a scoped token, NULL for an unscoped one: a scoped token sees the jobs
-// whose every topic it sees (a job with NULL topics may touch any topic).
-const sqlListJobs = `SELECT ` + jobColumns + ` FROM jobs
-	WHERE id < $1 AND ($3::text[] IS NULL OR topics <@ $3) ORDER BY id DESC LIMIT $2`
-
-// $1 owner, $2 lease until, $3 now.
-const sqlClaimJob = `WITH next AS (
-		SELECT id AS next_id FROM jobs
-		WHERE status = 'pending' OR status = 'running' AND lease_until <= $3
-		ORDER BY id LIMIT 1
-		FOR UPDATE SKIP LOCKED)
-	UPDATE jobs SET status = 'running', lease_owner = $1, lease_until = $2,
-		started_at = coalesce(started_at, $3), updated_at = $3
-	FROM next WHERE id = next_id
-	RETURNING ` + jobColumns
-
-// sqlClaimJob for jobs that name their records.
-const sqlClaimRecordJob = `WITH next AS (
-		SELECT id AS next_id FROM jobs
-		WHERE (status = 'pending' OR status = 'running' AND lease_until <= $3) AND record_ids IS NOT NULL
-		ORDER BY id LIMIT 1
-		FOR UPDATE SKIP LOCKED)
-	UPDATE jobs SET status = 'running', lease_owner = $1, lease_until = $2,
-		started_at = coalesce(started_at, $3), updated_at = $3
-	FROM next WHERE id = next_id
-	RETURNING ` + jobColumns
-
-// $1 id, $2 owner, $3 total, $4 done, $5 failed, $6 cursor, $7 lease until, $8 now,
-// $9 skipped. progressed_at moves only when a record was settled (the right-hand side
-// reads the row as it was).
-const sqlUpdateJobProgress = `UPDATE jobs SET total = $3, done = $4, failed = $5, cursor_id = $6,
-		lease_until = $7, updated_at = $8, skipped = $9,
-		progressed_at = CASE WHEN done + failed + skipped <> $4::bigint + $5::bigint + $9::bigint THEN $8 ELSE progressed_at END
-	WHERE id = $1 AND status = 'running' AND lease_owner = $2`
-
-// Job transitions: $1 id, $2 now, then their own parameters.
-const sqlCancelJob = `UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL,
-		updated_at = $2, finished_at = $2
-	WHERE id = $1 AND status IN ('pending', 'running') RETURNING ` + jobColumns
-
-// $3 done, $4 failed, $5 skipped, $6 cursor, $7 in flight: once, for a job cancelled while it ran.
-const sqlSettleCancelledJob = `UPDATE jobs SET done = $3, failed = $4, skipped = $5, cursor_id = $6,
-		in_flight_at_cancel = $7, updated_at = $2
-	WHERE id = $1 AND status = 'cancelled' AND in_flight_at_cancel IS NULL RETURNING ` + jobColumns
-
-// $3 owner, $4 status, $5 error.
-const sqlFinishJob = `UPDATE jobs SET status = $4, error = $5, lease_owner = NULL, lease_until = NULL,
-		updated_at = $2, finished_at = $2
-	WHERE id = $1 AND status = 'running' AND lease_owner = $3 RETURNING ` + jobColumns
-
-// $3 as in sqlListJobs. A row without record_ids (storedIDs) has its ids in its runs.
+// $1 below id, $2 limit, then the filter's parameters. A row without record_ids
+// (storedIDs) has its ids in its runs.
 const sqlListAudit = `SELECT id, at, actor, action,
 		CASE WHEN record_ids IS NULL AND record_ranges IS NOT NULL
 			THEN ARRAY(SELECT g FROM unnest(record_ranges) r, generate_series(lower(r), upper(r) - 1) g ORDER BY g)
