@@ -27,6 +27,11 @@ const jobPage = `dead_letters LEFT JOIN (
 		SELECT l.record_id AS lease_record, l.job_id AS lease_job, ` + leaseReplayed + ` AS lease_done
 		FROM replay_leases l WHERE l.record_id > $1) lp ON lp.lease_record = dead_letters.id`
 
+// leaseReplayed is true when a lease (l) is replayed: every record of its batch was
+// produced, or its batch holds an offset at its place (read only when some were not).
+const leaseReplayed = `EXISTS (SELECT 1 FROM replay_batches rb WHERE rb.id = l.batch_id
+	AND (rb.all_produced OR rb.offsets[l.batch_idx] IS NOT NULL))`
+
 // summaryColumns is a record without its key, value and headers, in recordColumns' shape:
 // what a listing reads, so that a page of 1 MiB records costs what a page of small ones does.
 const summaryColumns = recordLead + `NULL::bytea, NULL::bytea, NULL::bytea[], NULL::bytea[],` + recordTrail

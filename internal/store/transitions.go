@@ -48,8 +48,15 @@ func (s *Records) BeginReplay(ctx context.Context, id int64, lease ReplayLease, 
 		return Record{}, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
 	}
 	return s.audited(ctx, id, actor, "begin_replay", lease.JobID, func(tx pgx.Tx, now time.Time) (Record, int64, error, error) {
-		_, begun, err := beginReplays(ctx, tx, []int64{id}, now, actor.Name, lease.Owner, now.Add(lease.Duration),
-			nullIfZeroID(lease.JobID), nil, nullIfEmpty(lease.ReplayID))
+		var job *int64
+		if lease.JobID != 0 {
+			job = &lease.JobID
+		}
+		var replayID *string
+		if lease.ReplayID != "" {
+			replayID = &lease.ReplayID
+		}
+		_, begun, err := beginReplays(ctx, tx, []int64{id}, now, actor.Name, lease.Owner, now.Add(lease.Duration), job, nil, replayID)
 		if err != nil {
 			return Record{}, 0, nil, err
 		}
@@ -176,11 +183,4 @@ func outcomeOf(err error) string {
 	default:
 		return "error"
 	}
-}
-
-func nullIfZeroID(id int64) any {
-	if id == 0 {
-		return nil
-	}
-	return id
 }
