@@ -1,9 +1,13 @@
 package store
 
-// Every SQL statement of the store. Statements that take a filter are fmt templates whose
-// %s is the WHERE condition Filter.where renders; values are always bind parameters.
+// The SQL the store builds at run time. The fixed statements live in queries/ and are
+// generated into dbsqlc (sqlc.yaml); what is here takes a filter, or is a copy's stage,
+// or a job's page. Statements that take a filter are fmt templates whose %s is the WHERE
+// condition Filter.where renders; values are always bind parameters.
 
-// recordColumns is what scanRecord reads: a whole record.
+// recordColumns is what scanRecord reads: a whole record. The generated statements that
+// return one (GetRecord, ClaimDue, Discard, RetryNow) repeat these columns;
+// TestGeneratedRecordReadsMatchTheListing holds the two together.
 const recordColumns = recordLead + `key, value, header_keys, header_values,` + recordTrail
 
 // jobRecordColumns are what a job needs of a record (scanJobRecord), FROM jobPage: what to

@@ -47,7 +47,7 @@ type PauseRouteRow struct {
 	NextRunAt      *time.Time
 }
 
-// Only routes a worker registered are updated: an unknown name is not found.
+// PauseRoute updates only routes a worker registered: an unknown name is not found.
 func (q *Queries) PauseRoute(ctx context.Context, db DBTX, arg PauseRouteParams) (PauseRouteRow, error) {
 	row := db.QueryRow(ctx, PauseRoute,
 		arg.Paused,

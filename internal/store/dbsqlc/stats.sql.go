@@ -92,8 +92,8 @@ const OldestParked = `-- name: OldestParked :one
 SELECT stored_at FROM dead_letters WHERE status = 'parked' AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id) ORDER BY id LIMIT 1
 `
 
-// The first parked id is the oldest parked row, up to clock skew between instances: one
-// index probe instead of a scan.
+// OldestParked: the first parked id is the oldest parked row, up to clock skew between
+// instances: one index probe instead of a scan.
 func (q *Queries) OldestParked(ctx context.Context, db DBTX) (time.Time, error) {
 	row := db.QueryRow(ctx, OldestParked)
 	var stored_at time.Time
@@ -162,8 +162,8 @@ type StoredOverTimeRow struct {
 	Parked int64
 }
 
-// bucket is hour or day; topics NULL counts every topic. The BRIN index on stored_at reads
-// only the recent part of the table.
+// StoredOverTime: bucket is hour or day; topics NULL counts every topic. The BRIN index on
+// stored_at reads only the recent part of the table.
 func (q *Queries) StoredOverTime(ctx context.Context, db DBTX, arg StoredOverTimeParams) ([]StoredOverTimeRow, error) {
 	rows, err := db.Query(ctx, StoredOverTime, arg.Bucket, arg.Since, arg.Topics)
 	if err != nil {

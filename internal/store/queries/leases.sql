@@ -1,8 +1,12 @@
 -- name: BatchSettings :exec
--- BatchSettings: a job's per-batch bookkeeping commits without waiting for the WAL flush
--- (a PostgreSQL crash only makes its last records go again under the same replay id),
--- and its statements find their rows by key, never by a sequential scan of
--- replay_leases, which grows faster than its statistics follow.
+-- BatchSettings: a job's per-batch bookkeeping commits without waiting for the WAL flush:
+-- a PostgreSQL crash can lose its last fraction of a second, which only makes those
+-- records go again under the same replay id, the at-least-once window a worker crash
+-- opens anyway. The operator's request (SubmitJob, DiscardRecord) stays synchronous.
+-- Its statements find their rows by key (= ANY of the batch's ids); no sequential scan:
+-- replay_leases grows by a row per record while a job runs, faster than its statistics
+-- follow, and a plan costed on stale ones (a holder the last ANALYZE never saw is
+-- estimated at one row) scanned the whole table for each of the batch's records.
 SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true);
 
 -- name: Guard :many

@@ -2,7 +2,7 @@
 SELECT route, paused, run_requested_at, updated_by, updated_at, next_run_at FROM route_controls ORDER BY route;
 
 -- name: PauseRoute :one
--- Only routes a worker registered are updated: an unknown name is not found.
+-- PauseRoute updates only routes a worker registered: an unknown name is not found.
 UPDATE route_controls SET paused = @paused, updated_by = @actor, updated_at = @now
 	WHERE route = @route
 	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at;

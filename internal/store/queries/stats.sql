@@ -6,13 +6,13 @@ SELECT dlq_topic, coalesce(original_topic, '')::text AS original_topic, reason,
 	FROM dead_letters GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
 
 -- name: OldestParked :one
--- The first parked id is the oldest parked row, up to clock skew between instances: one
--- index probe instead of a scan.
+-- OldestParked: the first parked id is the oldest parked row, up to clock skew between
+-- instances: one index probe instead of a scan.
 SELECT stored_at FROM dead_letters WHERE status = 'parked' AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id) ORDER BY id LIMIT 1;
 
 -- name: StoredOverTime :many
--- bucket is hour or day; topics NULL counts every topic. The BRIN index on stored_at reads
--- only the recent part of the table.
+-- StoredOverTime: bucket is hour or day; topics NULL counts every topic. The BRIN index on
+-- stored_at reads only the recent part of the table.
 SELECT date_trunc(@bucket::text, stored_at, 'UTC')::timestamptz AS start, count(*) AS stored,
 		count(*) FILTER (WHERE status = 'parked' AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = dead_letters.id)) AS parked
 	FROM dead_letters WHERE stored_at >= @since::timestamptz AND (@topics::text[] IS NULL OR original_topic = ANY(@topics))
