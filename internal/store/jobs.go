@@ -293,3 +293,9 @@ func (s *Jobs) jobTransition(ctx context.Context, id int64, actor Actor, action 
 	}
 	return job, nil
 }
+
+// ReleaseJob ends owner's lease on a running job now, so that another worker resumes it
+// at once (a graceful shutdown in the middle of a job).
+func (s *Jobs) ReleaseJob(ctx context.Context, id int64, owner string) error {
+	return interpretError(queries.ReleaseJob(ctx, s.pool, dbsqlc.ReleaseJobParams{Now: s.now(), ID: id, Owner: owner}))
+}
