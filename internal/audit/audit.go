@@ -119,8 +119,16 @@ func sum(m map[store.Status]int) int {
 // timeout bounds each Kafka call; reading a topic may take longer in total.
 const timeout = 30 * time.Second
 
+// Store is what the audit reads: the stored records of a DLQ topic (store.AuditLog) and
+// the ledger's gaps and positions (store.Ledger).
+type Store interface {
+	DLQRows(ctx context.Context, dlqTopic string) (map[store.Coordinates]store.AuditRow, error)
+	LedgerGaps(ctx context.Context, group, topic string) ([]store.Gap, error)
+	LedgerPositions(ctx context.Context, group string) ([]store.Coordinates, error)
+}
+
 // Run audits dlqTopic for group.
-func Run(ctx context.Context, kcfg config.Kafka, st *store.Store, dlqTopic, group string) (Report, error) {
+func Run(ctx context.Context, kcfg config.Kafka, st Store, dlqTopic, group string) (Report, error) {
 	rep := Report{Topic: dlqTopic, Group: group, InStore: map[store.Status]int{}, Duplicated: map[store.Coordinates]int{}}
 	if dlqTopic == "" || group == "" {
 		return rep, fmt.Errorf("audit: a DLQ topic and a consumer group are required")

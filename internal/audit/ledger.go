@@ -10,7 +10,6 @@ import (
 
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/kafkaclient"
-	"github.com/dlqops/dlq/internal/store"
 )
 
 // What the ledger check finds, besides the gaps the worker recorded (store.GapCause).
@@ -41,7 +40,7 @@ func (l LostRange) String() string {
 // offset ahead of it, and the records deleted above the committed offset. committed has
 // every partition (0 when nothing is committed). unproven are the partitions with a
 // committed offset the ledger does not know (committed before the ledger existed).
-func fromLedger(ctx context.Context, kcfg config.Kafka, st *store.Store, topic, group string, committed map[int32]int64) (lost []LostRange, unproven []int32, err error) {
+func fromLedger(ctx context.Context, kcfg config.Kafka, st Store, topic, group string, committed map[int32]int64) (lost []LostRange, unproven []int32, err error) {
 	gaps, err := st.LedgerGaps(ctx, group, topic)
 	if err != nil {
 		return nil, nil, fmt.Errorf("audit: read the ledger gaps: %w", err)

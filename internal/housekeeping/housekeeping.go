@@ -26,10 +26,20 @@ const passTimeout = 5 * time.Minute
 // holding the loop.
 const backlogTimeout = 10 * time.Second
 
+// Store is what the housekeeper needs of the store (store.Housekeeping): one instance
+// at a time, retention, and the backlog count.
+type Store interface {
+	WhileLeading(ctx context.Context, fn func(ctx context.Context) error) (bool, error)
+	PurgeOld(ctx context.Context, r store.Retention, purged func(table string, rows int64)) error
+	Backlog(ctx context.Context) ([]store.BacklogCount, error)
+}
+
+var _ Store = (*store.Housekeeping)(nil)
+
 // Options are the housekeeper's dependencies.
 type Options struct {
 	Log       zerolog.Logger
-	Store     *store.Store
+	Store     Store
 	Registry  prometheus.Registerer
 	Retention store.Retention
 	// Interval between passes; default 1 minute.
@@ -40,7 +50,7 @@ type Options struct {
 // goroutine of its own, which owns everything but the metrics; Stop ends and waits for it.
 type Housekeeper struct {
 	log       zerolog.Logger
-	store     *store.Store
+	store     Store
 	retention store.Retention
 	interval  time.Duration
 

@@ -30,9 +30,16 @@ var (
 	statuses = []store.JobStatus{store.JobPending, store.JobRunning}
 )
 
+// Store is what the gauges read (store.Jobs).
+type Store interface {
+	ActiveJobs(ctx context.Context) (store.ActiveJobs, error)
+}
+
+var _ Store = (*store.Jobs)(nil)
+
 // Collector is a prometheus.Collector; Collect may run on several scrapes at once.
 type Collector struct {
-	store *store.Store
+	store Store
 	log   zerolog.Logger
 
 	active, oldestPending, stalled *prometheus.Desc
@@ -44,7 +51,7 @@ type Collector struct {
 }
 
 // Register builds the collector and registers it with reg.
-func Register(reg prometheus.Registerer, st *store.Store, log zerolog.Logger) (*Collector, error) {
+func Register(reg prometheus.Registerer, st Store, log zerolog.Logger) (*Collector, error) {
 	c := &Collector{
 		store: st,
 		log:   log.With().Str("component", "jobgauges").Logger(),

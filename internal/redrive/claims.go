@@ -33,9 +33,20 @@ type claimed struct {
 	rec store.Record
 }
 
+// claimStore is what the claims need of the records (store.Records): a lease of due
+// records, and how each ended.
+type claimStore interface {
+	ClaimDue(ctx context.Context, route, owner string, limit int, lease time.Duration) (store.Claim, error)
+	MarkRedriven(ctx context.Context, token string, done []store.Redriven) (int, error)
+	ParkClaimed(ctx context.Context, token string, ids []int64, reason store.Reason, errMsg string) (int, error)
+	ReleaseClaim(ctx context.Context, token string, ids []int64, dueAt time.Time) (int, error)
+}
+
+var _ claimStore = (*store.Records)(nil)
+
 // claims leases, produces and settles due scheduled rows; owned by the loop goroutine.
 type claims struct {
-	store      *store.Store
+	store      claimStore
 	route      route
 	instanceID string
 	clock      func() time.Time // the hop's time in the redriven record's headers

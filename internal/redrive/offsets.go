@@ -27,13 +27,26 @@ import (
 // before they were read. Each is logged with its range, counted in
 // dlq_worker_offset_resets_total and recorded in ledger_gaps, which the audit reads.
 
+// ledgerStore is the ledger's part of the store (store.Ledger): the positions it writes,
+// flushes, refreshes and reads back, and the gaps it records.
+type ledgerStore interface {
+	AdvanceLedgerPositions(ctx context.Context, group string, pos []store.Coordinates) error
+	AdvanceLedgerPositionsUnflushed(ctx context.Context, group string, pos []store.Coordinates) error
+	FlushLedger(ctx context.Context, group string) error
+	TouchLedgerPositions(ctx context.Context, group string, pos []store.Coordinates, fresh time.Duration) error
+	LedgerPositions(ctx context.Context, group string) ([]store.Coordinates, error)
+	RecordGap(ctx context.Context, g store.Gap) error
+}
+
+var _ ledgerStore = (*store.Ledger)(nil)
+
 // ledger keeps the route's committed offsets behind the ledger's positions and checks
 // them against it. It is owned by the loop goroutine, but for its position writer and
 // flusher goroutines, which share posIn/posOut and flushIn/flushOut with it and run
 // between Start and Stop.
 type ledger struct {
 	consumer *kafka.Consumer // stores and commits; reads committed offsets and watermarks
-	store    *store.Store
+	store    ledgerStore
 	group    string
 	route    string
 	onJump   string // the route's on_offset_jump
@@ -58,7 +71,7 @@ type ledger struct {
 	windowMax int64        // a partition's widest window past the ledger (throttle.go)
 }
 
-func newLedger(c *kafka.Consumer, st *store.Store, r route, log zerolog.Logger, h *health, m *metrics) *ledger {
+func newLedger(c *kafka.Consumer, st ledgerStore, r route, log zerolog.Logger, h *health, m *metrics) *ledger {
 	return &ledger{consumer: c, store: st, group: r.Group, route: r.Name, onJump: r.OnOffsetJump, log: log, health: h, metrics: m,
 		posIn: make(chan *positionBatch, 1), posOut: make(chan *positionBatch, 1),
 		flushIn: make(chan *positionBatch, 1), flushOut: make(chan *positionBatch, 1), windowMax: int64(max(r.MaxInFlight, windowStart))}

@@ -25,6 +25,13 @@ type parkItem struct {
 	rec    store.NewRecord
 }
 
+// batchStore is what the storers write to (store.Records).
+type batchStore interface {
+	StoreBatch(ctx context.Context, records []store.NewRecord, ledger *store.LedgerEntry) (store.BatchResult, error)
+}
+
+var _ batchStore = (*store.Records)(nil)
+
 type storeBatch struct {
 	items []parkItem
 	err   error // set when the storer gave up (shutdown)
@@ -33,7 +40,7 @@ type storeBatch struct {
 // parker is the loop's: batch and storing are owned by the loop goroutine, the channels
 // are shared with the storers, which run on life between Start and Stop.
 type parker struct {
-	store     *store.Store
+	store     batchStore
 	route     string
 	log       zerolog.Logger
 	health    *health                // the storers mark the route not ready while PostgreSQL fails
@@ -48,7 +55,7 @@ type parker struct {
 	storing int        // batches handed to the storers and not back
 }
 
-func newParker(st *store.Store, route string, log zerolog.Logger, h *health, m *metrics) *parker {
+func newParker(st batchStore, route string, log zerolog.Logger, h *health, m *metrics) *parker {
 	return &parker{store: st, route: route, log: log, health: h, parked: m.parked, scheduled: m.scheduled,
 		in: make(chan *storeBatch), out: make(chan *storeBatch, storers)}
 }

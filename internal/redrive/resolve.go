@@ -120,6 +120,13 @@ func (w *worker) parkAsRead(p *partition, m *kafka.Message, e headers.Envelope, 
 	w.park.enqueue(p, m, e, decision{act: actPark, reason: reason, detail: detail})
 }
 
+// topicIDStore records the source topics' ids (store.Runs).
+type topicIDStore interface {
+	SightTopicID(ctx context.Context, topic, id string) (store.TopicSighting, error)
+}
+
+var _ topicIDStore = (*store.Runs)(nil)
+
 // sources reads the records that share groups' dead letters point at, through a fetcher
 // created on first use: most routes never read one. Owned by the loop goroutine.
 type sources struct {
@@ -128,7 +135,7 @@ type sources struct {
 	clientID string
 	route    string
 	topics   *delivery.Topics // the loop's topic cache: partition counts
-	store    *store.Store     // where the source topics' ids are recorded
+	store    topicIDStore     // where the source topics' ids are recorded
 	seeks    *prometheus.CounterVec
 	f        *fetcher  // nil until needed
 	ids      *topicIDs // created with f
