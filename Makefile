@@ -100,19 +100,22 @@ FUZZTIME ?= 10m
 fuzz: ## Fuzz the header decoder (FUZZTIME=10m); a finding lands in internal/headers/testdata/fuzz
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 -timeout 0 ./internal/headers/
 
-# What `go generate` makes from api/openapi.yaml: the API's types and its client's requests.
-API_GENERATED := internal/api/wire.gen.go internal/adminclient/oapi/client.gen.go
+# What `go generate` makes: the store's queries (sqlc, from internal/store/queries and the
+# migrations) and, from api/openapi.yaml, the API's types and its client's requests.
+GENERATED := internal/store/dbsqlc internal/api/wire.gen.go internal/adminclient/oapi/client.gen.go
+GENERATE_PKGS := ./internal/store/ ./internal/api/ ./internal/adminclient/oapi/
 
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck, go mod tidy, no hand-written type above 30 methods, the API's generated code, and the docs (links, the generated configuration reference, README size, no development history)
+lint: ## gofmt, go vet, staticcheck, go mod tidy, no hand-written type above 30 methods, the generated code (sqlc, the API), and the docs (links, the generated configuration reference, README size, no development history)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	go vet ./...
 	go tool staticcheck ./...
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	go run ./internal/tools/typesize
 	go run ./internal/tools/configdoc -check
-	go generate ./internal/api/ ./internal/adminclient/oapi/
-	@git diff --exit-code -- $(API_GENERATED) || { echo "the API's generated code is stale: run go generate ./internal/api/ ./internal/adminclient/oapi/ and commit it"; exit 1; }
+	rm -f internal/store/dbsqlc/*.go  # sqlc leaves a deleted query file's output behind
+	go generate $(GENERATE_PKGS)
+	@[ -z "$$(git status --porcelain -- $(GENERATED))" ] || { git status --short -- $(GENERATED); echo "generated code is stale: run go generate $(GENERATE_PKGS) and commit it"; exit 1; }
 	go run ./internal/tools/docscheck
 
 .PHONY: dev

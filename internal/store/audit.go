@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // AuditEntry is one operator action: who, what, on which records (ids or a filter), how
@@ -58,10 +60,20 @@ func writeAudit(ctx context.Context, tx pgx.Tx, e AuditEntry) error {
 	if e.JobID != 0 {
 		ofRecords = nil
 	}
-	_, err := tx.Exec(ctx, sqlInsertAudit, e.At, e.Actor, e.Action, ofRecords, e.Filter,
-		nullIfZeroID(e.JobID), nullIfEmpty(e.Route), e.Affected, e.Outcome, e.RequestID, cleanText(e.Reason),
-		cleanText(e.ClientRequestID), idRanges(e.RecordIDs), storedIDs(e.RecordIDs))
-	return err
+	filter, err := marshalNullable(e.Filter)
+	if err != nil {
+		return err
+	}
+	row := dbsqlc.InsertAuditParams{At: e.At, Actor: e.Actor, Action: e.Action, RecordIds: storedIDs(e.RecordIDs), Filter: filter,
+		Affected: e.Affected, Outcome: e.Outcome, RequestID: e.RequestID, Reason: cleanText(e.Reason),
+		ClientRequestID: cleanText(e.ClientRequestID), RecordRanges: idRanges(e.RecordIDs), OfRecords: ofRecords}
+	if e.JobID != 0 {
+		row.JobID = &e.JobID
+	}
+	if e.Route != "" {
+		row.Route = &e.Route
+	}
+	return queries.InsertAudit(ctx, tx, row)
 }
 
 // storedIDs is the audit row's record_ids: nil (NULL) when the ids ascend, one by one,
@@ -82,7 +94,7 @@ func storedIDs(ids []int64) []int64 {
 // record_ranges (migration 00016), which a record's history finds through one GiST entry
 // per row: a job's row of a thousand records is one range or a few, where an index of
 // record_ids took an entry per record. NULL for no ids.
-func idRanges(ids []int64) any {
+func idRanges(ids []int64) pgtype.Multirange[pgtype.Range[pgtype.Int8]] {
 	if len(ids) == 0 {
 		return nil
 	}

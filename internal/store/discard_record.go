@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // DiscardRecord discards a parked or scheduled record that no active job holds, writing
@@ -22,10 +24,11 @@ func (s *Records) DiscardRecord(ctx context.Context, id int64, reason string, ac
 			}
 			outcome = err
 		} else {
-			var err error
-			if rec, err = scanRecord(tx.QueryRow(ctx, sqlDiscard, id, now, actor.Name)); err != nil {
+			row, err := queries.Discard(ctx, tx, dbsqlc.DiscardParams{Now: now, Actor: actor.Name, ID: id})
+			if err != nil {
 				return err
 			}
+			rec = recordFromRow(dbsqlc.GetRecordRow(row))
 		}
 		affected := int64(1)
 		if outcome != nil {

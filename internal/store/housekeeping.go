@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // Retention is how long rows that need nobody any more are kept; zero keeps them forever.
@@ -43,31 +45,6 @@ const purgeBatch = 5000
 // deployments (and tests) sharing a database each have theirs ("dlqh" in ASCII).
 const housekeepingLock int32 = 0x646c7168
 
-// $1 cutoff, $2 batch size. Ids grow with time, so the oldest rows go first.
-const (
-	sqlPurgeRuns = `DELETE FROM redrive_runs WHERE id IN (
-	SELECT r.id FROM redrive_runs r
-	WHERE coalesce(r.finished_at, r.started_at) < $1
-	  AND NOT EXISTS (SELECT 1 FROM run_ledger l WHERE l.run_id = r.id AND NOT EXISTS (
-	      SELECT 1 FROM run_ledger n WHERE n.dlq_topic = l.dlq_topic AND n.dlq_partition = l.dlq_partition AND n.run_id > l.run_id))
-	ORDER BY r.id LIMIT $2)`
-	sqlPurgeIdleRuns = `DELETE FROM redrive_runs WHERE id IN (
-	SELECT r.id FROM redrive_runs r
-	WHERE r.status <> 'running' AND r.finished_at < $1
-	  AND NOT EXISTS (SELECT 1 FROM run_ledger l WHERE l.run_id = r.id)
-	ORDER BY r.id LIMIT $2)`
-	sqlPurgeJobs = `DELETE FROM jobs WHERE id IN (
-	SELECT id FROM jobs WHERE status IN ('succeeded', 'failed', 'cancelled') AND finished_at < $1
-	ORDER BY id LIMIT $2)`
-	sqlPurgeAudit = `DELETE FROM audit_log WHERE id IN (
-	SELECT id FROM audit_log WHERE at < $1 ORDER BY id LIMIT $2)`
-	sqlPurgeGaps = `DELETE FROM ledger_gaps WHERE id IN (
-	SELECT id FROM ledger_gaps WHERE recorded_at < $1 ORDER BY id LIMIT $2)`
-	sqlPurgePositions = `DELETE FROM ledger_positions WHERE (consumer_group, dlq_topic, dlq_partition) IN (
-	SELECT consumer_group, dlq_topic, dlq_partition FROM ledger_positions WHERE updated_at < $1
-	ORDER BY updated_at LIMIT $2)`
-)
-
 // WhileLeading runs fn if no other instance is running it: it holds a session advisory
 // lock on one pooled connection while fn runs (fn uses the pool as usual). It reports
 // whether fn ran. If that connection breaks, PostgreSQL drops the lock and another
@@ -78,8 +55,8 @@ func (s *Housekeeping) WhileLeading(ctx context.Context, fn func(ctx context.Con
 		return false, interpretError(err)
 	}
 	defer conn.Release()
-	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext(current_schema()))`, housekeepingLock).Scan(&got); err != nil || !got {
+	got, err := queries.TryLeadHousekeeping(ctx, conn, housekeepingLock)
+	if err != nil || !got {
 		return false, interpretError(err)
 	}
 	defer func() {
@@ -87,7 +64,7 @@ func (s *Housekeeping) WhileLeading(ctx context.Context, fn func(ctx context.Con
 		// releases the lock too.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, housekeepingLock); err != nil {
+		if err := queries.StopLeadingHousekeeping(uctx, conn, housekeepingLock); err != nil {
 			_ = conn.Hijack().Close(uctx)
 		}
 	}()
@@ -101,21 +78,33 @@ func (s *Housekeeping) PurgeOld(ctx context.Context, r Retention, purged func(ta
 	steps := []struct {
 		table string
 		age   time.Duration
-		sql   string
+		batch purgeBatchFunc
 	}{
-		{TableDeadLetters, r.Records, sqlPurge},
-		{TableRuns, r.IdleRuns, sqlPurgeIdleRuns},
-		{TableRuns, r.Runs, sqlPurgeRuns},
-		{TableJobs, r.Jobs, sqlPurgeJobs},
-		{TableAudit, r.Audit, sqlPurgeAudit},
-		{TableGaps, r.Ledger, sqlPurgeGaps},
-		{TablePositions, r.Ledger, sqlPurgePositions},
+		{TableDeadLetters, r.Records, s.purgeRecords},
+		{TableRuns, r.IdleRuns, func(ctx context.Context, p dbsqlc.PurgeParams) (int64, error) {
+			return queries.PurgeIdleRuns(ctx, s.pool, dbsqlc.PurgeIdleRunsParams(p))
+		}},
+		{TableRuns, r.Runs, func(ctx context.Context, p dbsqlc.PurgeParams) (int64, error) {
+			return queries.PurgeRuns(ctx, s.pool, dbsqlc.PurgeRunsParams(p))
+		}},
+		{TableJobs, r.Jobs, func(ctx context.Context, p dbsqlc.PurgeParams) (int64, error) {
+			return queries.PurgeJobs(ctx, s.pool, dbsqlc.PurgeJobsParams(p))
+		}},
+		{TableAudit, r.Audit, func(ctx context.Context, p dbsqlc.PurgeParams) (int64, error) {
+			return queries.PurgeAudit(ctx, s.pool, dbsqlc.PurgeAuditParams(p))
+		}},
+		{TableGaps, r.Ledger, func(ctx context.Context, p dbsqlc.PurgeParams) (int64, error) {
+			return queries.PurgeGaps(ctx, s.pool, dbsqlc.PurgeGapsParams(p))
+		}},
+		{TablePositions, r.Ledger, func(ctx context.Context, p dbsqlc.PurgeParams) (int64, error) {
+			return queries.PurgePositions(ctx, s.pool, dbsqlc.PurgePositionsParams(p))
+		}},
 	}
 	for _, st := range steps {
 		if st.age <= 0 {
 			continue
 		}
-		n, err := s.purge(ctx, st.sql, now.Add(-st.age))
+		n, err := purge(ctx, st.batch, now.Add(-st.age))
 		if n > 0 {
 			purged(st.table, n)
 		}
@@ -129,19 +118,27 @@ func (s *Housekeeping) PurgeOld(ctx context.Context, r Retention, purged func(ta
 // Purge deletes redriven, replayed and discarded records whose last change is older than
 // age, in batches so that no transaction grows large, and returns how many it deleted.
 func (s *Housekeeping) Purge(ctx context.Context, age time.Duration) (int64, error) {
-	return s.purge(ctx, sqlPurge, s.now().Add(-age))
+	return purge(ctx, s.purgeRecords, s.now().Add(-age))
+}
+
+// A purgeBatchFunc runs one of the batched DELETEs of retention and returns how many rows
+// it deleted.
+type purgeBatchFunc func(ctx context.Context, p dbsqlc.PurgeParams) (int64, error)
+
+func (s *Housekeeping) purgeRecords(ctx context.Context, p dbsqlc.PurgeParams) (int64, error) {
+	return queries.Purge(ctx, s.pool, p)
 }
 
 // purge runs one batched DELETE until a batch deletes fewer rows than the batch size.
-func (s *Housekeeping) purge(ctx context.Context, sql string, cutoff time.Time) (int64, error) {
+func purge(ctx context.Context, batch purgeBatchFunc, cutoff time.Time) (int64, error) {
 	var total int64
 	for {
-		tag, err := s.pool.Exec(ctx, sql, cutoff, purgeBatch)
+		n, err := batch(ctx, dbsqlc.PurgeParams{Cutoff: cutoff, BatchSize: purgeBatch})
 		if err != nil {
 			return total, interpretError(err)
 		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < purgeBatch {
+		total += n
+		if n < purgeBatch {
 			return total, nil
 		}
 	}
@@ -155,18 +152,15 @@ type BacklogCount struct {
 	Count  int64
 }
 
-const sqlBacklog = `SELECT route, status, reason, count(*) FROM dead_letters
-	WHERE status IN ('parked', 'scheduled') AND NOT ` + leased + ` GROUP BY 1, 2, 3`
-
 // Backlog counts the parked and scheduled records per route and reason right now.
 func (s *Housekeeping) Backlog(ctx context.Context) ([]BacklogCount, error) {
-	rows, err := s.pool.Query(ctx, sqlBacklog)
+	rows, err := queries.Backlog(ctx, s.pool)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return collect(rows, func(r scanner) (BacklogCount, error) {
-		var b BacklogCount
-		err := r.Scan(&b.Route, &b.Status, &b.Reason, &b.Count)
-		return b, err
-	})
+	out := make([]BacklogCount, len(rows))
+	for i, row := range rows {
+		out[i] = BacklogCount{Route: row.Route, Status: Status(row.Status), Reason: Reason(row.Reason), Count: row.Count}
+	}
+	return out, nil
 }

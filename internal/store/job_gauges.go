@@ -23,35 +23,25 @@ type JobCount struct {
 	Count  int64
 }
 
-const sqlJobGauges = `SELECT kind, status, count(*),
-		extract(epoch FROM $1 - min(created_at))::float8,
-		extract(epoch FROM $1 - min(coalesce(progressed_at, started_at, created_at)))::float8
-	FROM jobs WHERE status IN ('pending', 'running') GROUP BY kind, status ORDER BY kind, status`
-
 // ActiveJobs counts the pending and running jobs and measures the oldest wait and the
 // longest stall, in one query over the partial index of unfinished jobs.
 func (s *Jobs) ActiveJobs(ctx context.Context) (ActiveJobs, error) {
 	var a ActiveJobs
-	rows, err := s.pool.Query(ctx, sqlJobGauges, s.now())
+	rows, err := queries.JobGauges(ctx, s.pool, s.now())
 	if err != nil {
 		return a, interpretError(err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var c JobCount
-		var waited, stalled float64
-		if err := rows.Scan(&c.Kind, &c.Status, &c.Count, &waited, &stalled); err != nil {
-			return a, interpretError(err)
-		}
+	for _, row := range rows {
+		c := JobCount{Kind: JobKind(row.Kind), Status: JobStatus(row.Status), Count: row.Count}
 		a.Counts = append(a.Counts, c)
 		switch c.Status {
 		case JobPending:
-			a.OldestPending = max(a.OldestPending, seconds(waited))
+			a.OldestPending = max(a.OldestPending, seconds(row.WaitedSeconds))
 		case JobRunning:
-			a.LongestStall = max(a.LongestStall, seconds(stalled))
+			a.LongestStall = max(a.LongestStall, seconds(row.StalledSeconds))
 		}
 	}
-	return a, interpretError(rows.Err())
+	return a, nil
 }
 
 func seconds(f float64) time.Duration {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // An operator's job request: validated, made idempotent per actor, bounded per actor, and
@@ -52,7 +54,7 @@ func (s *Jobs) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job 
 	now := s.now()
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if req.IdempotencyKey != "" {
-			prev, err := scanJob(tx.QueryRow(ctx, sqlJobByIdempotencyKey, actor.Name, req.IdempotencyKey))
+			prev, err := jobByIdempotencyKey(ctx, tx, actor.Name, req.IdempotencyKey)
 			switch {
 			case err == nil:
 				if !sameSpec(prev.JobSpec, req.JobSpec) {
@@ -66,14 +68,14 @@ func (s *Jobs) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job 
 		}
 		if req.MaxActive > 0 {
 			// The lock orders concurrent submissions of one actor, so the count holds.
-			if _, err := tx.Exec(ctx, sqlLockActor, actor.Name); err != nil {
+			if err := queries.LockActor(ctx, tx, actor.Name); err != nil {
 				return err
 			}
-			var active int
-			if err := tx.QueryRow(ctx, sqlActiveJobs, actor.Name).Scan(&active); err != nil {
+			active, err := queries.CountActiveJobs(ctx, tx, actor.Name)
+			if err != nil {
 				return err
 			}
-			if active >= req.MaxActive {
+			if active >= int64(req.MaxActive) {
 				return fmt.Errorf("%d pending or running jobs of %s: %w", active, actor.Name, ErrTooManyJobs)
 			}
 		}
@@ -82,19 +84,34 @@ func (s *Jobs) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job 
 			if err := lockReservable(ctx, tx, ids, now); err != nil {
 				return err
 			}
-			if err := tx.QueryRow(ctx, sqlRecordTopics, ids).Scan(&topics); err != nil {
+			var err error
+			if topics, err = queries.RecordTopics(ctx, tx, ids); err != nil {
 				return err
 			}
 		}
-		var err error
-		job, err = scanJob(tx.QueryRow(ctx, sqlSubmitJob, string(req.Kind), req.Filter, req.RecordIDs,
-			req.TargetTopic, req.ResetRetry, req.RatePerSecond, req.ConfirmedCount,
-			actor.Name, actor.RequestID, now, nullIfEmpty(req.IdempotencyKey), topics, req.Edit))
+		filter, err := marshalNullable(req.Filter)
 		if err != nil {
 			return err
 		}
+		edit, err := marshalNullable(req.Edit)
+		if err != nil {
+			return err
+		}
+		params := dbsqlc.SubmitJobParams{Kind: string(req.Kind), Filter: filter, RecordIds: req.RecordIDs, TargetTopic: req.TargetTopic,
+			ResetRetry: req.ResetRetry, RatePerSecond: int32(req.RatePerSecond), ConfirmedCount: req.ConfirmedCount,
+			CreatedBy: actor.Name, RequestID: actor.RequestID, Now: now, Topics: topics, Edit: edit}
+		if req.IdempotencyKey != "" {
+			params.IdempotencyKey = &req.IdempotencyKey
+		}
+		row, err := queries.SubmitJob(ctx, tx, params)
+		if err != nil {
+			return err
+		}
+		if job, err = jobFromRow(dbsqlc.GetJobRow(row)); err != nil {
+			return err
+		}
 		if len(ids) > 0 {
-			if _, err := tx.Exec(ctx, sqlReserve, ids, job.ID); err != nil {
+			if err := queries.Reserve(ctx, tx, dbsqlc.ReserveParams{Job: job.ID, Ids: ids}); err != nil {
 				return err
 			}
 		}
@@ -124,8 +141,16 @@ func filterTopics(f *Filter) []string {
 
 // JobByIdempotencyKey returns the job actor created with key, or ErrNotFound.
 func (s *Jobs) JobByIdempotencyKey(ctx context.Context, actor, key string) (Job, error) {
-	job, err := scanJob(s.pool.QueryRow(ctx, sqlJobByIdempotencyKey, actor, key))
+	job, err := jobByIdempotencyKey(ctx, s.pool, actor, key)
 	return job, interpretError(err)
+}
+
+func jobByIdempotencyKey(ctx context.Context, db dbsqlc.DBTX, actor, key string) (Job, error) {
+	row, err := queries.JobByIdempotencyKey(ctx, db, dbsqlc.JobByIdempotencyKeyParams{Actor: actor, IdempotencyKey: key})
+	if err != nil {
+		return Job{}, err
+	}
+	return jobFromRow(dbsqlc.GetJobRow(row))
 }
 
 func validateJobSpec(spec *JobSpec) error {
@@ -165,13 +190,8 @@ func lockReservable(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) 
 	if n != len(ids) {
 		return fmt.Errorf("%d of %d records: %w", len(ids)-n, len(ids), ErrNotFound)
 	}
-	var blocked []int64
-	rows, err := tx.Query(ctx, sqlUnreservable, ids, now)
+	blocked, err := queries.Unreservable(ctx, tx, dbsqlc.UnreservableParams{Ids: ids, Now: now})
 	if err != nil {
-		return err
-	}
-	var id int64
-	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { blocked = append(blocked, id); return nil }); err != nil {
 		return err
 	}
 	if len(blocked) > 0 {
@@ -179,25 +199,3 @@ func lockReservable(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) 
 	}
 	return nil
 }
-
-const sqlSubmitJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
-		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key, topics, edit)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $10, $11, $12, $13)
-	RETURNING ` + jobColumns
-
-// Orders an actor's submissions until commit, so that its count of active jobs holds.
-const sqlLockActor = `SELECT pg_advisory_xact_lock(hashtextextended('dlq-jobs:' || $1, 0))`
-
-const sqlActiveJobs = `SELECT count(*) FROM jobs WHERE created_by = $1 AND status IN ('pending', 'running')`
-
-const sqlJobByIdempotencyKey = `SELECT ` + jobColumns + ` FROM jobs WHERE created_by = $1 AND idempotency_key = $2`
-
-// The original topics of the records of ids, ” for a record without one.
-const sqlRecordTopics = `SELECT array_agg(DISTINCT coalesce(original_topic, '')) FROM dead_letters WHERE id = ANY($1)`
-
-const sqlUnreservable = `SELECT d.id FROM dead_letters d LEFT JOIN jobs j ON j.id = d.job_id
-	WHERE d.id = ANY($1) AND (NOT ` + reservable + ` OR j.status IN ('pending', 'running')
-		OR EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = d.id))
-	ORDER BY d.id`
-
-const sqlReserve = `UPDATE dead_letters SET job_id = $2 WHERE id = ANY($1)`

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // JobKind is what a bulk job does to each selected record.
@@ -111,11 +113,17 @@ func (s *Jobs) CreateJob(ctx context.Context, spec JobSpec, actor Actor) (Job, e
 	var job Job
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		job, err = scanJob(tx.QueryRow(ctx, sqlCreateJob, string(spec.Kind), spec.Filter, spec.RecordIDs,
-			spec.TargetTopic, spec.ResetRetry, spec.RatePerSecond, spec.ConfirmedCount,
-			actor.Name, actor.RequestID, now))
+		filter, err := marshalNullable(spec.Filter)
 		if err != nil {
+			return err
+		}
+		row, err := queries.CreateJob(ctx, tx, dbsqlc.CreateJobParams{Kind: string(spec.Kind), Filter: filter, RecordIds: spec.RecordIDs,
+			TargetTopic: spec.TargetTopic, ResetRetry: spec.ResetRetry, RatePerSecond: int32(spec.RatePerSecond),
+			ConfirmedCount: spec.ConfirmedCount, CreatedBy: actor.Name, RequestID: actor.RequestID, Now: now})
+		if err != nil {
+			return err
+		}
+		if job, err = jobFromRow(dbsqlc.GetJobRow(row)); err != nil {
 			return err
 		}
 		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
@@ -127,8 +135,11 @@ func (s *Jobs) CreateJob(ctx context.Context, spec JobSpec, actor Actor) (Job, e
 
 // GetJob returns one job.
 func (s *Jobs) GetJob(ctx context.Context, id int64) (Job, error) {
-	job, err := scanJob(s.pool.QueryRow(ctx, sqlGetJob, id))
-	return job, interpretError(err)
+	row, err := queries.GetJob(ctx, s.pool, id)
+	if err != nil {
+		return Job{}, interpretError(err)
+	}
+	return jobFromRow(row)
 }
 
 // ListJobs returns up to limit jobs with ids below beforeID (0 for the newest), newest first.
@@ -140,17 +151,26 @@ func (s *Jobs) ListJobs(ctx context.Context, beforeID int64, limit int, topics .
 	if beforeID <= 0 {
 		beforeID = 1<<63 - 1
 	}
-	rows, err := s.pool.Query(ctx, sqlListJobs, beforeID, limit, scope(topics))
+	rows, err := queries.ListJobs(ctx, s.pool, dbsqlc.ListJobsParams{BeforeID: beforeID, Topics: scope(topics), MaxJobs: int32(limit)})
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return collect(rows, scanJob)
+	jobs := make([]Job, len(rows))
+	for i, row := range rows {
+		if jobs[i], err = jobFromRow(dbsqlc.GetJobRow(row)); err != nil {
+			return nil, err
+		}
+	}
+	return jobs, nil
 }
 
 // CancelJob cancels a pending or running job. A running job's worker learns it when its
 // next UpdateJobProgress returns ErrConflict.
 func (s *Jobs) CancelJob(ctx context.Context, id int64, actor Actor) (Job, error) {
-	return s.jobTransition(ctx, id, actor, "cancel_job", sqlCancelJob)
+	return s.jobTransition(ctx, id, actor, "cancel_job", func(tx pgx.Tx, now time.Time) (dbsqlc.GetJobRow, error) {
+		row, err := queries.CancelJob(ctx, tx, dbsqlc.CancelJobParams{Now: now, ID: id})
+		return dbsqlc.GetJobRow(row), err
+	})
 }
 
 // SettleCancelledJob stores the final counts of job id, cancelled while actor ran it, once
@@ -162,12 +182,15 @@ func (s *Jobs) SettleCancelledJob(ctx context.Context, id int64, p JobProgress, 
 	var job Job
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		job, err = scanJob(tx.QueryRow(ctx, sqlSettleCancelledJob, id, now, p.Done, p.Failed, p.Skipped, p.Cursor, inFlight))
+		row, err := queries.SettleCancelledJob(ctx, tx, dbsqlc.SettleCancelledJobParams{Done: p.Done, Failed: p.Failed,
+			Skipped: p.Skipped, CursorID: p.Cursor, InFlight: inFlight, Now: now, ID: id})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("settle cancelled job %d: %w", id, ErrConflict)
 		}
 		if err != nil {
+			return err
+		}
+		if job, err = jobFromRow(dbsqlc.GetJobRow(row)); err != nil {
 			return err
 		}
 		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, Action: "settle_cancelled_job", JobID: id,
@@ -182,19 +205,23 @@ func (s *Jobs) SettleCancelledJob(ctx context.Context, id int64, p JobProgress, 
 // died), to owner. It returns ErrNotFound when there is none. Instances claim with
 // FOR UPDATE SKIP LOCKED and never get the same job.
 func (s *Jobs) ClaimJob(ctx context.Context, owner string, lease time.Duration) (Job, error) {
-	return s.claimJob(ctx, sqlClaimJob, owner, lease)
+	now := s.now()
+	row, err := queries.ClaimJob(ctx, s.pool, dbsqlc.ClaimJobParams{Owner: owner, LeaseUntil: now.Add(lease), Now: now})
+	if err != nil {
+		return Job{}, interpretError(err)
+	}
+	return jobFromRow(dbsqlc.GetJobRow(row))
 }
 
 // ClaimRecordJob is ClaimJob for jobs that name their records (single-record actions
 // above all), so that they need not wait behind bulk jobs selected by filter.
 func (s *Jobs) ClaimRecordJob(ctx context.Context, owner string, lease time.Duration) (Job, error) {
-	return s.claimJob(ctx, sqlClaimRecordJob, owner, lease)
-}
-
-func (s *Jobs) claimJob(ctx context.Context, query, owner string, lease time.Duration) (Job, error) {
 	now := s.now()
-	job, err := scanJob(s.pool.QueryRow(ctx, query, owner, now.Add(lease), now))
-	return job, interpretError(err)
+	row, err := queries.ClaimRecordJob(ctx, s.pool, dbsqlc.ClaimRecordJobParams{Owner: owner, LeaseUntil: now.Add(lease), Now: now})
+	if err != nil {
+		return Job{}, interpretError(err)
+	}
+	return jobFromRow(dbsqlc.GetJobRow(row))
 }
 
 // UpdateJobProgress stores progress and extends the lease. ErrConflict means the job is no
@@ -202,11 +229,12 @@ func (s *Jobs) claimJob(ctx context.Context, query, owner string, lease time.Dur
 // the worker must stop.
 func (s *Jobs) UpdateJobProgress(ctx context.Context, id int64, owner string, p JobProgress, lease time.Duration) error {
 	now := s.now()
-	tag, err := s.pool.Exec(ctx, sqlUpdateJobProgress, id, owner, p.Total, p.Done, p.Failed, p.Cursor, now.Add(lease), now, p.Skipped)
+	n, err := queries.UpdateJobProgress(ctx, s.pool, dbsqlc.UpdateJobProgressParams{Total: p.Total, Done: p.Done, Failed: p.Failed,
+		CursorID: p.Cursor, LeaseUntil: now.Add(lease), Now: now, Skipped: p.Skipped, ID: id, Owner: owner})
 	if err != nil {
 		return interpretError(err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return fmt.Errorf("job %d: %w", id, ErrConflict)
 	}
 	return nil
@@ -217,22 +245,27 @@ func (s *Jobs) FinishJob(ctx context.Context, id int64, owner string, status Job
 	if status != JobSucceeded && status != JobFailed {
 		return Job{}, &ValidationError{Field: "status", Reason: "a job finishes as succeeded or failed"}
 	}
-	return s.jobTransition(ctx, id, Actor{Name: owner}, "finish_job", sqlFinishJob, owner, string(status), cleanText(errMsg))
+	return s.jobTransition(ctx, id, Actor{Name: owner}, "finish_job", func(tx pgx.Tx, now time.Time) (dbsqlc.GetJobRow, error) {
+		row, err := queries.FinishJob(ctx, tx, dbsqlc.FinishJobParams{Status: string(status), Error: cleanText(errMsg), Now: now,
+			ID: id, Owner: owner})
+		return dbsqlc.GetJobRow(row), err
+	})
 }
 
-// jobTransition runs query with $1 id, $2 now and then args, with its audit row.
-func (s *Jobs) jobTransition(ctx context.Context, id int64, actor Actor, action string, query string, args ...any) (Job, error) {
+// jobTransition runs change, a conditional UPDATE of job id that returns it, or
+// pgx.ErrNoRows when the job's state does not allow it, with its audit row.
+func (s *Jobs) jobTransition(ctx context.Context, id int64, actor Actor, action string,
+	change func(tx pgx.Tx, now time.Time) (dbsqlc.GetJobRow, error)) (Job, error) {
 	var job Job
 	var outcome error
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		job, err = scanJob(tx.QueryRow(ctx, query, append([]any{id, now}, args...)...))
+		row, err := change(tx, now)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			outcome = ErrConflict
-			var exists bool
-			if err := tx.QueryRow(ctx, sqlJobExists, id).Scan(&exists); err != nil {
+			exists, err := queries.JobExists(ctx, tx, id)
+			if err != nil {
 				return err
 			}
 			if !exists {
@@ -240,6 +273,10 @@ func (s *Jobs) jobTransition(ctx context.Context, id int64, actor Actor, action 
 			}
 		case err != nil:
 			return err
+		default:
+			if job, err = jobFromRow(row); err != nil {
+				return err
+			}
 		}
 		result := outcomeOf(outcome)
 		if outcome == nil && job.Status != JobCancelled {
@@ -257,28 +294,8 @@ func (s *Jobs) jobTransition(ctx context.Context, id int64, actor Actor, action 
 	return job, nil
 }
 
-// scanJob reads jobColumns.
-func scanJob(row scanner) (Job, error) {
-	var (
-		j                             Job
-		owner                         *string
-		leaseUntil, started, finished *time.Time
-	)
-	err := row.Scan(&j.ID, &j.Kind, &j.Filter, &j.RecordIDs, &j.TargetTopic, &j.ResetRetry, &j.RatePerSecond,
-		&j.ConfirmedCount, &j.Status, &j.Total, &j.Done, &j.Failed, &j.Cursor, &owner, &leaseUntil,
-		&j.Error, &j.CreatedBy, &j.RequestID, &j.CreatedAt, &started, &j.UpdatedAt, &finished, &j.Topics, &j.Edit, &j.Skipped,
-		&j.InFlightAtCancel)
-	j.LeaseOwner, j.LeaseUntil, j.StartedAt, j.FinishedAt = deref(owner), deref(leaseUntil), deref(started), deref(finished)
-	utc(&j.LeaseUntil, &j.CreatedAt, &j.StartedAt, &j.UpdatedAt, &j.FinishedAt)
-	return j, err
-}
-
 // ReleaseJob ends owner's lease on a running job now, so that another worker resumes it
 // at once (a graceful shutdown in the middle of a job).
 func (s *Jobs) ReleaseJob(ctx context.Context, id int64, owner string) error {
-	_, err := s.pool.Exec(ctx, sqlReleaseJob, id, owner, s.now())
-	return interpretError(err)
+	return interpretError(queries.ReleaseJob(ctx, s.pool, dbsqlc.ReleaseJobParams{Now: s.now(), ID: id, Owner: owner}))
 }
-
-const sqlReleaseJob = `UPDATE jobs SET lease_until = $3, updated_at = $3
-	WHERE id = $1 AND status = 'running' AND lease_owner = $2`

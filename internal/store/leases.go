@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // The replay lease protocol. A replay holds a record by its row in replay_leases, keyed
@@ -18,11 +20,11 @@ import (
 // of WAL per 1,000 records and most of a lease's time).
 //
 // A lease (beginReplays) is two statements in one READ COMMITTED transaction:
-//  1. sqlLeaseReplays inserts the leases of the records its snapshot sees reservable (or
+//  1. LeaseReplays (queries/leases.sql) inserts the leases of the records its snapshot sees reservable (or
 //     beginFreshReplays copies in those of every record, and fails on any lease key it
 //     meets), with the batch they form (replay_batches), where their outcome is written
 //     once (FinishReplays);
-//  2. sqlRecheckReplays, on a new snapshot, deletes the new leases whose record is no
+//  2. RecheckReplays, on a new snapshot, deletes the new leases whose record is no
 //     longer reservable, and writes the lease into a scheduled record's row (lease_until),
 //     which a redrive's claim reads.
 //
@@ -47,31 +49,27 @@ import (
 // the recheck's UPDATE writes (waiting for a claim in progress and re-reading the row it
 // committed), and it skips rows whose lease_until is in the future. Two leases of one
 // record (two jobs, a job and a single replay) meet on the key itself: the second waits,
-// then finds the first's lease and takes it only under the rules of sqlLeaseReplays.
+// then finds the first's lease and takes it only under the rules of LeaseReplays.
 // Keys are always taken in id order, so two key takers never deadlock.
 
-// beginReplays leases ids for owner until until, under job ($6, nil for none), with the
+// beginReplays leases ids for owner until until, under job (nil for none), with the
 // replay ids prefix+id or replayID (when not nil; both nil: none): the two statements of the protocol above.
 // The leases form a new batch (replay_batches), each at its place in ids, counted from 1:
 // it returns the batch's id and the replay id of each record it leased.
 func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, actor, owner string, until time.Time,
-	job, prefix, replayID any) (batch int64, begun map[int64]string, err error) {
+	job *int64, prefix, replayID *string) (batch int64, begun map[int64]string, err error) {
 	begun = make(map[int64]string, len(ids))
 	var inserted, held []int64
-	var id int64
-	var rid *string // NULL: a lease without a replay id
-	var isNew bool
-	rows, err := tx.Query(ctx, sqlLeaseReplays, ids, now, owner, until, job, prefix, replayID)
-	if err == nil {
-		_, err = pgx.ForEachRow(rows, []any{&id, &rid, &isNew, &batch}, func() error {
-			begun[id] = deref(rid)
-			if isNew {
-				inserted = append(inserted, id)
-			} else {
-				held = append(held, id)
-			}
-			return nil
-		})
+	rows, err := queries.LeaseReplays(ctx, tx, dbsqlc.LeaseReplaysParams{Job: job, Owner: owner, Until: until, ReplayID: replayID,
+		Prefix: prefix, Ids: ids, Now: now})
+	for _, row := range rows {
+		begun[row.RecordID] = deref(row.ReplayID) // NULL: a lease without a replay id
+		batch = deref(row.BatchID)
+		if row.IsNew {
+			inserted = append(inserted, row.RecordID)
+		} else {
+			held = append(held, row.RecordID)
+		}
 	}
 	if err != nil || len(begun) == 0 {
 		return batch, begun, err
@@ -88,7 +86,8 @@ func beginReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, ac
 // errLeaseKeyTaken, and the caller runs the transaction again with beginReplays.
 func beginFreshReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time, actor, owner string, until time.Time,
 	job int64, prefix string) (batch int64, begun map[int64]string, err error) {
-	if err := tx.QueryRow(ctx, sqlNewBatch, job, ids).Scan(&batch); err != nil {
+	batch, err = queries.NewBatch(ctx, tx, dbsqlc.NewBatchParams{Job: job, Ids: ids})
+	if err != nil {
 		return 0, nil, err
 	}
 	begun = make(map[int64]string, len(ids))
@@ -104,7 +103,7 @@ func beginFreshReplays(ctx context.Context, tx pgx.Tx, ids []int64, now time.Tim
 	if err != nil {
 		return 0, nil, err
 	}
-	return batch, begun, recheckReplays(ctx, tx, begun, ids, nil, now, actor, owner, until, job)
+	return batch, begun, recheckReplays(ctx, tx, begun, ids, nil, now, actor, owner, until, &job)
 }
 
 // leaseColumns are the columns beginFreshReplays copies, in its rows' order.
@@ -113,9 +112,10 @@ var leaseColumns = []string{"record_id", "job_id", "owner", "until", "replay_id"
 // recheckReplays is the protocol's second statement: it drops from begun the records of
 // the new leases (inserted) and of those taken over (held) that may not be leased.
 func recheckReplays(ctx context.Context, tx pgx.Tx, begun map[int64]string, inserted, held []int64,
-	now time.Time, actor, owner string, until time.Time, job any) error {
+	now time.Time, actor, owner string, until time.Time, job *int64) error {
 	from, to, each := readRange(inserted)
-	lost, err := changedIDs(ctx, tx, sqlRecheckReplays, inserted, now, actor, owner, until, job, held, from, to, each)
+	lost, err := queries.RecheckReplays(ctx, tx, dbsqlc.RecheckReplaysParams{Owner: owner, Job: job, FromID: from, ToID: to,
+		EachID: each, Held: held, Until: until, Now: now, Actor: actor, Inserted: inserted})
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func recheckReplays(ctx context.Context, tx pgx.Tx, begun map[int64]string, inse
 	return nil
 }
 
-// readRange says how sqlRecheckReplays reads the rows of ids: as the range from..to when
+// readRange says how RecheckReplays reads the rows of ids: as the range from..to when
 // it holds at most twice as many ids (a job's page nearly always does), else id by id
 // (each).
 func readRange(ids []int64) (from, to *int64, each []int64) {
@@ -147,20 +147,15 @@ var errLeaseKeyTaken = errors.New("store: a record of the page has a lease")
 // snapshot of its own, see any lease committed before and no lease can start until the
 // transaction ends.
 func lockRecords(ctx context.Context, tx pgx.Tx, ids []int64) (int, error) {
-	guarded, err := changedIDs(ctx, tx, sqlGuard, ids)
+	guarded, err := sorted(queries.Guard(ctx, tx, ids))
 	if err != nil {
 		return 0, err
 	}
 	if len(guarded) > 0 {
-		if _, err := tx.Exec(ctx, sqlUnguard, guarded); err != nil {
+		if err := queries.Unguard(ctx, tx, guarded); err != nil {
 			return 0, err
 		}
 	}
-	locked, err := tx.Query(ctx, sqlLockRecords, ids)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	_, err = pgx.ForEachRow(locked, []any{new(int64)}, func() error { n++; return nil })
-	return n, err
+	locked, err := queries.LockRecords(ctx, tx, ids)
+	return len(locked), err
 }

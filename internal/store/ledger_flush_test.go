@@ -36,7 +36,7 @@ func TestUnflushedPositionsWaitForNoFlush(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var waiting bool
 		err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
-			WHERE query LIKE 'INSERT INTO ledger_flushes%' AND wait_event = 'SyncRep')`).Scan(&waiting)
+			WHERE query LIKE '%INSERT INTO ledger_flushes%' AND wait_event = 'SyncRep')`).Scan(&waiting)
 		return err == nil && waiting
 	}, time.Minute, 10*time.Millisecond, "the flush waits for the stalled synchronous commit")
 	select {

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // GapCause says why a range of DLQ offsets was not read in order.
@@ -29,44 +31,10 @@ type Gap struct {
 	RecordedAt   time.Time
 }
 
-// $1 group, $2 topics, $3 partitions, $4 offsets, $5 now.
-const sqlAdvancePositions = `INSERT INTO ledger_positions (consumer_group, dlq_topic, dlq_partition, committed_offset, updated_at)
-	SELECT $1, t, p, o, $5 FROM unnest($2::text[], $3::integer[], $4::bigint[]) AS u(t, p, o)
-	ON CONFLICT (consumer_group, dlq_topic, dlq_partition) DO UPDATE
-	SET committed_offset = EXCLUDED.committed_offset, updated_at = EXCLUDED.updated_at
-	WHERE ledger_positions.committed_offset < EXCLUDED.committed_offset`
-
-// sqlAdvancePositionsUnflushed is sqlAdvancePositions committed asynchronously: the
-// setting, local to the statement's own transaction, is read when it commits.
-const sqlAdvancePositionsUnflushed = `WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
-	INSERT INTO ledger_positions (consumer_group, dlq_topic, dlq_partition, committed_offset, updated_at)
-	SELECT $1, t, p, o, $5 FROM unflushed, unnest($2::text[], $3::integer[], $4::bigint[]) AS u(t, p, o)
-	ON CONFLICT (consumer_group, dlq_topic, dlq_partition) DO UPDATE
-	SET committed_offset = EXCLUDED.committed_offset, updated_at = EXCLUDED.updated_at
-	WHERE ledger_positions.committed_offset < EXCLUDED.committed_offset`
-
-// $1 group, $2 now.
-const sqlFlushLedger = `INSERT INTO ledger_flushes (consumer_group, flushed_at) VALUES ($1, $2)
-	ON CONFLICT (consumer_group) DO UPDATE SET flushed_at = EXCLUDED.flushed_at`
-
-// $1 group, $2 topics, $3 partitions, $4 now, $5 refreshed before. Only stale rows are
-// written, so a worker may call it on every run.
-const sqlTouchPositions = `UPDATE ledger_positions SET updated_at = $4
-	FROM unnest($2::text[], $3::integer[]) AS u(t, p)
-	WHERE consumer_group = $1 AND dlq_topic = u.t AND dlq_partition = u.p AND updated_at < $5`
-
-const sqlLedgerPositions = `SELECT dlq_topic, dlq_partition, committed_offset FROM ledger_positions WHERE consumer_group = $1`
-
-const sqlInsertGap = `INSERT INTO ledger_gaps (consumer_group, route, dlq_topic, dlq_partition, from_offset, to_offset, cause, lost, recorded_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
-
-const sqlLedgerGaps = `SELECT consumer_group, route, dlq_topic, dlq_partition, from_offset, to_offset, cause, lost, recorded_at
-	FROM ledger_gaps WHERE consumer_group = $1 AND dlq_topic = $2 ORDER BY dlq_partition, from_offset, id`
-
 // AdvanceLedgerPositions records that group is about to commit each position (Offset is
 // the offset to commit). A position only moves forward: a lower one is ignored.
 func (s *Ledger) AdvanceLedgerPositions(ctx context.Context, group string, pos []Coordinates) error {
-	return s.advancePositions(ctx, sqlAdvancePositions, group, pos)
+	return s.advancePositions(ctx, func(p dbsqlc.AdvancePositionsParams) error { return queries.AdvancePositions(ctx, s.pool, p) }, group, pos)
 }
 
 // AdvanceLedgerPositionsUnflushed is AdvanceLedgerPositions without waiting for
@@ -74,25 +42,25 @@ func (s *Ledger) AdvanceLedgerPositions(ctx context.Context, group string, pos [
 // restarted after a kill resumes at them), but a PostgreSQL crash may lose them until a
 // FlushLedger that started after this call returned.
 func (s *Ledger) AdvanceLedgerPositionsUnflushed(ctx context.Context, group string, pos []Coordinates) error {
-	return s.advancePositions(ctx, sqlAdvancePositionsUnflushed, group, pos)
+	return s.advancePositions(ctx, func(p dbsqlc.AdvancePositionsParams) error {
+		return queries.AdvancePositionsUnflushed(ctx, s.pool, dbsqlc.AdvancePositionsUnflushedParams(p))
+	}, group, pos)
 }
 
-// advancePositions runs query, one of the two position writes, for pos.
-func (s *Ledger) advancePositions(ctx context.Context, query, group string, pos []Coordinates) error {
+// advancePositions runs write, one of the two position writes, for pos.
+func (s *Ledger) advancePositions(ctx context.Context, write func(dbsqlc.AdvancePositionsParams) error, group string, pos []Coordinates) error {
 	if len(pos) == 0 {
 		return nil
 	}
 	topics, parts, offs := coordinateColumns(pos)
-	_, err := s.pool.Exec(ctx, query, group, topics, parts, offs, s.now())
-	return interpretError(err)
+	return interpretError(write(dbsqlc.AdvancePositionsParams{ConsumerGroup: group, Now: s.now(), Topics: topics, Partitions: parts, Offsets: offs}))
 }
 
 // FlushLedger returns once every ledger write committed before it is durable: it commits
 // a write of its own synchronously, which waits for the WAL before it to be flushed (and
 // sent to synchronous standbys, where the server has them).
 func (s *Ledger) FlushLedger(ctx context.Context, group string) error {
-	_, err := s.pool.Exec(ctx, sqlFlushLedger, group, s.now())
-	return interpretError(err)
+	return interpretError(queries.FlushLedger(ctx, s.pool, dbsqlc.FlushLedgerParams{ConsumerGroup: group, Now: s.now()}))
 }
 
 // coordinateColumns are pos as columns, for unnest.
@@ -116,22 +84,22 @@ func (s *Ledger) TouchLedgerPositions(ctx context.Context, group string, pos []C
 		topics[i], parts[i] = c.Topic, c.Partition
 	}
 	now := s.now()
-	_, err := s.pool.Exec(ctx, sqlTouchPositions, group, topics, parts, now, now.Add(-fresh))
-	return interpretError(err)
+	return interpretError(queries.TouchPositions(ctx, s.pool, dbsqlc.TouchPositionsParams{Now: now, ConsumerGroup: group,
+		FreshBefore: now.Add(-fresh), Topics: topics, Partitions: parts}))
 }
 
 // LedgerPositions returns where the ledger says group last committed, per partition
 // (Offset is the committed offset); partitions it never committed are absent.
 func (s *Ledger) LedgerPositions(ctx context.Context, group string) ([]Coordinates, error) {
-	rows, err := s.pool.Query(ctx, sqlLedgerPositions, group)
+	rows, err := queries.LedgerPositions(ctx, s.pool, group)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return collect(rows, func(row scanner) (Coordinates, error) {
-		var c Coordinates
-		err := row.Scan(&c.Topic, &c.Partition, &c.Offset)
-		return c, err
-	})
+	out := make([]Coordinates, len(rows))
+	for i, row := range rows {
+		out[i] = Coordinates{Topic: row.DlqTopic, Partition: row.DlqPartition, Offset: row.CommittedOffset}
+	}
+	return out, nil
 }
 
 // RecordGap stores a range read out of order; RecordedAt is set by the store.
@@ -139,20 +107,21 @@ func (s *Ledger) RecordGap(ctx context.Context, g Gap) error {
 	if g.From >= g.To {
 		return &ValidationError{Field: "gap", Reason: "from must be below to"}
 	}
-	_, err := s.pool.Exec(ctx, sqlInsertGap, g.Group, g.Route, g.Topic, g.Partition, g.From, g.To, string(g.Cause), g.Lost, s.now())
-	return interpretError(err)
+	return interpretError(queries.InsertGap(ctx, s.pool, dbsqlc.InsertGapParams{ConsumerGroup: g.Group, Route: g.Route,
+		DlqTopic: g.Topic, DlqPartition: g.Partition, FromOffset: g.From, ToOffset: g.To, Cause: string(g.Cause), Lost: g.Lost,
+		RecordedAt: s.now()}))
 }
 
 // LedgerGaps returns the gaps of group on topic, by partition and offset.
 func (s *Ledger) LedgerGaps(ctx context.Context, group, topic string) ([]Gap, error) {
-	rows, err := s.pool.Query(ctx, sqlLedgerGaps, group, topic)
+	rows, err := queries.LedgerGaps(ctx, s.pool, dbsqlc.LedgerGapsParams{ConsumerGroup: group, DlqTopic: topic})
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return collect(rows, func(row scanner) (Gap, error) {
-		var g Gap
-		err := row.Scan(&g.Group, &g.Route, &g.Topic, &g.Partition, &g.From, &g.To, &g.Cause, &g.Lost, &g.RecordedAt)
-		utc(&g.RecordedAt)
-		return g, err
-	})
+	out := make([]Gap, len(rows))
+	for i, row := range rows {
+		out[i] = Gap{Group: row.ConsumerGroup, Route: row.Route, Topic: row.DlqTopic, Partition: row.DlqPartition,
+			From: row.FromOffset, To: row.ToOffset, Cause: GapCause(row.Cause), Lost: row.Lost, RecordedAt: row.RecordedAt.UTC()}
+	}
+	return out, nil
 }

@@ -1,9 +1,13 @@
 package store
 
-// Every SQL statement of the store. Statements that take a filter are fmt templates whose
-// %s is the WHERE condition Filter.where renders; values are always bind parameters.
+// The SQL the store builds at run time. The fixed statements live in queries/ and are
+// generated into dbsqlc (sqlc.yaml); what is here takes a filter, or is a copy's stage,
+// or a job's page. Statements that take a filter are fmt templates whose %s is the WHERE
+// condition Filter.where renders; values are always bind parameters.
 
-// recordColumns is what scanRecord reads: a whole record.
+// recordColumns is what scanRecord reads: a whole record. The generated statements that
+// return one (GetRecord, ClaimDue, Discard, RetryNow) repeat these columns;
+// TestGeneratedRecordReadsMatchTheListing holds the two together.
 const recordColumns = recordLead + `key, value, header_keys, header_values,` + recordTrail
 
 // jobRecordColumns are what a job needs of a record (scanJobRecord), FROM jobPage: what to
@@ -26,6 +30,11 @@ const jobRecordColumns = `id, original_topic, original_partition, record_timesta
 const jobPage = `dead_letters LEFT JOIN (
 		SELECT l.record_id AS lease_record, l.job_id AS lease_job, ` + leaseReplayed + ` AS lease_done
 		FROM replay_leases l WHERE l.record_id > $1) lp ON lp.lease_record = dead_letters.id`
+
+// leaseReplayed is true when a lease (l) is replayed: every record of its batch was
+// produced, or its batch holds an offset at its place (read only when some were not).
+const leaseReplayed = `EXISTS (SELECT 1 FROM replay_batches rb WHERE rb.id = l.batch_id
+	AND (rb.all_produced OR rb.offsets[l.batch_idx] IS NOT NULL))`
 
 // summaryColumns is a record without its key, value and headers, in recordColumns' shape:
 // what a listing reads, so that a page of 1 MiB records costs what a page of small ones does.
@@ -105,50 +114,6 @@ const sqlInsertFromStage = `INSERT INTO dead_letters (` + insertColumnList + `)
 	ON CONFLICT (dlq_topic, dlq_partition, dlq_offset) DO NOTHING
 	RETURNING dlq_topic, dlq_partition, dlq_offset`
 
-const sqlGetRecord = `SELECT ` + recordColumns + ` FROM dead_letters WHERE id = $1`
-
-const sqlRecordExists = `SELECT EXISTS (SELECT 1 FROM dead_letters WHERE id = $1)`
-
-// $1 token, $2 lease until, $3 now, $4 limit, $5 route (” for every route). FOR UPDATE
-// re-checks the condition on the latest row version, so a row another claimer just leased
-// is skipped, not taken twice; a replay's lease on a scheduled row is also in its
-// lease_until, so a row a replay just leased is skipped too.
-const sqlClaimDue = `WITH due AS (
-		SELECT id AS due_id FROM dead_letters
-		WHERE status = 'scheduled' AND due_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)
-			AND ($5 = '' OR route = $5) AND NOT ` + leased + `
-		ORDER BY due_at, id
-		LIMIT $4
-		FOR UPDATE SKIP LOCKED)
-	UPDATE dead_letters SET lease_owner = $1, lease_until = $2
-	FROM due WHERE id = due_id
-	RETURNING ` + recordColumns
-
-// $1 token, $2 now, then parallel arrays of id, topic, partition, offset.
-const sqlMarkRedriven = `UPDATE dead_letters d SET status = 'redriven',
-		target_topic = u.topic, produced_partition = u.part, produced_offset = u.off,
-		lease_owner = NULL, lease_until = NULL, changed_at = $2, changed_by = $1
-	FROM unnest($3::bigint[], $4::text[], $5::integer[], $6::bigint[]) AS u(id, topic, part, off)
-	WHERE d.id = u.id AND d.status = 'scheduled' AND d.lease_owner = $1`
-
-// $1 token, $2 now, $3 ids, $4 due at.
-const sqlReleaseClaim = `UPDATE dead_letters SET due_at = $4, lease_owner = NULL, lease_until = NULL,
-		changed_at = $2, changed_by = $1
-	WHERE id = ANY($3) AND status = 'scheduled' AND lease_owner = $1`
-
-// Transitions: $1 id, $2 now, $3 actor, then their own parameters.
-const transitionSet = `changed_at = $2, changed_by = $3`
-
-// Operators act on parked rows and on scheduled rows no redrive worker is producing, that
-// no replay holds.
-const operable = `(status = 'parked' OR status = 'scheduled' AND (lease_until IS NULL OR lease_until <= $2)) AND NOT ` + leased
-
-const sqlDiscard = `UPDATE dead_letters SET status = 'discarded', lease_owner = NULL, lease_until = NULL, ` + transitionSet + `
-	WHERE id = $1 AND ` + operable + ` RETURNING ` + recordColumns
-
-const sqlRetryNow = `UPDATE dead_letters SET due_at = $2, ` + transitionSet + `
-	WHERE id = $1 AND status = 'scheduled' AND NOT ` + leased + ` RETURNING ` + recordColumns
-
 // $1 below id, $2 limit, then the filter's parameters.
 const sqlListRecords = `SELECT ` + summaryColumns + ` FROM dead_letters
 	WHERE id < $1 AND %s ORDER BY id DESC LIMIT $2`
@@ -159,130 +124,8 @@ const sqlListRecordsAfter = `SELECT ` + recordColumns + ` FROM dead_letters
 
 const sqlCountRecords = `SELECT count(*) FROM dead_letters WHERE %s`
 
-const sqlStats = `SELECT dlq_topic, coalesce(original_topic, ''), reason,
-		` + derivedStatus + `, count(*)
-	FROM dead_letters GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
-
-// The first parked id is the oldest parked row, up to clock skew between instances: one
-// index probe instead of a scan.
-const sqlOldestParked = `SELECT stored_at FROM dead_letters WHERE status = 'parked' AND NOT ` + leased + ` ORDER BY id LIMIT 1`
-
-// $1 cutoff, $2 batch size.
-const sqlPurge = `DELETE FROM dead_letters WHERE id IN (
-	SELECT id FROM dead_letters
-	WHERE status IN ('redriven', 'replayed', 'discarded') AND changed_at < $1
-	ORDER BY changed_at LIMIT $2)`
-
-const sqlBeginRun = `INSERT INTO redrive_runs (route, worker_id, status, started_at)
-	VALUES ($1, $2, 'running', $3) RETURNING id`
-
-const sqlFinishRun = `UPDATE redrive_runs SET status = $2, error = $3, finished_at = $4
-	WHERE id = $1 AND status = 'running'`
-
-const sqlInsertLedger = `INSERT INTO run_ledger (run_id, dlq_topic, dlq_partition, from_offset, to_offset,
-		redriven, scheduled, parked, skipped, errors, recorded_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
-
-const sqlListRuns = `SELECT id, route, worker_id, status, error, started_at, finished_at
-	FROM redrive_runs WHERE $1 = '' OR route = $1 ORDER BY id DESC LIMIT $2`
-
-const sqlListLedger = `SELECT run_id, dlq_topic, dlq_partition, from_offset, to_offset,
-		redriven, scheduled, parked, skipped, errors, recorded_at
-	FROM run_ledger WHERE run_id = ANY($1) ORDER BY run_id, dlq_topic, dlq_partition, from_offset`
-
-const jobColumns = `id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
-	confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
-	error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
-	in_flight_at_cancel`
-
-const sqlCreateJob = `INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
-		confirmed_count, status, created_by, request_id, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $10)
-	RETURNING ` + jobColumns
-
-const sqlGetJob = `SELECT ` + jobColumns + ` FROM jobs WHERE id = $1`
-
-const sqlJobExists = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`
-
-// $3 the topics of a scoped token, NULL for an unscoped one: a scoped token sees the jobs
-// whose every topic it sees (a job with NULL topics may touch any topic).
-const sqlListJobs = `SELECT ` + jobColumns + ` FROM jobs
-	WHERE id < $1 AND ($3::text[] IS NULL OR topics <@ $3) ORDER BY id DESC LIMIT $2`
-
-// $1 owner, $2 lease until, $3 now.
-const sqlClaimJob = `WITH next AS (
-		SELECT id AS next_id FROM jobs
-		WHERE status = 'pending' OR status = 'running' AND lease_until <= $3
-		ORDER BY id LIMIT 1
-		FOR UPDATE SKIP LOCKED)
-	UPDATE jobs SET status = 'running', lease_owner = $1, lease_until = $2,
-		started_at = coalesce(started_at, $3), updated_at = $3
-	FROM next WHERE id = next_id
-	RETURNING ` + jobColumns
-
-// sqlClaimJob for jobs that name their records.
-const sqlClaimRecordJob = `WITH next AS (
-		SELECT id AS next_id FROM jobs
-		WHERE (status = 'pending' OR status = 'running' AND lease_until <= $3) AND record_ids IS NOT NULL
-		ORDER BY id LIMIT 1
-		FOR UPDATE SKIP LOCKED)
-	UPDATE jobs SET status = 'running', lease_owner = $1, lease_until = $2,
-		started_at = coalesce(started_at, $3), updated_at = $3
-	FROM next WHERE id = next_id
-	RETURNING ` + jobColumns
-
-// $1 id, $2 owner, $3 total, $4 done, $5 failed, $6 cursor, $7 lease until, $8 now,
-// $9 skipped. progressed_at moves only when a record was settled (the right-hand side
-// reads the row as it was).
-const sqlUpdateJobProgress = `UPDATE jobs SET total = $3, done = $4, failed = $5, cursor_id = $6,
-		lease_until = $7, updated_at = $8, skipped = $9,
-		progressed_at = CASE WHEN done + failed + skipped <> $4::bigint + $5::bigint + $9::bigint THEN $8 ELSE progressed_at END
-	WHERE id = $1 AND status = 'running' AND lease_owner = $2`
-
-// Job transitions: $1 id, $2 now, then their own parameters.
-const sqlCancelJob = `UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL,
-		updated_at = $2, finished_at = $2
-	WHERE id = $1 AND status IN ('pending', 'running') RETURNING ` + jobColumns
-
-// $3 done, $4 failed, $5 skipped, $6 cursor, $7 in flight: once, for a job cancelled while it ran.
-const sqlSettleCancelledJob = `UPDATE jobs SET done = $3, failed = $4, skipped = $5, cursor_id = $6,
-		in_flight_at_cancel = $7, updated_at = $2
-	WHERE id = $1 AND status = 'cancelled' AND in_flight_at_cancel IS NULL RETURNING ` + jobColumns
-
-// $3 owner, $4 status, $5 error.
-const sqlFinishJob = `UPDATE jobs SET status = $4, error = $5, lease_owner = NULL, lease_until = NULL,
-		updated_at = $2, finished_at = $2
-	WHERE id = $1 AND status = 'running' AND lease_owner = $3 RETURNING ` + jobColumns
-
-const routeControlColumns = `route, paused, run_requested_at, updated_by, updated_at, next_run_at`
-
-const sqlRouteControls = `SELECT ` + routeControlColumns + ` FROM route_controls ORDER BY route`
-
-// Route actions: $1 route, $2 now, $3 actor, then their own parameters. $4 paused.
-// Only routes a worker registered are updated: an unknown name is not found.
-const sqlPauseRoute = `UPDATE route_controls SET paused = $4, updated_by = $3, updated_at = $2
-	WHERE route = $1
-	RETURNING ` + routeControlColumns
-
-const sqlRequestRun = `UPDATE route_controls SET run_requested_at = $2, updated_by = $3, updated_at = $2
-	WHERE route = $1
-	RETURNING ` + routeControlColumns
-
-const sqlAckRunRequest = `UPDATE route_controls SET run_requested_at = NULL
-	WHERE route = $1 AND run_requested_at = $2`
-
-// The row's topics are its job's, else those of its records ($4; ” for a record without
-// an original topic), else NULL (any topic: routes, refusals before a record was found).
-// $14 is what record_ids keeps (storedIDs).
-const sqlInsertAudit = `INSERT INTO audit_log (at, actor, action, record_ids, filter, job_id, route,
-		affected, outcome, request_id, reason, client_request_id, record_ranges, topics)
-	VALUES ($1, $2, $3, $14, $5, $6, $7, $8, $9, $10, $11, $12, $13, CASE
-		WHEN $6::bigint IS NOT NULL THEN (SELECT topics FROM jobs WHERE id = $6)
-		WHEN cardinality($4::bigint[]) > 0 THEN (SELECT array_agg(DISTINCT coalesce(original_topic, ''))
-			FROM dead_letters WHERE id = ANY($4))
-		END)`
-
-// $3 as in sqlListJobs. A row without record_ids (storedIDs) has its ids in its runs.
+// $1 below id, $2 limit, then the filter's parameters. A row without record_ids
+// (storedIDs) has its ids in its runs.
 const sqlListAudit = `SELECT id, at, actor, action,
 		CASE WHEN record_ids IS NULL AND record_ranges IS NOT NULL
 			THEN ARRAY(SELECT g FROM unnest(record_ranges) r, generate_series(lower(r), upper(r) - 1) g ORDER BY g)

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -218,8 +220,11 @@ func nullIfZero(t time.Time) any {
 
 // Get returns one record.
 func (s *Records) Get(ctx context.Context, id int64) (Record, error) {
-	r, err := scanRecord(s.pool.QueryRow(ctx, sqlGetRecord, id))
-	return r, interpretError(err)
+	row, err := queries.GetRecord(ctx, s.pool, id)
+	if err != nil {
+		return Record{}, interpretError(err)
+	}
+	return recordFromRow(row), nil
 }
 
 // Claim is a batch of due scheduled records leased to one worker. Token identifies this
@@ -247,12 +252,14 @@ func (s *Records) ClaimDue(ctx context.Context, route, owner string, limit int, 
 	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
 	claim := Claim{Token: owner + "/" + hex.EncodeToString(b[:])}
 	now := s.now()
-	rows, err := s.pool.Query(ctx, sqlClaimDue, claim.Token, now.Add(lease), now, limit, route)
+	rows, err := queries.ClaimDue(ctx, s.pool, dbsqlc.ClaimDueParams{Token: claim.Token, LeaseUntil: now.Add(lease), Now: now,
+		Route: route, MaxRecords: int32(limit)})
 	if err != nil {
 		return Claim{}, interpretError(err)
 	}
-	if claim.Records, err = collect(rows, scanRecord); err != nil {
-		return Claim{}, err
+	claim.Records = make([]Record, len(rows))
+	for i, row := range rows {
+		claim.Records[i] = recordFromRow(dbsqlc.GetRecordRow(row))
 	}
 	sort.Slice(claim.Records, func(i, j int) bool {
 		a, b := claim.Records[i], claim.Records[j]
@@ -278,15 +285,16 @@ func (s *Records) MarkRedriven(ctx context.Context, token string, done []Redrive
 	for i, d := range done {
 		ids[i], topics[i], partitions[i], offsets[i] = d.ID, d.Produced.Topic, d.Produced.Partition, d.Produced.Offset
 	}
-	tag, err := s.pool.Exec(ctx, sqlMarkRedriven, token, s.now(), ids, topics, partitions, offsets)
-	return int(tag.RowsAffected()), interpretError(err)
+	n, err := queries.MarkRedriven(ctx, s.pool, dbsqlc.MarkRedrivenParams{Now: s.now(), Token: token, Ids: ids, Topics: topics,
+		Partitions: partitions, Offsets: offsets})
+	return int(n), interpretError(err)
 }
 
 // ReleaseClaim gives claimed rows back, due again at dueAt (for a produce that failed
 // transiently), and returns how many it released.
 func (s *Records) ReleaseClaim(ctx context.Context, token string, ids []int64, dueAt time.Time) (int, error) {
-	tag, err := s.pool.Exec(ctx, sqlReleaseClaim, token, s.now(), ids, dueAt)
-	return int(tag.RowsAffected()), interpretError(err)
+	n, err := queries.ReleaseClaim(ctx, s.pool, dbsqlc.ReleaseClaimParams{DueAt: dueAt, Now: s.now(), Token: token, Ids: ids})
+	return int(n), interpretError(err)
 }
 
 // Stats summarizes the store for dashboards.
@@ -309,19 +317,15 @@ type StatCount struct {
 // dashboard refreshed every few seconds, not for a hot path.
 func (s *Records) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
-	rows, err := s.pool.Query(ctx, sqlStats)
+	rows, err := queries.Stats(ctx, s.pool)
 	if err != nil {
 		return st, interpretError(err)
 	}
-	var c StatCount
-	_, err = pgx.ForEachRow(rows, []any{&c.DLQTopic, &c.OriginalTopic, &c.Reason, &c.Status, &c.Count}, func() error {
-		st.Counts = append(st.Counts, c)
-		return nil
-	})
-	if err != nil {
-		return st, interpretError(err)
+	for _, row := range rows {
+		st.Counts = append(st.Counts, StatCount{DLQTopic: row.DlqTopic, OriginalTopic: row.OriginalTopic, Reason: Reason(row.Reason),
+			Status: Status(row.Status), Count: row.Count})
 	}
-	err = s.pool.QueryRow(ctx, sqlOldestParked).Scan(&st.OldestParked)
+	st.OldestParked, err = queries.OldestParked(ctx, s.pool)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, nil
 	}

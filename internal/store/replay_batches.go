@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // A running job changes its records a batch at a time: it leases a page for replay, then
@@ -33,7 +35,7 @@ func (s *Jobs) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner
 	now := s.now()
 	leasePage := func(fresh bool) error {
 		return s.inTx(ctx, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
+			if err := queries.BatchSettings(ctx, tx); err != nil {
 				return err
 			}
 			var err error
@@ -41,7 +43,7 @@ func (s *Jobs) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner
 			if fresh {
 				batch, begun, err = beginFreshReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID, prefix)
 			} else {
-				batch, begun, err = beginReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), jobID, prefix, nil)
+				batch, begun, err = beginReplays(ctx, tx, ids, now, actor.Name, owner, now.Add(lease), &jobID, &prefix, nil)
 			}
 			if err != nil {
 				return err
@@ -59,8 +61,8 @@ func (s *Jobs) BeginReplays(ctx context.Context, jobID int64, ids []int64, owner
 			// concurrent cancel wait for these leases to commit, and a job no longer ours (a
 			// cancel that committed, or taken over) rolls them back. Taken first, it held the
 			// runner's own progress saves back for the whole lease.
-			var held bool
-			if err := tx.QueryRow(ctx, sqlJobHeld, jobID, owner).Scan(&held); err != nil {
+			held, err := queries.JobHeld(ctx, tx, dbsqlc.JobHeldParams{ID: jobID, Owner: owner})
+			if err != nil {
 				return err
 			}
 			if !held {
@@ -114,26 +116,26 @@ func (s *Jobs) FinishReplays(ctx context.Context, jobID int64, owner string, bat
 	var changed []int64
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
+		if err := queries.BatchSettings(ctx, tx); err != nil {
 			return err
 		}
 		// Held, no other holder can have taken a lease of the job's (a lease of a running
 		// job goes only to a holder of the job), and the share lock keeps it so until commit.
-		var held bool
-		if err := tx.QueryRow(ctx, sqlJobHeld, jobID, owner).Scan(&held); err != nil {
+		held, err := queries.JobHeld(ctx, tx, dbsqlc.JobHeldParams{ID: jobID, Owner: owner})
+		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, sqlFinishBatch, batch.ID, now, actor.Name, topics, partitions, offsets,
-			len(done) == len(batch.ReplayIDs))
+		finished, err := queries.FinishBatch(ctx, tx, dbsqlc.FinishBatchParams{Now: now, Actor: actor.Name, Topics: topics,
+			Partitions: partitions, Offsets: offsets, AllProduced: len(done) == len(batch.ReplayIDs), ID: batch.ID})
 		switch {
 		case err != nil:
 			return err
-		case tag.RowsAffected() == 0:
+		case finished == 0:
 			changed = nil
 		case held:
 			changed = ids
 		default:
-			if changed, err = changedIDs(ctx, tx, sqlLeasesOfBatch, ids, batch.ID); err != nil {
+			if changed, err = sorted(queries.LeasesOfBatch(ctx, tx, dbsqlc.LeasesOfBatchParams{Ids: ids, BatchID: batch.ID})); err != nil {
 				return err
 			}
 		}
@@ -147,7 +149,10 @@ func (s *Jobs) FinishReplays(ctx context.Context, jobID int64, owner string, bat
 // cannot go) they are parked with it; without, each goes back to the status it had when
 // its job leased it (parked, or scheduled with its due time), with the reason it had.
 func (s *Jobs) AbortReplays(ctx context.Context, jobID int64, owner string, ids []int64, reason Reason, actor Actor) (int, error) {
-	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, nil, sqlAbortReplays, owner, string(reason))
+	return s.batchTransition(ctx, jobID, actor, "abort_replay", ids, nil, func(tx pgx.Tx, now time.Time) ([]int64, error) {
+		return queries.AbortReplays(ctx, tx, dbsqlc.AbortReplaysParams{Ids: ids, Owner: owner, Reason: string(reason), Now: now,
+			Actor: actor.Name})
+	})
 }
 
 // DiscardRecords discards the records of ids that are parked or scheduled (and not claimed
@@ -156,36 +161,28 @@ func (s *Jobs) DiscardRecords(ctx context.Context, jobID int64, ids []int64, act
 	return s.batchTransition(ctx, jobID, actor, "discard", ids, func(ctx context.Context, tx pgx.Tx, ids []int64) error {
 		_, err := lockRecords(ctx, tx, ids)
 		return err
-	}, sqlDiscardRecords, jobID)
-}
-
-// changedIDs runs query, which returns the ids it changed first in each row, and returns
-// them in order.
-func changedIDs(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]int64, error) {
-	rows, err := tx.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	var changed []int64
-	var id int64
-	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
-		changed = append(changed, id)
-		return nil
+	}, func(tx pgx.Tx, now time.Time) ([]int64, error) {
+		return queries.DiscardRecords(ctx, tx, dbsqlc.DiscardRecordsParams{Job: jobID, Now: now, Actor: actor.Name, Ids: ids})
 	})
-	slices.Sort(changed)
-	return changed, err
 }
 
-// batchTransition runs query ($1 ids, $2 now, $3 actor, then args), which returns the ids
-// it changed, with one audit row for the batch. before, unless nil, runs first with ids:
-// lockRecords takes their lease keys and rows, in statements of their own, so that query
-// sees a replay lease committed while it waited.
+// sorted puts the ids a statement returned (those it changed) in order, for the audit
+// row, which stores ascending ids as their runs.
+func sorted(ids []int64, err error) ([]int64, error) {
+	slices.Sort(ids)
+	return ids, err
+}
+
+// batchTransition runs change, which returns the ids it changed, with one audit row for
+// the batch. before, unless nil, runs first with ids: lockRecords takes their lease keys
+// and rows, in statements of their own, so that change sees a replay lease committed
+// while it waited.
 func (s *Jobs) batchTransition(ctx context.Context, jobID int64, actor Actor, action string, ids []int64,
-	before func(context.Context, pgx.Tx, []int64) error, query string, args ...any) (int, error) {
+	before func(context.Context, pgx.Tx, []int64) error, change func(tx pgx.Tx, now time.Time) ([]int64, error)) (int, error) {
 	var changed []int64
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, sqlBatchSettings); err != nil {
+		if err := queries.BatchSettings(ctx, tx); err != nil {
 			return err
 		}
 		if before != nil {
@@ -194,7 +191,7 @@ func (s *Jobs) batchTransition(ctx context.Context, jobID int64, actor Actor, ac
 			}
 		}
 		var err error
-		if changed, err = changedIDs(ctx, tx, query, append([]any{ids, now, actor.Name}, args...)...); err != nil {
+		if changed, err = sorted(change(tx, now)); err != nil {
 			return err
 		}
 		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
@@ -202,35 +199,3 @@ func (s *Jobs) batchTransition(ctx context.Context, jobID int64, actor Actor, ac
 	})
 	return len(changed), err
 }
-
-// A job's per-batch bookkeeping commits without waiting for the WAL flush: a PostgreSQL
-// crash can lose its last fraction of a second, which only makes those records go again
-// under the same replay id, the at-least-once window a worker crash opens anyway. The
-// operator's request (SubmitJob, DiscardRecord) stays synchronous.
-//
-// Its statements find their rows by key (= ANY of the batch's ids); no sequential scan:
-// replay_leases grows by a row per record while a job runs, faster than its statistics
-// follow, and a plan costed on stale ones (a holder the last ANALYZE never saw is
-// estimated at one row) scanned the whole table for each of the batch's records.
-const sqlBatchSettings = `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)`
-
-// $1 batch, $2 now, $3 actor, then the topic, partition and offset of each record at its
-// place in the batch (NULL: not produced), and whether every record leased was produced.
-// A batch is finished once.
-const sqlFinishBatch = `UPDATE replay_batches SET replayed_at = $2, replayed_by = $3,
-		topics = $4, partitions = $5, offsets = $6, all_produced = $7
-	WHERE id = $1 AND replayed_at IS NULL`
-
-// $1 ids, $2 batch: the records of ids whose lease is in the batch.
-const sqlLeasesOfBatch = `SELECT record_id FROM replay_leases WHERE record_id = ANY($1) AND batch_id = $2`
-
-// $1 job, $2 owner.
-const sqlJobHeld = `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND status = 'running' AND lease_owner = $2 FOR SHARE)`
-
-// $1 ids, $2 now, $3 actor, $4 job. The lease keys and rows are taken first
-// (lockRecords), so that a lease committed meanwhile is seen.
-const sqlDiscardRecords = `UPDATE dead_letters d SET status = 'discarded', job_id = $4, changed_at = $2, changed_by = $3
-	WHERE d.id = ANY($1) AND ` + reservable + `
-		AND (d.job_id IS NULL OR d.job_id = $4 OR NOT ` + activeJobOfRow + `)
-		AND NOT EXISTS (SELECT 1 FROM replay_leases l WHERE l.record_id = d.id)
-	RETURNING d.id`

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // RouteControl is what operators set for a route; workers poll it.
@@ -25,11 +27,15 @@ type RouteControl struct {
 // RouteControls returns every route an operator has touched; a route absent from the list
 // runs on its schedule.
 func (s *Runs) RouteControls(ctx context.Context) ([]RouteControl, error) {
-	rows, err := s.pool.Query(ctx, sqlRouteControls)
+	rows, err := queries.RouteControls(ctx, s.pool)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return collect(rows, scanRouteControl)
+	out := make([]RouteControl, len(rows))
+	for i, row := range rows {
+		out[i] = routeControlFromRow(row)
+	}
+	return out, nil
 }
 
 // PauseRoute pauses (paused true) or resumes a route. Only routes a worker registered
@@ -39,24 +45,30 @@ func (s *Runs) PauseRoute(ctx context.Context, route string, paused bool, actor 
 	if paused {
 		action = "pause_route"
 	}
-	return s.routeAction(ctx, route, actor, action, sqlPauseRoute, paused)
+	return s.routeAction(ctx, route, actor, action, func(tx pgx.Tx, now time.Time) (dbsqlc.RouteControlsRow, error) {
+		row, err := queries.PauseRoute(ctx, tx, dbsqlc.PauseRouteParams{Paused: paused, Actor: actor.Name, Now: now, Route: route})
+		return dbsqlc.RouteControlsRow(row), err
+	})
 }
 
 // RequestRun asks the workers of a route to run it now; ErrNotFound as PauseRoute.
 func (s *Runs) RequestRun(ctx context.Context, route string, actor Actor) (RouteControl, error) {
-	return s.routeAction(ctx, route, actor, "request_run", sqlRequestRun)
+	return s.routeAction(ctx, route, actor, "request_run", func(tx pgx.Tx, now time.Time) (dbsqlc.RouteControlsRow, error) {
+		row, err := queries.RequestRun(ctx, tx, dbsqlc.RequestRunParams{Now: now, Actor: actor.Name, Route: route})
+		return dbsqlc.RouteControlsRow(row), err
+	})
 }
 
 // AckRunRequest clears a run-now request once a worker started the run. requestedAt is the
 // RunRequestedAt the worker saw, so that a newer request is kept.
 func (s *Runs) AckRunRequest(ctx context.Context, route string, requestedAt time.Time) error {
-	_, err := s.pool.Exec(ctx, sqlAckRunRequest, route, requestedAt)
-	return interpretError(err)
+	return interpretError(queries.AckRunRequest(ctx, s.pool, dbsqlc.AckRunRequestParams{Route: route, RequestedAt: requestedAt}))
 }
 
-// routeAction upserts a route control with query ($1 route, $2 now, $3 actor, then args)
-// and its audit row.
-func (s *Runs) routeAction(ctx context.Context, route string, actor Actor, action, query string, args ...any) (RouteControl, error) {
+// routeAction changes a route control with change, which returns pgx.ErrNoRows for a
+// route no worker registered, and writes its audit row.
+func (s *Runs) routeAction(ctx context.Context, route string, actor Actor, action string,
+	change func(tx pgx.Tx, now time.Time) (dbsqlc.RouteControlsRow, error)) (RouteControl, error) {
 	if route == "" {
 		return RouteControl{}, &ValidationError{Field: "route", Reason: "empty"}
 	}
@@ -64,14 +76,15 @@ func (s *Runs) routeAction(ctx context.Context, route string, actor Actor, actio
 	var outcome error
 	now := s.now()
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		rc, err = scanRouteControl(tx.QueryRow(ctx, query, append([]any{route, now, actor.Name}, args...)...))
+		row, err := change(tx, now)
 		affected := int64(1)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			outcome, affected = ErrNotFound, 0
 		case err != nil:
 			return err
+		default:
+			rc = routeControlFromRow(row)
 		}
 		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
 			Action: action, Route: route, Affected: affected, Outcome: outcomeOf(outcome)})
@@ -79,14 +92,5 @@ func (s *Runs) routeAction(ctx context.Context, route string, actor Actor, actio
 	if err == nil && outcome != nil {
 		err = fmt.Errorf("route %q: %w", route, &refusal{outcome})
 	}
-	return rc, err
-}
-
-func scanRouteControl(row scanner) (RouteControl, error) {
-	var rc RouteControl
-	var requested, next *time.Time
-	err := row.Scan(&rc.Route, &rc.Paused, &requested, &rc.UpdatedBy, &rc.UpdatedAt, &next)
-	rc.RunRequestedAt, rc.NextRunAt = deref(requested), deref(next)
-	utc(&rc.RunRequestedAt, &rc.UpdatedAt, &rc.NextRunAt)
 	return rc, err
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // RunStatus is the state of a redrive run.
@@ -48,17 +50,10 @@ type LedgerEntry struct {
 // BeginRun records the start of a run.
 func (s *Runs) BeginRun(ctx context.Context, route, workerID string) (Run, error) {
 	r := Run{Route: route, WorkerID: workerID, Status: RunRunning, StartedAt: s.now()}
-	err := s.pool.QueryRow(ctx, sqlBeginRun, route, workerID, r.StartedAt).Scan(&r.ID)
+	var err error
+	r.ID, err = queries.BeginRun(ctx, s.pool, dbsqlc.BeginRunParams{Route: route, WorkerID: workerID, StartedAt: r.StartedAt})
 	return r, interpretError(err)
 }
-
-// $1 route, $2 worker, $3 now.
-const sqlExtendIdleRun = `UPDATE redrive_runs SET finished_at = $3, worker_id = $2
-	WHERE id = (SELECT max(id) FROM redrive_runs WHERE route = $1) AND idle`
-
-// $1 route, $2 worker, $3 status, $4 error, $5 started, $6 now, $7 idle.
-const sqlInsertFinishedRun = `INSERT INTO redrive_runs (route, worker_id, status, error, started_at, finished_at, idle)
-	VALUES ($1, $2, $3, $4, $5, $6, $7)`
 
 // FinishIdleRun records a run that found nothing to do (no DLQ record to read, no due
 // scheduled record); such a run writes no row while it runs. A succeeded one is folded
@@ -71,13 +66,13 @@ func (s *Runs) FinishIdleRun(ctx context.Context, route, workerID string, elapse
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		idle := status == RunSucceeded
 		if idle {
-			tag, err := tx.Exec(ctx, sqlExtendIdleRun, route, workerID, now)
-			if err != nil || tag.RowsAffected() > 0 {
+			extended, err := queries.ExtendIdleRun(ctx, tx, dbsqlc.ExtendIdleRunParams{Now: now, WorkerID: workerID, Route: route})
+			if err != nil || extended > 0 {
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, sqlInsertFinishedRun, route, workerID, string(status), cleanText(errMsg), started, now, idle)
-		return err
+		return queries.InsertFinishedRun(ctx, tx, dbsqlc.InsertFinishedRunParams{Route: route, WorkerID: workerID,
+			Status: string(status), Error: cleanText(errMsg), StartedAt: started, FinishedAt: now, Idle: idle})
 	})
 }
 
@@ -88,20 +83,20 @@ func (s *Runs) RecordLedger(ctx context.Context, e LedgerEntry) error {
 }
 
 func insertLedger(ctx context.Context, tx pgx.Tx, e *LedgerEntry, now time.Time) error {
-	args, err := ledgerArgs(e.RunID, e, now)
+	row, err := ledgerRow(e.RunID, e, now)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, sqlInsertLedger, args...)
-	return err
+	return queries.InsertLedger(ctx, tx, row)
 }
 
-// ledgerArgs are sqlInsertLedger's arguments for e as a row of run runID.
-func ledgerArgs(runID int64, e *LedgerEntry, now time.Time) ([]any, error) {
+// ledgerRow is e as a ledger row of run runID.
+func ledgerRow(runID int64, e *LedgerEntry, now time.Time) (dbsqlc.InsertLedgerParams, error) {
 	if e.From > e.To {
-		return nil, &ValidationError{Field: "ledger", Reason: "from is above to"}
+		return dbsqlc.InsertLedgerParams{}, &ValidationError{Field: "ledger", Reason: "from is above to"}
 	}
-	return []any{runID, e.Topic, e.Partition, e.From, e.To, e.Redriven, e.Scheduled, e.Parked, e.Skipped, e.Errors, now}, nil
+	return dbsqlc.InsertLedgerParams{RunID: runID, DlqTopic: e.Topic, DlqPartition: e.Partition, FromOffset: e.From, ToOffset: e.To,
+		Redriven: e.Redriven, Scheduled: e.Scheduled, Parked: e.Parked, Skipped: e.Skipped, Errors: e.Errors, RecordedAt: now}, nil
 }
 
 // RunEnd is what a running run writes when it ends.
@@ -119,21 +114,23 @@ type RunEnd struct {
 // EndRun records the end of a running run: it writes e in one transaction and one round trip (a batch: PostgreSQL runs it as
 // one implicit transaction): the positions, the ledger rows, then the run's finish.
 // ErrConflict: the run was not running any more; the rest is written all the same.
+// The batch queues the generated statements' text with their parameters in their order.
 func (s *Runs) EndRun(ctx context.Context, e RunEnd) error {
 	now := s.now()
 	var b pgx.Batch
 	if len(e.Positions) > 0 {
 		topics, parts, offs := coordinateColumns(e.Positions)
-		b.Queue(sqlAdvancePositions, e.Group, topics, parts, offs, now)
+		b.Queue(dbsqlc.AdvancePositions, e.Group, now, topics, parts, offs)
 	}
 	for i := range e.Ledger {
-		args, err := ledgerArgs(e.ID, &e.Ledger[i], now)
+		l, err := ledgerRow(e.ID, &e.Ledger[i], now)
 		if err != nil {
 			return err
 		}
-		b.Queue(sqlInsertLedger+` ON CONFLICT DO NOTHING`, args...)
+		b.Queue(dbsqlc.InsertLedgerOnce, l.RunID, l.DlqTopic, l.DlqPartition, l.FromOffset, l.ToOffset,
+			l.Redriven, l.Scheduled, l.Parked, l.Skipped, l.Errors, l.RecordedAt)
 	}
-	finish := b.Queue(sqlFinishRun, e.ID, string(e.Status), cleanText(e.Error), now)
+	finish := b.Queue(dbsqlc.FinishRun, string(e.Status), cleanText(e.Error), now, e.ID)
 	finished := false
 	finish.Exec(func(tag pgconn.CommandTag) error {
 		finished = tag.RowsAffected() > 0
@@ -154,20 +151,18 @@ func (s *Runs) ListRuns(ctx context.Context, route string, limit int) ([]Run, er
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, sqlListRuns, route, limit)
+	rows, err := queries.ListRuns(ctx, s.pool, dbsqlc.ListRunsParams{Route: route, MaxRuns: int32(limit)})
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	runs, err := collect(rows, func(row scanner) (Run, error) {
-		var r Run
-		var finished *time.Time
-		err := row.Scan(&r.ID, &r.Route, &r.WorkerID, &r.Status, &r.Error, &r.StartedAt, &finished)
-		r.FinishedAt = deref(finished)
-		utc(&r.StartedAt, &r.FinishedAt)
-		return r, err
-	})
-	if err != nil || len(runs) == 0 {
-		return runs, err
+	runs := make([]Run, len(rows))
+	for i, row := range rows {
+		runs[i] = Run{ID: row.ID, Route: row.Route, WorkerID: row.WorkerID, Status: RunStatus(row.Status), Error: row.Error,
+			StartedAt: row.StartedAt, FinishedAt: deref(row.FinishedAt)}
+		utc(&runs[i].StartedAt, &runs[i].FinishedAt)
+	}
+	if len(runs) == 0 {
+		return runs, nil
 	}
 	ids := make([]int64, len(runs))
 	byID := make(map[int64]*Run, len(runs))
@@ -175,17 +170,15 @@ func (s *Runs) ListRuns(ctx context.Context, route string, limit int) ([]Run, er
 		ids[i] = runs[i].ID
 		byID[runs[i].ID] = &runs[i]
 	}
-	rows, err = s.pool.Query(ctx, sqlListLedger, ids)
+	ledger, err := queries.ListLedger(ctx, s.pool, ids)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	var e LedgerEntry
-	_, err = pgx.ForEachRow(rows, []any{&e.RunID, &e.Topic, &e.Partition, &e.From, &e.To,
-		&e.Redriven, &e.Scheduled, &e.Parked, &e.Skipped, &e.Errors, &e.RecordedAt}, func() error {
-		utc(&e.RecordedAt)
-		r := byID[e.RunID]
-		r.Ledger = append(r.Ledger, e)
-		return nil
-	})
-	return runs, interpretError(err)
+	for _, l := range ledger {
+		r := byID[l.RunID]
+		r.Ledger = append(r.Ledger, LedgerEntry{RunID: l.RunID, Topic: l.DlqTopic, Partition: l.DlqPartition, From: l.FromOffset,
+			To: l.ToOffset, Redriven: l.Redriven, Scheduled: l.Scheduled, Parked: l.Parked, Skipped: l.Skipped, Errors: l.Errors,
+			RecordedAt: l.RecordedAt.UTC()})
+	}
+	return runs, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // PublishRouteTargets stores, for each route a job runner serves, the allowed_targets it
@@ -17,7 +19,8 @@ func (s *Runs) PublishRouteTargets(ctx context.Context, allowed map[string][]str
 			if targets == nil {
 				targets = []string{} // NULL would read as not published
 			}
-			if _, err := tx.Exec(ctx, sqlPublishRouteTargets, route, targets, now, by); err != nil {
+			if err := queries.PublishRouteTargets(ctx, tx, dbsqlc.PublishRouteTargetsParams{Route: route, AllowedTargets: targets,
+				UpdatedBy: by, Now: now}); err != nil {
 				return err
 			}
 		}
@@ -54,11 +57,6 @@ func (s *Runs) Destinations(ctx context.Context, f *Filter, ids []int64) ([]Dest
 		return d, err
 	})
 }
-
-// $1 route, $2 allowed_targets, $3 now, $4 by.
-const sqlPublishRouteTargets = `INSERT INTO route_controls (route, allowed_targets, updated_by, updated_at)
-	VALUES ($1, $2, $4, $3)
-	ON CONFLICT (route) DO UPDATE SET allowed_targets = EXCLUDED.allowed_targets`
 
 const sqlDestinations = `SELECT s.route, s.topic, rc.allowed_targets
 	FROM (SELECT DISTINCT route, coalesce(original_topic, '') AS topic FROM dead_letters WHERE %s) s

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
 // Each transition is one conditional UPDATE (it changes the row only from the states that
@@ -15,12 +17,18 @@ import (
 
 // Discard drops a parked record, or a scheduled one that no worker is redriving.
 func (s *Records) Discard(ctx context.Context, id int64, actor Actor) (Record, error) {
-	return s.transition(ctx, id, actor, "discard", 0, sqlDiscard)
+	return s.transition(ctx, id, actor, "discard", 0, func(tx pgx.Tx, now time.Time) (dbsqlc.GetRecordRow, error) {
+		row, err := queries.Discard(ctx, tx, dbsqlc.DiscardParams{Now: now, Actor: actor.Name, ID: id})
+		return dbsqlc.GetRecordRow(row), err
+	})
 }
 
 // RetryNow makes a scheduled record due now.
 func (s *Records) RetryNow(ctx context.Context, id int64, actor Actor) (Record, error) {
-	return s.transition(ctx, id, actor, "retry_now", 0, sqlRetryNow)
+	return s.transition(ctx, id, actor, "retry_now", 0, func(tx pgx.Tx, now time.Time) (dbsqlc.GetRecordRow, error) {
+		row, err := queries.RetryNow(ctx, tx, dbsqlc.RetryNowParams{Now: now, Actor: actor.Name, ID: id})
+		return dbsqlc.GetRecordRow(row), err
+	})
 }
 
 // ReplayLease is what a job worker holds while it replays a record.
@@ -40,8 +48,15 @@ func (s *Records) BeginReplay(ctx context.Context, id int64, lease ReplayLease, 
 		return Record{}, &ValidationError{Field: "lease", Reason: "owner and a positive duration are required"}
 	}
 	return s.audited(ctx, id, actor, "begin_replay", lease.JobID, func(tx pgx.Tx, now time.Time) (Record, int64, error, error) {
-		_, begun, err := beginReplays(ctx, tx, []int64{id}, now, actor.Name, lease.Owner, now.Add(lease.Duration),
-			nullIfZeroID(lease.JobID), nil, nullIfEmpty(lease.ReplayID))
+		var job *int64
+		if lease.JobID != 0 {
+			job = &lease.JobID
+		}
+		var replayID *string
+		if lease.ReplayID != "" {
+			replayID = &lease.ReplayID
+		}
+		_, begun, err := beginReplays(ctx, tx, []int64{id}, now, actor.Name, lease.Owner, now.Add(lease.Duration), job, nil, replayID)
 		if err != nil {
 			return Record{}, 0, nil, err
 		}
@@ -51,23 +66,27 @@ func (s *Records) BeginReplay(ctx context.Context, id int64, lease ReplayLease, 
 
 // FinishReplay records where a replaying record was produced.
 func (s *Records) FinishReplay(ctx context.Context, id int64, owner string, produced Coordinates, actor Actor) (Record, error) {
-	return s.leaseTransition(ctx, id, actor, "finish_replay", 0, sqlFinishReplays,
-		owner, []string{produced.Topic}, []int32{produced.Partition}, []int64{produced.Offset})
+	return s.leaseTransition(ctx, id, actor, "finish_replay", 0, func(tx pgx.Tx, now time.Time) ([]int64, error) {
+		return queries.FinishReplays(ctx, tx, dbsqlc.FinishReplaysParams{Now: now, Actor: actor.Name, Ids: []int64{id}, Owner: owner,
+			Topics: []string{produced.Topic}, Partitions: []int32{produced.Partition}, Offsets: []int64{produced.Offset}})
+	})
 }
 
 // AbortReplay returns a replaying record to the status it had when it was leased (parked,
 // or scheduled with its due time), e.g. when its job was cancelled.
 func (s *Records) AbortReplay(ctx context.Context, id int64, owner string, actor Actor) (Record, error) {
-	return s.leaseTransition(ctx, id, actor, "abort_replay", 0, sqlAbortReplays, owner, "")
+	return s.leaseTransition(ctx, id, actor, "abort_replay", 0, func(tx pgx.Tx, now time.Time) ([]int64, error) {
+		return queries.AbortReplays(ctx, tx, dbsqlc.AbortReplaysParams{Ids: []int64{id}, Owner: owner, Now: now, Actor: actor.Name})
+	})
 }
 
-// leaseTransition is transition for the statements of a replay lease, which take ids ($1
-// ids, $2 now, $3 actor, then args), return the ids they changed and change the lease
-// table too: the record is read again after them, as a statement does not see its own
-// changes to another table.
-func (s *Records) leaseTransition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
+// leaseTransition is transition for the statements of a replay lease, which return the
+// ids they changed and change the lease table too: the record is read again after them,
+// as a statement does not see its own changes to another table.
+func (s *Records) leaseTransition(ctx context.Context, id int64, actor Actor, action string, jobID int64,
+	change func(tx pgx.Tx, now time.Time) ([]int64, error)) (Record, error) {
 	return s.audited(ctx, id, actor, action, jobID, func(tx pgx.Tx, now time.Time) (Record, int64, error, error) {
-		changed, err := changedIDs(ctx, tx, query, append([]any{[]int64{id}, now, actor.Name}, args...)...)
+		changed, err := change(tx, now)
 		if err != nil {
 			return Record{}, 0, nil, err
 		}
@@ -77,41 +96,45 @@ func (s *Records) leaseTransition(ctx context.Context, id int64, actor Actor, ac
 
 // reread reads record id after a lease statement changed n rows, for audited.
 func (s *Records) reread(ctx context.Context, tx pgx.Tx, id int64, n int) (Record, int64, error, error) {
-	rec, err := scanRecord(tx.QueryRow(ctx, sqlGetRecord, id))
+	row, err := queries.GetRecord(ctx, tx, id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return rec, int64(n), ErrNotFound, nil
+		return Record{}, int64(n), ErrNotFound, nil
 	case err != nil:
-		return rec, 0, nil, err
-	case n == 0:
+		return Record{}, 0, nil, err
+	}
+	rec := recordFromRow(row)
+	if n == 0 {
 		return rec, 0, ErrConflict, nil
 	}
 	return rec, int64(n), nil, nil
 }
 
-// transition runs query with $1 id, $2 now, $3 actor name and then args. The record's
-// lease key and row are taken first (lockRecords), in statements of their own, so that
-// query sees a replay lease committed while it waited.
-func (s *Records) transition(ctx context.Context, id int64, actor Actor, action string, jobID int64, query string, args ...any) (Record, error) {
+// transition runs change, a conditional UPDATE of record id that returns it, or
+// pgx.ErrNoRows when the record's state does not allow it. The record's lease key and row
+// are taken first (lockRecords), in statements of their own, so that change sees a replay
+// lease committed while it waited.
+func (s *Records) transition(ctx context.Context, id int64, actor Actor, action string, jobID int64,
+	change func(tx pgx.Tx, now time.Time) (dbsqlc.GetRecordRow, error)) (Record, error) {
 	return s.audited(ctx, id, actor, action, jobID, func(tx pgx.Tx, now time.Time) (Record, int64, error, error) {
 		if _, err := lockRecords(ctx, tx, []int64{id}); err != nil {
 			return Record{}, 0, nil, err
 		}
-		rec, err := scanRecord(tx.QueryRow(ctx, query, append([]any{id, now, actor.Name}, args...)...))
+		row, err := change(tx, now)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			var exists bool
-			if err := tx.QueryRow(ctx, sqlRecordExists, id).Scan(&exists); err != nil {
-				return rec, 0, nil, err
+			exists, err := queries.RecordExists(ctx, tx, id)
+			if err != nil {
+				return Record{}, 0, nil, err
 			}
 			if !exists {
-				return rec, 0, ErrNotFound, nil
+				return Record{}, 0, ErrNotFound, nil
 			}
-			return rec, 0, ErrConflict, nil
+			return Record{}, 0, ErrConflict, nil
 		case err != nil:
-			return rec, 0, nil, err
+			return Record{}, 0, nil, err
 		}
-		return rec, 1, nil, nil
+		return recordFromRow(row), 1, nil, nil
 	})
 }
 
@@ -160,11 +183,4 @@ func outcomeOf(err error) string {
 	default:
 		return "error"
 	}
-}
-
-func nullIfZeroID(id int64) any {
-	if id == 0 {
-		return nil
-	}
-	return id
 }

@@ -1,0 +1,31 @@
+-- name: RouteControls :many
+SELECT route, paused, run_requested_at, updated_by, updated_at, next_run_at FROM route_controls ORDER BY route;
+
+-- name: PauseRoute :one
+-- PauseRoute updates only routes a worker registered: an unknown name is not found.
+UPDATE route_controls SET paused = @paused, updated_by = @actor, updated_at = @now
+	WHERE route = @route
+	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at;
+
+-- name: RequestRun :one
+UPDATE route_controls SET run_requested_at = @now::timestamptz, updated_by = @actor, updated_at = @now
+	WHERE route = @route
+	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at;
+
+-- name: AckRunRequest :exec
+UPDATE route_controls SET run_requested_at = NULL
+	WHERE route = @route AND run_requested_at = @requested_at::timestamptz;
+
+-- name: RegisterRoutes :exec
+-- RegisterRoutes keeps existing controls (a pause an operator set).
+INSERT INTO route_controls (route, updated_by, updated_at)
+	SELECT r, @updated_by::text, @now::timestamptz FROM unnest(@routes::text[]) AS r
+	ON CONFLICT (route) DO NOTHING;
+
+-- name: SetNextRun :exec
+UPDATE route_controls SET next_run_at = @next_run_at::timestamptz WHERE route = @route;
+
+-- name: PublishRouteTargets :exec
+INSERT INTO route_controls (route, allowed_targets, updated_by, updated_at)
+	VALUES (@route, @allowed_targets::text[], @updated_by, @now)
+	ON CONFLICT (route) DO UPDATE SET allowed_targets = EXCLUDED.allowed_targets;
