@@ -113,6 +113,7 @@ lint: ## gofmt, go vet, staticcheck, go mod tidy, no hand-written type above 30 
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	go run ./internal/tools/typesize
 	go run ./internal/tools/configdoc -check
+	go run ./internal/tools/archdoc -check
 	rm -f internal/store/dbsqlc/*.go  # sqlc leaves a deleted query file's output behind
 	go generate $(GENERATE_PKGS)
 	@[ -z "$$(git status --porcelain -- $(GENERATED))" ] || { git status --short -- $(GENERATED); echo "generated code is stale: run go generate $(GENERATE_PKGS) and commit it"; exit 1; }
