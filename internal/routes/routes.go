@@ -53,7 +53,7 @@ type Config struct {
 	// the ledger (a reset to latest: records skipped unread): rewind reads the skipped
 	// range again, alarm only logs, counts and records it as lost.
 	OnOffsetJump string `yaml:"on_offset_jump"`
-	// NotRetryable lists error classes no redrive can cure: a record whose error class
+	// NotRetryable are error classes no redrive can cure: a record whose error class
 	// matches an entry (the full class, its simple name, or a ^regex on the full class) is
 	// parked as not_retryable when first read, its retry count untouched.
 	NotRetryable []string `yaml:"not_retryable"`
