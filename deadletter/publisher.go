@@ -94,7 +94,7 @@ func (p *Publisher) Topic() string { return p.topic }
 // kept; the orchestrator's headers carry the original coordinates (those of the first
 // failure when failed was itself redriven), the retry count and first-failure time carried
 // forward from failed's headers, the last-failure time, and the error's class and
-// (truncated) message. When Publish returns an error the record may or may not be in the
+// (truncated) message, and whether cause was marked Permanent. When Publish returns an error the record may or may not be in the
 // DLQ: the caller must not commit failed's offset, and will publish again.
 func (p *Publisher) Publish(ctx context.Context, failed *kafka.Message, cause error) (kafka.TopicPartition, error) {
 	in := headers.From(failed.Headers)
@@ -111,6 +111,7 @@ func (p *Publisher) Publish(ctx context.Context, failed *kafka.Message, cause er
 	}
 	env.LastFailure = now
 	env.ErrorClass, env.ErrorMessage = classify(cause)
+	env.Permanent = IsPermanent(cause)
 	out := headers.Encode(in, env, headers.EncodeOptions{})
 	msg := &kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &p.topic, Partition: kafka.PartitionAny},
@@ -152,6 +153,10 @@ func classify(err error) (class, message string) {
 	var c ErrorClasser
 	if errors.As(err, &c) {
 		return c.ErrorClass(), err.Error()
+	}
+	// The permanent mark is not a class: the error it marks names it.
+	for p, ok := err.(*permanentError); ok; p, ok = err.(*permanentError) {
+		err = p.err
 	}
 	return fmt.Sprintf("%T", err), err.Error()
 }

@@ -76,7 +76,7 @@ func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
 		_ = cmd.RegisterFlagCompletionFunc("route", f.completeRoutes)
 	}()
 	fl.StringSliceVar(&ff.statuses, "status", nil, "statuses (parked, scheduled, replaying, replayed, discarded, redriven)")
-	fl.StringSliceVar(&ff.reasons, "park-reason", nil, "why records were parked or scheduled (exhausted, unroutable, backoff, ...)")
+	fl.StringSliceVar(&ff.reasons, "park-reason", nil, "why records were parked or scheduled (exhausted, not_retryable, unroutable, backoff, ...)")
 	fl.StringVar(&ff.dlqTopic, "dlq-topic", "", "DLQ topic")
 	fl.StringVar(&ff.originalTopic, "original-topic", "", "original topic")
 	fl.StringVar(&ff.errorClass, "error-class", "", "error class")

@@ -233,8 +233,10 @@ type ParkedPoint struct {
 
 // Record defines model for Record.
 type Record struct {
-	ID     int64        `json:"id"`
-	Status Status       `json:"status"`
+	ID     int64  `json:"id"`
+	Status Status `json:"status"`
+
+	// Reason why the record is scheduled (backoff) or parked; not_retryable: its error class matches its route's not_retryable, or its writer marked the failure permanent
 	Reason store.Reason `json:"reason"`
 	Route  string       `json:"route"`
 	DLQ    Coordinates  `json:"dlq"`

@@ -48,8 +48,8 @@ var (
 	statusNames = []store.Status{store.StatusParked, store.StatusScheduled, store.StatusReplaying,
 		store.StatusReplayed, store.StatusRedriven, store.StatusDiscarded}
 	reasonNames = []store.Reason{store.ReasonExhausted, store.ReasonUnroutable, store.ReasonInvalidRetryCount,
-		store.ReasonTooLarge, store.ReasonUnknownTopic, store.ReasonUnauthorized, store.ReasonSourceUnavailable, store.ReasonManual,
-		store.ReasonBackoff}
+		store.ReasonNotRetryable, store.ReasonTooLarge, store.ReasonUnknownTopic, store.ReasonUnauthorized, store.ReasonSourceUnavailable,
+		store.ReasonTargetNotAllowed, store.ReasonManual, store.ReasonBackoff}
 )
 
 func (s *Server) records(w http.ResponseWriter, r *http.Request, sess *session) {

@@ -33,6 +33,7 @@ const (
 	fNotBefore
 	fDeliveries // a share group's delivery count: information, never the retry count
 	fGroup      // the share group that dead-lettered the record
+	fPermanent  // our writer's mark of a failure no redrive cures
 	numFields
 )
 
@@ -55,6 +56,7 @@ var conventions = [...]convention{
 		fFirstFailure: KeyFirstFailure, fLastFailure: KeyLastFailure,
 		fClass: KeyErrorClass, fMessage: KeyErrorMessage, fRedrive: KeyRedriveID,
 		fActor: KeyReplayActor, fJob: KeyReplayJob, fReplayID: KeyReplayID,
+		fPermanent: KeyErrorPermanent,
 	}},
 	// Kafka writes these two itself when it dead-letters a record, after any header it
 	// copies from the source, so they describe this DLQ record better than a foreign
@@ -151,8 +153,11 @@ func ourField(key string) (field, bool) {
 		return fMessage, key == KeyErrorMessage
 	case len(KeyOriginalTopic):
 		return fTopic, key == KeyOriginalTopic
-	case len(KeyOriginalOffset):
-		return fOffset, key == KeyOriginalOffset
+	case len(KeyOriginalOffset): // and KeyErrorPermanent
+		if key == KeyOriginalOffset {
+			return fOffset, true
+		}
+		return fPermanent, key == KeyErrorPermanent
 	case len(KeyOriginalPartition): // and KeyOriginalTimestamp
 		if key == KeyOriginalPartition {
 			return fPartition, true
@@ -244,16 +249,20 @@ func decode[H Shape](hs []H) Decoded {
 		// A foreign system dead-lettered the record after we last wrote our headers (it
 		// failed again after our redrive): its error is the newest, and our last-failure
 		// time predates it.
+		// Our permanent mark was about the older failure: it is not read.
+		e.ErrorCause = dec.text(c, fCause)
 		if e.ErrorClass = dec.text(c, fClass); e.ErrorClass == "" {
-			e.ErrorClass = dec.text(c, fCause)
+			e.ErrorClass = e.ErrorCause
 		}
 		e.ErrorMessage = dec.text(c, fMessage)
 		e.LastFailure = time.Time{}
 	} else {
+		e.ErrorCause = dec.firstText(fCause)
 		if e.ErrorClass = dec.firstText(fClass); e.ErrorClass == "" {
-			e.ErrorClass = dec.firstText(fCause)
+			e.ErrorClass = e.ErrorCause
 		}
 		e.ErrorMessage = dec.firstText(fMessage)
+		e.Permanent = dec.permanent()
 	}
 	e.RedriveID = dec.redriveID()
 	if l := &dec.last[ours]; l[fActor]|l[fJob]|l[fReplayID] != 0 {
@@ -271,6 +280,20 @@ func decode[H Shape](hs []H) Decoded {
 	}
 	e.ShareGroup = dec.firstText(fGroup)
 	return dec.d
+}
+
+// permanent reads our permanent mark: "true", or absent; any other value is a warning
+// and the failure is treated as retryable, as the route's rules say.
+func (dec *decoder[H]) permanent() bool {
+	v, ok := dec.value(ours, fPermanent)
+	switch {
+	case !ok || len(v) == 0:
+		return false
+	case string(v) == "true":
+		return true
+	}
+	dec.warn(KeyErrorPermanent, "not \"true\": "+quote(v))
+	return false
 }
 
 func (dec *decoder[H]) value(c int, f field) ([]byte, bool) {

@@ -53,7 +53,7 @@ func canonical(key string) bool {
 // our canonical headers written from e. Every existing canonical header is
 // dropped first, so ours are replaced, never appended. Unknown fields
 // (empty, -1, zero time, nil) are not written; text is bounded by MaxTextBytes.
-// Convention, NotBefore, DeliveryCount and ShareGroup are decode-side facts
+// Convention, ErrorCause, NotBefore, DeliveryCount and ShareGroup are decode-side facts
 // and are not written.
 func Encode(hs []Header, e Envelope, opts EncodeOptions) []Header {
 	return EncodeAs[Header](hs, e, opts)
@@ -134,6 +134,11 @@ func appendOurs[H Shape](dst []H, s *Scratch, e *Envelope) []H {
 	addTime(KeyLastFailure, e.LastFailure)
 	addText(KeyErrorClass, e.ErrorClass)
 	addText(KeyErrorMessage, e.ErrorMessage)
+	if e.Permanent {
+		start := len(buf)
+		buf = append(buf, "true"...)
+		add(KeyErrorPermanent, start)
+	}
 	if r := e.RedriveID; r != nil {
 		start := len(buf)
 		buf = append(buf, r.Topic...)

@@ -61,6 +61,9 @@ const (
 	KeyReplayActor       = "dlq-replay-actor"
 	KeyReplayJob         = "dlq-replay-job"
 	KeyReplayID          = "dlq-replay-id"
+	// KeyErrorPermanent, "true", says the writer knows no redrive can cure the failure
+	// (deadletter.Permanent): the worker parks the record as not_retryable on every route.
+	KeyErrorPermanent = "dlq-error-permanent"
 )
 
 // KeyShareTopic is the original topic a share group's dead letter points at
@@ -114,6 +117,12 @@ type Envelope struct {
 	ErrorMessage      string
 	RedriveID         *Coordinates // DLQ position the record was last read from; nil when absent
 	Replay            *Replay      // nil when the record was never replayed
+	// ErrorCause is the class of the error's cause where the convention gives one apart
+	// (Spring's exception-cause-fqcn), "" otherwise. It is read only, never written.
+	ErrorCause string
+	// Permanent: the failure's writer marked it permanent (KeyErrorPermanent). It belongs
+	// to one failure: a redrive or a replay clears it.
+	Permanent bool
 	// NotBefore is Spring's retry_topic-backoff-timestamp (zero when absent):
 	// the worker redrives no earlier. It is not written: our own due time is the
 	// redrive policy's.
@@ -150,6 +159,7 @@ func (e Envelope) Redriven(from Coordinates, now time.Time) Envelope {
 	}
 	e.RedriveID = &from
 	e.Replay = nil
+	e.Permanent = false
 	return e
 }
 
@@ -159,6 +169,7 @@ func (e Envelope) Redriven(from Coordinates, now time.Time) Envelope {
 func (e Envelope) Replayed(r Replay) Envelope {
 	e.Replay = &r
 	e.RedriveID = nil
+	e.Permanent = false
 	return e
 }
 

@@ -34,6 +34,14 @@ func (r *route) classify(d headers.Decoded, from headers.Coordinates, recordTime
 		return decision{act: actPark, reason: store.Reason(d.Problem.Reason), detail: d.Problem.Detail}
 	}
 	e := d.Envelope
+	// Before exhaustion: a failure no redrive cures is what an operator must see, however
+	// often it was retried.
+	if e.Permanent {
+		return decision{act: actPark, reason: store.ReasonNotRetryable, detail: "the writer marked the failure permanent (" + headers.KeyErrorPermanent + ")"}
+	}
+	if r.notRetryable.Matches(e.ErrorClass) || r.notRetryable.Matches(e.ErrorCause) {
+		return decision{act: actPark, reason: store.ReasonNotRetryable, detail: "error class matches the route's not_retryable"}
+	}
 	if e.RetryCount >= r.maxRetries {
 		return decision{act: actPark, reason: store.ReasonExhausted,
 			detail: "retry count " + strconv.Itoa(e.RetryCount) + " reached max_retries " + strconv.Itoa(r.maxRetries)}

@@ -21,7 +21,9 @@ func testRoute(t *testing.T, mutate func(*routes.Config)) route {
 	}
 	rc.WithDefaults()
 	require.NoError(t, rc.Validate())
-	return compileRoute(rc)
+	r, err := compileRoute(rc)
+	require.NoError(t, err)
+	return r
 }
 
 func TestClassify(t *testing.T) {

@@ -119,7 +119,10 @@ type loopState struct {
 }
 
 func newWorker(e *Engine, rc routes.Config) (*worker, error) {
-	r := compileRoute(rc)
+	r, err := compileRoute(rc)
+	if err != nil {
+		return nil, err
+	}
 	w := &worker{
 		route:      r,
 		log:        e.log.With().Str("route", r.Name).Logger(),
@@ -148,7 +151,6 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	pc := delivery.ProducerConfig(e.kafka)
 	pc["client.id"] = e.instanceID
 	kafkaclient.PipeQueues(cc, pc, r.MaxInFlight)
-	var err error
 	if w.consumer, err = kafka.NewConsumer(&cc); err != nil {
 		return nil, fmt.Errorf("route %s: consumer: %w", r.Name, err)
 	}

@@ -53,6 +53,10 @@ type Config struct {
 	// the ledger (a reset to latest: records skipped unread): rewind reads the skipped
 	// range again, alarm only logs, counts and records it as lost.
 	OnOffsetJump string `yaml:"on_offset_jump"`
+	// NotRetryable are error classes no redrive can cure: a record whose error class
+	// matches an entry (the full class, its simple name, or a ^regex on the full class) is
+	// parked as not_retryable when first read, its retry count untouched.
+	NotRetryable []string `yaml:"not_retryable"`
 }
 
 // What a route does on a forward offset jump.
@@ -193,6 +197,9 @@ func (r *Config) Validate() error {
 		if err := checkTopicPattern(t); err != nil {
 			errs = append(errs, at("allowed_targets", "%v", err))
 		}
+	}
+	if _, err := CompileErrorMatcher(r.NotRetryable); err != nil {
+		errs = append(errs, at("not_retryable", "%v", err))
 	}
 	if r.OnOffsetJump != OnJumpRewind && r.OnOffsetJump != OnJumpAlarm {
 		errs = append(errs, at("on_offset_jump", "must be %q or %q, got %q", OnJumpRewind, OnJumpAlarm, r.OnOffsetJump))

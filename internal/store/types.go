@@ -40,11 +40,15 @@ const (
 	// ReasonTargetNotAllowed: the record's target is outside its route's allowed_targets.
 	ReasonTargetNotAllowed Reason = "target_not_allowed"
 	ReasonManual           Reason = "manual"
+	// ReasonNotRetryable: the record's error class matches its route's not_retryable, or
+	// its writer marked the failure permanent; it is parked when first read.
+	ReasonNotRetryable Reason = "not_retryable"
 )
 
 // Reasons lists every Reason.
 var Reasons = []Reason{ReasonBackoff, ReasonExhausted, ReasonUnroutable, ReasonInvalidRetryCount, ReasonTooLarge,
-	ReasonUnknownTopic, ReasonUnauthorized, ReasonSourceUnavailable, ReasonTargetNotAllowed, ReasonManual}
+	ReasonUnknownTopic, ReasonUnauthorized, ReasonSourceUnavailable, ReasonTargetNotAllowed, ReasonManual,
+	ReasonNotRetryable}
 
 // Coordinates name one record in a topic.
 type Coordinates struct {

@@ -63,6 +63,7 @@ func TestLoadRejects(t *testing.T) {
 		"bad instance id":    {file: "group_instance_id: pod 1\n", want: "group_instance_id"},
 		"unknown read path":  {file: "read_path: fetch\n", want: "read_path"},
 		"wrong type in file": {file: "database:\n  max_conns: many\n", want: "max_conns"},
+		"bad not_retryable":  {file: "routes:\n  - name: r\n    topics: [orders.dlq]\n    not_retryable: [Timeout, \"^((\"]\n", want: `routes[r].not_retryable: pattern "^(("`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.env != "" {
