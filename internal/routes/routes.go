@@ -53,6 +53,9 @@ type Config struct {
 	// the ledger (a reset to latest: records skipped unread): rewind reads the skipped
 	// range again, alarm only logs, counts and records it as lost.
 	OnOffsetJump string `yaml:"on_offset_jump"`
+	// Breaker holds the route's redrives while most of what it redrove comes back to the
+	// DLQ (a downstream outage); on by default.
+	Breaker Breaker `yaml:"breaker"`
 }
 
 // What a route does on a forward offset jump.
@@ -147,6 +150,7 @@ func (r *Config) WithDefaults() {
 	if r.OnOffsetJump == "" {
 		r.OnOffsetJump = OnJumpRewind
 	}
+	r.Breaker.withDefaults()
 }
 
 var routeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -197,6 +201,7 @@ func (r *Config) Validate() error {
 	if r.OnOffsetJump != OnJumpRewind && r.OnOffsetJump != OnJumpAlarm {
 		errs = append(errs, at("on_offset_jump", "must be %q or %q, got %q", OnJumpRewind, OnJumpAlarm, r.OnOffsetJump))
 	}
+	errs = append(errs, r.Breaker.validate(at)...)
 	return errors.Join(errs...)
 }
 
