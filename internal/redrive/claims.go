@@ -29,8 +29,9 @@ type claimState struct {
 
 // claimed is the Opaque of a produced scheduled record.
 type claimed struct {
-	c   *claimState
-	rec store.Record
+	c     *claimState
+	rec   store.Record
+	again bool // the record came back after an earlier redrive (breaker.go)
 }
 
 // claimStore is what the claims need of the records (store.Records): a lease of due
@@ -55,6 +56,7 @@ type claims struct {
 	health     *health
 	parked     *prometheus.CounterVec // dlq_worker_parked_total{route,reason}
 	redriven   prometheus.Counter     // the route's dlq_worker_redriven_total
+	breaker    *breaker               // while open, nothing is claimed; while half-open, its probes
 	enc        delivery.Encoder       // builds scheduled records on the loop; the sender has its own
 }
 
@@ -63,8 +65,12 @@ func (w *runner) progressClaims(ctx context.Context) bool {
 	r := w.run
 	c := r.claim
 	if c == nil {
+		limit := min(claimBatch, w.breaker.probesLeft(w.clock()))
+		if limit == 0 {
+			return true // the breaker holds the scheduled records where they are
+		}
 		var err error
-		if c, err = w.claims.lease(ctx); err != nil {
+		if c, err = w.claims.lease(ctx, limit); err != nil {
 			r.next = time.Now().Add(w.health.stall("store", err, "cannot claim due scheduled records; retrying"))
 			return false
 		}
@@ -110,11 +116,11 @@ func (w *walk) onClaimAck(o *claimed, ack *kafka.Message) {
 	}
 }
 
-// lease claims the next batch of due rows; nil when none is due.
-func (cl *claims) lease(ctx context.Context) (*claimState, error) {
+// lease claims the next batch of at most limit due rows; nil when none is due.
+func (cl *claims) lease(ctx context.Context, limit int) (*claimState, error) {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	claim, err := cl.store.ClaimDue(cctx, cl.route.Name, cl.instanceID, claimBatch, claimLease)
+	claim, err := cl.store.ClaimDue(cctx, cl.route.Name, cl.instanceID, limit, claimLease)
 	if err != nil || len(claim.Records) == 0 {
 		return nil, err
 	}
@@ -125,7 +131,7 @@ func (cl *claims) lease(ctx context.Context) (*claimState, error) {
 // error is a fatal one, which stops the loop.
 func (cl *claims) produce(c *claimState, rec store.Record) (bool, error) {
 	dec := headers.DecodeOf(rec.Headers)
-	from := headers.Coordinates{Topic: rec.DLQ.Topic, Partition: rec.DLQ.Partition, Offset: rec.DLQ.Offset}
+	from := recordFrom(rec)
 	topic, refused := cl.route.rules.Target(rec.Origin.Topic, "")
 	if refused != nil {
 		c.park[refused.Reason] = append(c.park[refused.Reason], rec.ID)
@@ -140,10 +146,13 @@ func (cl *claims) produce(c *claimState, rec store.Record) (bool, error) {
 	case !ok:
 		c.park[store.ReasonUnknownTopic] = append(c.park[store.ReasonUnknownTopic], rec.ID)
 		return false, nil
+	case !cl.breaker.allow(from, cl.clock()):
+		c.release = append(c.release, rec.ID)
+		return false, nil
 	}
 	err = delivery.Produce(&cl.enc, cl.producer, nil, delivery.Destination{Topic: topic, Partition: target},
 		delivery.Source[store.Header]{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: rec.Headers},
-		dec.Envelope.DeadLetteredAt(rec.Timestamp).Redriven(from, cl.clock()), cl.route.rules.Encode, &claimed{c: c, rec: rec})
+		dec.Envelope.DeadLetteredAt(rec.Timestamp).Redriven(from, cl.clock()), cl.route.rules.Encode, &claimed{c: c, rec: rec, again: dec.Envelope.RedriveID != nil})
 	if err != nil {
 		return false, cl.failed(c, rec, err)
 	}
@@ -160,6 +169,7 @@ func (cl *claims) acked(o *claimed, ack *kafka.Message) error {
 	o.c.done = append(o.c.done, store.Redriven{ID: o.rec.ID, Produced: store.Coordinates{
 		Topic: *ack.TopicPartition.Topic, Partition: ack.TopicPartition.Partition, Offset: int64(ack.TopicPartition.Offset)}})
 	cl.redriven.Inc()
+	cl.breaker.redriven(recordFrom(o.rec), o.again, cl.clock())
 	return nil
 }
 
@@ -170,6 +180,7 @@ func (cl *claims) failed(c *claimState, rec store.Record, err error) error {
 	case delivery.Fatal:
 		return err
 	case delivery.Permanent:
+		cl.breaker.settled(recordFrom(rec))
 		c.park[reason] = append(c.park[reason], rec.ID)
 	default:
 		cl.health.stall("produce", err, "cannot produce a scheduled record; it is released for a later run")
@@ -204,4 +215,9 @@ func (cl *claims) settle(ctx context.Context, c *claimState) error {
 		c.release = nil
 	}
 	return nil
+}
+
+// recordFrom is the DLQ position a scheduled record was read at: its next hop's redrive id.
+func recordFrom(rec store.Record) headers.Coordinates {
+	return headers.Coordinates{Topic: rec.DLQ.Topic, Partition: rec.DLQ.Partition, Offset: rec.DLQ.Offset}
 }

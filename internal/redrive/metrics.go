@@ -27,6 +27,11 @@ type metrics struct {
 	// readPath is 1 for the read path each route uses: poll where queue was configured
 	// means the binary links a release kafkafast was not checked against.
 	readPath *prometheus.GaugeVec
+	// The route's breaker (breaker.go): its state (0 closed, 1 open, 2 half-open), its
+	// transitions by the state entered, and the records it held as scheduled.
+	breakerState       *prometheus.GaugeVec
+	breakerTransitions *prometheus.CounterVec
+	breakerHeld        *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -61,8 +66,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Header fields of DLQ records left unknown (malformed value, duplicated key), by kind."}, []string{"route", "kind"}),
 		readPath: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_read_path",
 			Help: "1 for the read path each route uses: queue (kafkafast) or poll (confluent-kafka-go's public API: configured, or queue's fallback with an unchecked release)."}, []string{"route", "path"}),
+		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_route_breaker_state",
+			Help: "The route's breaker: 0 closed (redriving), 1 open (most of what it redrove came back: records wait as scheduled), 2 half-open (probing)."}, []string{"route"}),
+		breakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_route_breaker_transitions_total",
+			Help: "Transitions of the route's breaker, by the state entered: open, half_open, closed."}, []string{"route", "state"}),
+		breakerHeld: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_route_breaker_held_total",
+			Help: "Records due for a redrive that the route's open breaker kept in PostgreSQL as scheduled instead."}, []string{"route"}),
 	}
-	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.sourceSeeks, m.headerWarnings, m.readPath} {
+	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.sourceSeeks, m.headerWarnings, m.readPath,
+		m.breakerState, m.breakerTransitions, m.breakerHeld} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -27,6 +27,12 @@ type inflight struct {
 	src    *kafka.Message
 	topic  string
 	target int32
+	again  bool // the record came back after an earlier redrive (breaker.go)
+}
+
+// from is the DLQ position the record was read at.
+func (o *inflight) from() headers.Coordinates {
+	return headers.Coordinates{Topic: o.part.key.topic, Partition: o.part.key.partition, Offset: int64(o.src.TopicPartition.Offset)}
 }
 
 type retry struct {
@@ -56,6 +62,7 @@ type walk struct {
 	send     *sender
 	park     *parker
 	claims   *claims
+	breaker  *breaker
 }
 
 // onMessage takes one DLQ record from the consumer.
@@ -130,7 +137,14 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 	if m == nil {
 		return // parked (source_unavailable, invalid_retry_count), or stalled and read again later
 	}
+	if prev := dec.Envelope.RedriveID; prev != nil {
+		w.breaker.returned(*prev, now)
+	}
 	d := w.route.classify(dec, from, m.Timestamp, now)
+	if d.act == actRedrive && !w.breaker.allow(from, now) {
+		// The breaker is open: the record waits in PostgreSQL, its retry count untouched.
+		d = decision{act: actSchedule, reason: store.ReasonBackoff, due: w.breaker.holdUntil(now)}
+	}
 	if d.act == actRedrive {
 		target, ok, err := w.topics.Partition(dec.Envelope.OriginalTopic, dec.Envelope.OriginalPartition, m.Key)
 		switch {
@@ -146,7 +160,7 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 		default:
 			mustAdd(p, m)
 			w.inFlight++
-			o := &inflight{part: p, src: m, topic: dec.Envelope.OriginalTopic, target: target}
+			o := &inflight{part: p, src: m, topic: dec.Envelope.OriginalTopic, target: target, again: dec.Envelope.RedriveID != nil}
 			w.send.queue(sendJob{o: o, env: dec.Envelope, now: now})
 			return
 		}
@@ -220,6 +234,7 @@ func (w *walk) onRedriveAck(o *inflight, ack *kafka.Message) {
 		o.part.trk.Done(int64(o.src.TopicPartition.Offset))
 		o.part.counts.redriven++
 		w.redrivenCount.Inc()
+		w.breaker.redriven(o.from(), o.again, w.clock())
 		w.health.unstall()
 		return
 	}
@@ -233,6 +248,7 @@ func (w *walk) onProduceFailure(o *inflight, err error) {
 	case delivery.Fatal:
 		w.fatal = err
 	case delivery.Permanent:
+		w.breaker.settled(o.from())
 		w.park.enqueue(o.part, o.src, headers.DecodeOf(o.src.Headers).Envelope, decision{act: actPark, reason: reason, detail: err.Error()})
 	default:
 		// Built again from the record as read: a failed acknowledgement carries no key,

@@ -86,6 +86,7 @@ type runner struct {
 	park     *parker
 	ledger   *ledger
 	claims   *claims
+	breaker  *breaker
 }
 
 func (w *runner) startRun(ctx context.Context, reply chan error) {
@@ -99,6 +100,7 @@ func (w *runner) startRun(ctx context.Context, reply chan error) {
 	}
 	r := &runState{started: time.Now(), reply: reply}
 	w.run = r
+	w.breaker.startRun(w.clock())
 	if !w.parts.assigned {
 		// The group is rebalancing (or has not assigned this worker yet): the run reads
 		// what the group settles on, or fails as rebalancing (progressRun).
@@ -232,6 +234,7 @@ func (w *runner) progressRun(ctx context.Context) {
 		if w.throttle.held != nil || len(r.stalledParts) > 0 || w.parts.anyReading() {
 			return
 		}
+		w.breaker.endDLQPhase(w.clock())
 		r.phase = phaseDue
 	}
 	if now.Before(r.next) {

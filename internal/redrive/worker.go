@@ -102,6 +102,7 @@ type worker struct {
 	park     *parker          // parker.go: a Start/Stop service, its storers write rows
 	ledger   *ledger          // offsets.go: a Start/Stop service, its writer goes before commits
 	claims   *claims          // claims.go: due scheduled rows, leased, redriven and settled
+	breaker  *breaker         // breaker.go: holds the route's redrives while they come back
 	walk     *walk            // record.go: each record's walk and the answers to it
 	runner   *runner          // run.go: a run's phases
 
@@ -176,15 +177,16 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		seeks: e.metrics.sourceSeeks}
 	w.headroom = &headroom{every: e.headroomEvery, route: r.Name, gauge: e.metrics.sourceHeadroom, log: w.log, health: w.health,
 		sources: w.sources, series: map[partKey]bool{}}
+	w.breaker = newBreaker(r, e.instanceID, w.log, e.store.AuditLog, e.metrics)
 	w.claims = &claims{store: e.store, route: r, instanceID: e.instanceID, clock: e.clock, producer: w.producer, topics: w.topics,
-		health: w.health, parked: e.metrics.parked, redriven: w.redrivenCount}
+		health: w.health, parked: e.metrics.parked, redriven: w.redrivenCount, breaker: w.breaker}
 	w.send = newSender(produce, r.rules.Encode)
 	w.walk = &walk{loopState: w.loopState, clients: w.clients, route: r, log: w.log, clock: e.clock, redrivenCount: w.redrivenCount,
 		health: w.health, parts: w.parts, throttle: w.throttle, hdrWarn: w.hdrWarn, sources: w.sources, headroom: w.headroom,
-		topics: w.topics, send: w.send, park: w.park, claims: w.claims}
+		topics: w.topics, send: w.send, park: w.park, claims: w.claims, breaker: w.breaker}
 	w.runner = &runner{loopState: w.loopState, route: r, log: w.log, clock: e.clock, store: e.store, metrics: e.metrics,
 		instanceID: e.instanceID, consumer: w.consumer, paused: &w.requests.paused, health: w.health, topicsOK: w.topicsOK,
-		parts: w.parts, throttle: w.throttle, sources: w.sources, park: w.park, ledger: w.ledger, claims: w.claims}
+		parts: w.parts, throttle: w.throttle, sources: w.sources, park: w.park, ledger: w.ledger, claims: w.claims, breaker: w.breaker}
 	return w, nil
 }
 

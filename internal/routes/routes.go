@@ -57,6 +57,9 @@ type Config struct {
 	// matches an entry (the full class, its simple name, or a ^regex on the full class) is
 	// parked as not_retryable when first read, its retry count untouched.
 	NotRetryable []string `yaml:"not_retryable"`
+	// Breaker holds the route's redrives while most of what it redrove comes back to the
+	// DLQ (a downstream outage); on by default.
+	Breaker Breaker `yaml:"breaker"`
 }
 
 // What a route does on a forward offset jump.
@@ -151,6 +154,7 @@ func (r *Config) WithDefaults() {
 	if r.OnOffsetJump == "" {
 		r.OnOffsetJump = OnJumpRewind
 	}
+	r.Breaker.withDefaults()
 }
 
 var routeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -204,6 +208,7 @@ func (r *Config) Validate() error {
 	if r.OnOffsetJump != OnJumpRewind && r.OnOffsetJump != OnJumpAlarm {
 		errs = append(errs, at("on_offset_jump", "must be %q or %q, got %q", OnJumpRewind, OnJumpAlarm, r.OnOffsetJump))
 	}
+	errs = append(errs, r.Breaker.validate(at)...)
 	return errors.Join(errs...)
 }
 

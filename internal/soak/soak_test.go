@@ -40,6 +40,7 @@ var scenarios = []scenario{
 	{"consumer group deleted", offsets(deleteGroup)},
 	{"DLQ records deleted unread (retention)", offsets(retention)},
 	{"broker restart during a bulk replay", brokerRestartDuringReplay},
+	{"downstream outage: flood held by the breaker", downstreamFlood},
 }
 
 // TestSoak runs every scenario on one private broker and PostgreSQL server, prints the

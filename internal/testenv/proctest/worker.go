@@ -17,8 +17,10 @@ type WorkerConfig struct {
 	Session       time.Duration
 	GroupInstance string // group_instance_id: "" leaves the default, static membership
 	Route, Topic  string
-	MaxInFlight   int // 1 when 0
-	RateLimit     int // records per second; 0 is unlimited
+	MaxInFlight   int    // 1 when 0
+	RateLimit     int    // records per second; 0 is unlimited
+	Schedule      string // "@every 1s" when ""
+	MaxRetries    int    // the route's default when 0
 }
 
 // Write writes c as worker.yaml in dir and returns its path.
@@ -31,6 +33,13 @@ func (c WorkerConfig) Write(t testing.TB, dir string) string {
 	if c.GroupInstance != "" {
 		gi = fmt.Sprintf("group_instance_id: %q\n", c.GroupInstance)
 	}
+	if c.Schedule == "" {
+		c.Schedule = "@every 1s"
+	}
+	retries := ""
+	if c.MaxRetries != 0 {
+		retries = fmt.Sprintf("    max_retries: %d\n", c.MaxRetries)
+	}
 	path := filepath.Join(dir, "worker.yaml")
 	err := os.WriteFile(path, []byte(fmt.Sprintf(`log: {level: info, format: json}
 http: {listen: "127.0.0.1:0"}
@@ -42,11 +51,11 @@ shutdown_grace: 30s
 %sroutes:
   - name: %s
     topics: [%s]
-    schedule: "@every 1s"
+    schedule: %q
     backoff: none
     max_in_flight: %d
     rate_limit: %d
-`, c.DatabaseURL, c.Bootstrap, c.Session.Milliseconds(), gi, c.Route, c.Topic, max(c.MaxInFlight, 1), c.RateLimit)), 0o600)
+%s`, c.DatabaseURL, c.Bootstrap, c.Session.Milliseconds(), gi, c.Route, c.Topic, c.Schedule, max(c.MaxInFlight, 1), c.RateLimit, retries)), 0o600)
 	if err != nil {
 		t.Fatalf("write worker configuration: %v", err)
 	}
