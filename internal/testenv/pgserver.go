@@ -56,7 +56,7 @@ func StartPGServer(t testing.TB) *PGServer {
 			t.Fatalf("chown %s: %v", dir, err)
 		}
 	}
-	s.port = FreePort(t)
+	s.port = ReservePort(t)
 	s.run("initdb", "-D", s.dataDir(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale")
 	t.Cleanup(func() {
 		if s.running() {

@@ -79,8 +79,8 @@ func startBroker(t testing.TB, extraProps string, client kafka.ConfigMap, featur
 	if _, err := os.Stat(libs); err != nil {
 		t.Fatalf("Kafka jars not found in %s: run `make up` once (with the same DLQ_CACHE_DIR)", libs)
 	}
-	b := &Broker{t: t, dir: t.TempDir(), root: root, libs: libs, port: testenv.FreePort(t), client: client}
-	controller := testenv.FreePort(t)
+	b := &Broker{t: t, dir: t.TempDir(), root: root, libs: libs, port: testenv.ReservePort(t), client: client}
+	controller := testenv.ReservePort(t)
 	tmpl, err := os.ReadFile(filepath.Join(root, "stack/kafka/server.properties"))
 	if err != nil {
 		t.Fatal(err)
