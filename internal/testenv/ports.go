@@ -16,8 +16,9 @@ import (
 // A server of another process that takes a port number (a private broker, a private
 // PostgreSQL, Prometheus) needs a port that stays its own for the whole test, also while a
 // fault test has it stopped. A port probed free and released does not: until the server
-// binds it, or while the server is down, the kernel may give it to any outgoing connection
-// of the machine as its local port, and another test package may probe the same port.
+// binds it, or while the server is down, the kernel may hand it to any bind(:0) of the
+// machine (another test's probe or server, an httptest server, a binary) or to an outgoing
+// connection as its local port.
 // A reservation holds instead:
 //   - the port lies outside the kernel's ephemeral range (net.ipv4.ip_local_port_range),
 //     from which bind(:0) and every outgoing connection draw their ports;
@@ -51,16 +52,15 @@ func ReservePort(t testing.TB) int {
 		// Nothing lies outside the ephemeral range: tests still never share a port, but a
 		// connection may take one while its server is down.
 		t.Logf("the ephemeral port range %d-%d covers every reservable port: reserving inside it", low, high)
-		candidates = reservablePorts(0, 0)
+		candidates = reservablePorts(0, 0) // no range left out
 	}
 	dir := PortsDir()
-	if err := os.Mkdir(dir, 0o777); err == nil {
+	err = os.Mkdir(dir, 0o777)
+	if err == nil {
 		// Like the temporary directory itself: every user's tests reserve ports in it.
 		err = os.Chmod(dir, 0o777|os.ModeSticky)
-		if err != nil {
-			t.Fatalf("reserve a port: %v", err)
-		}
-	} else if !errors.Is(err, os.ErrExist) {
+	}
+	if err != nil && !errors.Is(err, os.ErrExist) {
 		t.Fatalf("reserve a port: %v", err)
 	}
 	// A random start keeps a port from going straight to the next test, which a client of
