@@ -79,7 +79,7 @@ test-deploy: up ## Test the Helm chart (its pods run on the real stack), the ale
 
 .PHONY: soak
 # Not part of `make test`: about 20 minutes on two cores. The scenarios start a private
-# broker and a private PostgreSQL server on free ports, so the stack need not run (only
+# broker and a private PostgreSQL server on reserved ports, so the stack need not run (only
 # be installed); the table is kept in $(CACHE)/soak.txt.
 soak: ## Soak the real binaries (kill -9, zombie, PostgreSQL and broker outages, moved offsets); prints a table
 	$(STACK) install

@@ -29,7 +29,7 @@ type PGServer struct {
 }
 
 // StartPGServer creates a cluster in a temporary directory (trust authentication, loopback
-// only, a free port), starts it, and stops it when the test ends.
+// only, a port reserved for the test), starts it, and stops it when the test ends.
 func StartPGServer(t testing.TB) *PGServer {
 	t.Helper()
 	Integration(t)
