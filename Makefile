@@ -2,7 +2,9 @@
 # local stack first (scripts/stack.sh), or uses KAFKA_BOOTSTRAP_SERVERS / DATABASE_URL
 # when they are already set. DLQ_CACHE_DIR moves the stack's folder (default .cache), and
 # DLQ_PG_PORT, DLQ_KAFKA_PORT, DLQ_KAFKA_CONTROLLER_PORT its ports; DLQ_WORKER_HTTP_LISTEN
-# and DLQ_ADMIN_HTTP_LISTEN move the binaries of `make dev` (default: config/*.example.yaml).
+# and DLQ_ADMIN_HTTP_LISTEN move the binaries of `make dev` (default: config/*.example.yaml);
+# DLQ_DEMO_WORKER_LISTEN, DLQ_DEMO_ADMIN_LISTEN and DLQ_DEMO_SERVICE_LISTEN move those `make
+# demo` starts beside them (default 127.0.0.1:9474, 127.0.0.1:8081, 127.0.0.1:8091).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 STACK := scripts/stack.sh
@@ -77,7 +79,7 @@ test-deploy: up ## Test the Helm chart (its pods run on the real stack), the ale
 
 .PHONY: soak
 # Not part of `make test`: about 20 minutes on two cores. The scenarios start a private
-# broker and a private PostgreSQL server on free ports, so the stack need not run (only
+# broker and a private PostgreSQL server on reserved ports, so the stack need not run (only
 # be installed); the table is kept in $(CACHE)/soak.txt.
 soak: ## Soak the real binaries (kill -9, zombie, PostgreSQL and broker outages, moved offsets); prints a table
 	$(STACK) install

@@ -119,7 +119,7 @@ func TestObservabilityOnRealBinaries(t *testing.T) {
 	require.NoError(t, proctest.Build(dir, "github.com/dlqops/dlq/cmd/dlq-worker", "github.com/dlqops/dlq/cmd/dlq-admin"))
 
 	// The binaries bind ports the kernel picks and log them; Prometheus takes a port number.
-	promAddr := testenv.FreeAddr(t)
+	promAddr := testenv.ReserveAddr(t)
 	writeYAML(t, dir, "worker.yaml", map[string]any{
 		"log": map[string]any{"format": "json"}, "http": map[string]any{"listen": "127.0.0.1:0"},
 		"database": map[string]any{"url": dbURL, "migrate_on_start": true},

@@ -40,7 +40,7 @@ func TestStackWaitsForTheBrokerWhileItsProcessIsNotYetJava(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "setsid"), []byte(wrapper), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "setsid.slow"), []byte(slow), 0o755))
 
-	port, controller := testenv.FreePort(t), testenv.FreePort(t)
+	port, controller := testenv.ReservePort(t), testenv.ReservePort(t)
 	env := append(os.Environ(),
 		"PATH="+bin+":"+os.Getenv("PATH"),
 		"DLQ_CACHE_DIR="+cache,

@@ -21,7 +21,9 @@ import (
 // are parked after max_retries, an operator replays them through the admin API once the
 // bug is fixed, and every order ends up processed; the worker's audit agrees. run fails
 // on any missing order or audit finding. dlq-worker and dlq-admin are the static binaries
-// the container image ships, built by the same script as the Dockerfile.
+// the container image ships, built by the same script as the Dockerfile. The demo's
+// binaries listen where it says, on ports of the test's own, also when the environment
+// moves `make dev`'s binaries.
 func TestWholeLoopConserves(t *testing.T) {
 	bs := testenv.KafkaBootstrap(t)
 	devDB := testenv.DatabaseURL(t)
@@ -42,12 +44,15 @@ func TestWholeLoopConserves(t *testing.T) {
 	require.Regexp(t, `^dlq-admin \S+.*, go1\.\d+`, string(version))
 	out, err = exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "../orders-service").CombinedOutput()
 	require.NoError(t, err, "go build orders-service: %s", out)
+	t.Setenv("DLQ_WORKER_HTTP_LISTEN", testenv.ReserveAddr(t))
+	t.Setenv("DLQ_ADMIN_HTTP_LISTEN", testenv.ReserveAddr(t))
 	dir := t.TempDir()
 	runID := testenv.UniqueName("t")
 	err = run(options{
 		orders: 600, poisonEvery: 60, downFor: 5 * time.Second, timeout: 5 * time.Minute,
 		dir: dir, bin: bin, schedule: "* * * * * *", backoff: "{base: 500ms, factor: 2, cap: 2s, jitter: 0}",
 		deleteTopics: true, runID: runID,
+		workerAddr: testenv.ReserveAddr(t), adminAddr: testenv.ReserveAddr(t), serviceAddr: testenv.ReserveAddr(t),
 	})
 	if err != nil {
 		for _, name := range []string{"dlq-worker", "dlq-admin", "orders-service"} {

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +52,9 @@ type options struct {
 	// leaves nothing in the broker `make dev` uses); `make demo` keeps them to look at.
 	deleteTopics bool
 	runID        string // names the run's topics and route; default: the time in base 36
+	// Where the demo's own dlq-worker, dlq-admin and orders-service listen: beside `make
+	// dev`'s binaries, so both can run at once.
+	workerAddr, adminAddr, serviceAddr string
 }
 
 func main() {
@@ -63,6 +67,9 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin", "folder holding the binaries")
 	flag.StringVar(&o.schedule, "schedule", "*/5 * * * * *", "the route's cron schedule")
 	flag.StringVar(&o.backoff, "backoff", "{base: 5s, factor: 2, cap: 40s, jitter: 0}", "the route's backoff (YAML)")
+	flag.StringVar(&o.workerAddr, "worker-listen", envOr("DLQ_DEMO_WORKER_LISTEN", "127.0.0.1:9474"), "the demo's dlq-worker's host:port")
+	flag.StringVar(&o.adminAddr, "admin-listen", envOr("DLQ_DEMO_ADMIN_LISTEN", "127.0.0.1:8081"), "the demo's dlq-admin's host:port")
+	flag.StringVar(&o.serviceAddr, "service-listen", envOr("DLQ_DEMO_SERVICE_LISTEN", "127.0.0.1:8091"), "the demo's orders-service's host:port")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "demo FAILED:", err)
@@ -74,11 +81,13 @@ func say(format string, args ...any) {
 	fmt.Printf("%s  "+format+"\n", append([]any{time.Now().Format(time.TimeOnly)}, args...)...)
 }
 
-const (
-	workerAddr  = "127.0.0.1:9474"
-	adminAddr   = "127.0.0.1:8081"
-	serviceAddr = "127.0.0.1:8091"
-)
+// envOr is the environment's value of key, or def when it is unset or empty.
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
 
 func run(o options) error {
 	bootstrap := os.Getenv("KAFKA_BOOTSTRAP_SERVERS")
@@ -133,11 +142,11 @@ func run(o options) error {
 		return err
 	}
 	if err := start("orders-service", "--bootstrap", bootstrap, "--topic", topic, "--dlq", dlq,
-		"--group", "orders-service-"+runID, "--listen", serviceAddr,
+		"--group", "orders-service-"+runID, "--listen", o.serviceAddr,
 		"--down-for", o.downFor.String(), "--poison-every", strconv.Itoa(o.poisonEvery)); err != nil {
 		return err
 	}
-	for _, addr := range []string{workerAddr, adminAddr} {
+	for _, addr := range []string{o.workerAddr, o.adminAddr} {
 		if err := waitReady(ctx, "http://"+addr+"/readyz"); err != nil {
 			return err
 		}
@@ -153,11 +162,11 @@ func run(o options) error {
 	}
 	say("produced %d orders (%d of them poison)", o.orders, poison)
 
-	admin := adminclient.New("http://"+adminAddr, token, nil)
+	admin := adminclient.New("http://"+o.adminAddr, token, nil)
 	// Phase 1: the worker re-drives; all but the poison orders end up processed and the
 	// poison ones parked as exhausted.
 	err := poll(ctx, func() (bool, error) {
-		st, err := serviceStats(o.orders)
+		st, err := serviceStats(o.serviceAddr, o.orders)
 		if err != nil {
 			return false, err
 		}
@@ -174,7 +183,7 @@ func run(o options) error {
 	say("every non-poison order is processed; the %d poison orders are parked as exhausted", poison)
 
 	// Phase 2: the bug is fixed; an operator replays what was parked.
-	if _, err := http.Post("http://"+serviceAddr+"/fix", "", nil); err != nil {
+	if _, err := http.Post("http://"+o.serviceAddr+"/fix", "", nil); err != nil {
 		return err
 	}
 	req := api.BulkRequest{Filter: &api.Filter{DLQTopic: dlq, Statuses: []store.Status{store.StatusParked}}}
@@ -193,7 +202,7 @@ func run(o options) error {
 		if job, err = admin.GetJob(ctx, job.ID); err != nil {
 			return false, err
 		}
-		st, err := serviceStats(o.orders)
+		st, err := serviceStats(o.serviceAddr, o.orders)
 		if err != nil {
 			return false, err
 		}
@@ -211,7 +220,7 @@ func run(o options) error {
 
 // report prints the conservation report and fails when anything is missing.
 func report(ctx context.Context, o options, dlq, route string, admin *adminclient.Client) error {
-	st, err := serviceStats(o.orders)
+	st, err := serviceStats(o.serviceAddr, o.orders)
 	if err != nil {
 		return err
 	}
@@ -326,9 +335,9 @@ type stats struct {
 	Missing         []int          `json:"missing"`
 }
 
-func serviceStats(expect int) (stats, error) {
+func serviceStats(addr string, expect int) (stats, error) {
 	var s stats
-	resp, err := http.Get(fmt.Sprintf("http://%s/stats?expect=%d", serviceAddr, expect))
+	resp, err := http.Get(fmt.Sprintf("http://%s/stats?expect=%d", addr, expect))
 	if err != nil {
 		return s, err
 	}
@@ -390,11 +399,20 @@ func startProcess(o options, name string, args ...string) (*exec.Cmd, error) {
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(o.bin, name), args...)
+	cmd.Env = demoEnv(os.Environ())
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (run `make build` first): %w", name, err)
 	}
 	return cmd, nil
+}
+
+// demoEnv is the environment of the demo's binaries: the caller's, less the overrides that
+// move `make dev`'s binaries, so that they listen where the demo's configuration says.
+func demoEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, "DLQ_WORKER_HTTP_LISTEN=") || strings.HasPrefix(kv, "DLQ_ADMIN_HTTP_LISTEN=")
+	})
 }
 
 func randomToken() string {
@@ -416,13 +434,13 @@ routes:
     max_retries: 5
     backoff: %s
     allowed_targets: [%s]
-`, workerAddr, route, dlq, o.schedule, o.backoff, topic)
+`, o.workerAddr, route, dlq, o.schedule, o.backoff, topic)
 	admin := fmt.Sprintf(`log: {level: info, format: json}
 http: {listen: %q}
 database: {migrate_on_start: true}
 tokens:
   - {name: demo-operator, sha256: %s, role: admin}
-`, adminAddr, hex.EncodeToString(sum[:]))
+`, o.adminAddr, hex.EncodeToString(sum[:]))
 	return errors.Join(
 		os.WriteFile(filepath.Join(o.dir, "worker.yaml"), []byte(worker), 0o600),
 		os.WriteFile(filepath.Join(o.dir, "admin.yaml"), []byte(admin), 0o600))

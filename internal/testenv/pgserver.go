@@ -29,7 +29,7 @@ type PGServer struct {
 }
 
 // StartPGServer creates a cluster in a temporary directory (trust authentication, loopback
-// only, a free port), starts it, and stops it when the test ends.
+// only, a port reserved for the test), starts it, and stops it when the test ends.
 func StartPGServer(t testing.TB) *PGServer {
 	t.Helper()
 	Integration(t)
@@ -56,7 +56,7 @@ func StartPGServer(t testing.TB) *PGServer {
 			t.Fatalf("chown %s: %v", dir, err)
 		}
 	}
-	s.port = FreePort(t)
+	s.port = ReservePort(t)
 	s.run("initdb", "-D", s.dataDir(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale")
 	t.Cleanup(func() {
 		if s.running() {

@@ -2,10 +2,8 @@ package testenv
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 )
 
@@ -47,24 +45,4 @@ func RepoRoot(t testing.TB) string {
 		}
 		dir = parent
 	}
-}
-
-// FreePort asks the kernel for a loopback port nobody listens on, for a server of another
-// process that takes a port number (a broker, PostgreSQL): the port is free when this
-// returns, and another process may take it before the server binds it. A server in this
-// process binds 127.0.0.1:0 itself and reports its address instead.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// FreeAddr is FreePort as a loopback host:port.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 }

@@ -1,7 +1,10 @@
 package kafkatest
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,12 +26,17 @@ type Broker struct {
 	t               testing.TB
 	dir, root, libs string
 	port            int
-	cmd             *exec.Cmd
+	// clusterID is the broker's own, formatted into its storage: Start tells it from
+	// another broker that answers on its port.
+	clusterID string
+	cmd       *exec.Cmd
+	exited    chan struct{} // closed once cmd has exited
 	// client holds the properties a client needs besides bootstrap.servers (SASL).
 	client kafka.ConfigMap
 }
 
-// StartBroker formats storage in a temporary folder and starts a broker on a free port.
+// StartBroker formats storage in a temporary folder and starts a broker on ports reserved
+// for the test (testenv.ReservePort): they stay its own while it is stopped.
 func StartBroker(t testing.TB) *Broker {
 	t.Helper()
 	return startBroker(t, "", nil)
@@ -74,13 +82,19 @@ func StartBrokerWithFeatures(t testing.TB, features ...string) *Broker {
 func startBroker(t testing.TB, extraProps string, client kafka.ConfigMap, features ...string) *Broker {
 	t.Helper()
 	testenv.Integration(t)
+	return startBrokerOn(t, testenv.ReservePort(t), extraProps, client, features...)
+}
+
+// startBrokerOn is startBroker on port, which the caller reserved.
+func startBrokerOn(t testing.TB, port int, extraProps string, client kafka.ConfigMap, features ...string) *Broker {
+	t.Helper()
 	root := testenv.RepoRoot(t)
 	libs := filepath.Join(testenv.CacheDir(t), "kafka", "libs")
 	if _, err := os.Stat(libs); err != nil {
 		t.Fatalf("Kafka jars not found in %s: run `make up` once (with the same DLQ_CACHE_DIR)", libs)
 	}
-	b := &Broker{t: t, dir: t.TempDir(), root: root, libs: libs, port: testenv.FreePort(t), client: client}
-	controller := testenv.FreePort(t)
+	b := &Broker{t: t, dir: t.TempDir(), root: root, libs: libs, port: port, clusterID: newClusterID(t), client: client}
+	controller := testenv.ReservePort(t)
 	tmpl, err := os.ReadFile(filepath.Join(root, "stack/kafka/server.properties"))
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +104,7 @@ func startBroker(t testing.TB, extraProps string, client kafka.ConfigMap, featur
 	if err := os.WriteFile(b.config(), []byte(props), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	format := []string{"kafka.tools.StorageTool", "format", "--standalone", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", b.config()}
+	format := []string{"kafka.tools.StorageTool", "format", "--standalone", "-t", b.clusterID, "-c", b.config()}
 	for _, f := range features {
 		format = append(format, "--feature", f)
 	}
@@ -119,7 +133,11 @@ func (b *Broker) Start() {
 	if err := cmd.Start(); err != nil {
 		b.t.Fatalf("start broker: %v", err)
 	}
-	b.cmd = cmd
+	b.cmd, b.exited = cmd, make(chan struct{})
+	go func(exited chan struct{}) {
+		_ = cmd.Wait() // exit status of a signalled JVM is expected to be non-zero
+		close(exited)
+	}(b.exited)
 	a, err := kafka.NewAdminClient(ptr(b.ClientConfig()))
 	if err != nil {
 		b.t.Fatal(err)
@@ -128,10 +146,21 @@ func (b *Broker) Start() {
 	// A JVM broker took ~100 s to start on two cores shared by several test runs.
 	deadline := time.Now().Add(180 * time.Second)
 	for time.Now().Before(deadline) {
+		select {
+		case <-b.exited:
+			b.t.Fatalf("private broker on %s exited during start-up; log in %s:\n%s", b.Bootstrap(), b.dir, b.logTail())
+		default:
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := a.DescribeCluster(ctx)
+		c, err := a.DescribeCluster(ctx)
 		cancel()
 		if err == nil {
+			// Another broker answering on the port would have the test go on against a
+			// cluster not its own.
+			if c.ClusterID == nil || *c.ClusterID != b.clusterID {
+				b.t.Fatalf("another broker (cluster %s) answers on %s, not the private broker (cluster %s); log in %s",
+					*cmp.Or(c.ClusterID, ptr("unknown")), b.Bootstrap(), b.clusterID, b.dir)
+			}
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -150,8 +179,31 @@ func (b *Broker) signal(sig syscall.Signal) {
 		return
 	}
 	_ = syscall.Kill(-b.cmd.Process.Pid, sig)
-	_ = b.cmd.Wait() // exit status of a signalled JVM is expected to be non-zero
+	<-b.exited
 	b.cmd = nil
+}
+
+// newClusterID is a random cluster id as the storage format takes it: 16 bytes in
+// unpadded URL-safe base64, not starting with '-' (which would read as an option).
+func newClusterID(t testing.TB) string {
+	for {
+		var raw [16]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			t.Fatal(err)
+		}
+		if id := base64.RawURLEncoding.EncodeToString(raw[:]); id[0] != '-' {
+			return id
+		}
+	}
+}
+
+// logTail is the end of what the broker wrote to its stdout.log.
+func (b *Broker) logTail() string {
+	log, err := os.ReadFile(filepath.Join(b.dir, "stdout.log"))
+	if err != nil {
+		return err.Error()
+	}
+	return string(log[max(0, len(log)-4000):])
 }
 
 func (b *Broker) config() string { return filepath.Join(b.dir, "server.properties") }
