@@ -1,0 +1,45 @@
+package console
+
+import (
+	"html/template"
+	"net/http"
+	"net/url"
+
+	"github.com/dlqops/dlq/internal/api"
+)
+
+// incidentRow is an incident with the console's links: its records, and the same view
+// opened at its bulk form, whose first step is the dry run's count.
+type incidentRow struct {
+	api.Incident
+	Records, Bulk template.URL
+}
+
+type incidentsPage struct {
+	Incidents []incidentRow
+	// Filter is the view's filter, for the form.
+	Filter url.Values
+}
+
+// incidents lists the causes of the waiting records the session's token may see.
+func (s *Server) incidents(w http.ResponseWriter, r *http.Request, sess *session) {
+	f := filterQuery(r.URL.Query())
+	var list api.IncidentList
+	if _, err := s.call(r, sess, http.MethodGet, "/v1/incidents", f, nil, &list); err != nil {
+		s.failAPI(w, r, sess, err)
+		return
+	}
+	view := incidentsPage{Filter: f}
+	for _, in := range list.Incidents {
+		view.Incidents = append(view.Incidents, incidentRow{Incident: in,
+			Records: incidentLink(in, ""), Bulk: incidentLink(in, "#bulk")})
+	}
+	s.render(w, sess, http.StatusOK, "incidents", "Incidents", "incidents", view)
+}
+
+// incidentLink is the records view of an incident's parked records (what a bulk job acts
+// on), built from url.Values so that it is well formed whatever the route's name holds.
+func incidentLink(in api.Incident, fragment string) template.URL {
+	q := url.Values{"status": {"parked"}, "fingerprint": {in.Fingerprint}, "route": {in.Route}}
+	return template.URL("/ui/records?" + q.Encode() + fragment)
+}
