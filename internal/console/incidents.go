@@ -29,12 +29,16 @@ func (s *Server) incidents(w http.ResponseWriter, r *http.Request, sess *session
 		s.failAPI(w, r, sess, err)
 		return
 	}
-	view := incidentsPage{Filter: f}
-	for _, in := range list.Incidents {
-		view.Incidents = append(view.Incidents, incidentRow{Incident: in,
-			Records: incidentLink(in, ""), Bulk: incidentLink(in, "#bulk")})
-	}
+	view := incidentsPage{Filter: f, Incidents: incidentRows(list.Incidents)}
 	s.render(w, sess, http.StatusOK, "incidents", "Incidents", "incidents", view)
+}
+
+func incidentRows(incs []api.Incident) []incidentRow {
+	rows := make([]incidentRow, len(incs))
+	for i, in := range incs {
+		rows[i] = incidentRow{Incident: in, Records: incidentLink(in, ""), Bulk: incidentLink(in, "#bulk")}
+	}
+	return rows
 }
 
 // incidentLink is the records view of an incident's parked records (what a bulk job acts

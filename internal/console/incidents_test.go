@@ -12,7 +12,7 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 )
 
-// The incidents page in headless Chromium: one row per cause with its counts and its
+// The incidents page in headless Chromium, and the overview's top incidents: one row per cause with its counts and its
 // template, the senders' text shown as text, each row linking to its records and to a
 // bulk job whose dry run counts exactly that incident; viewers get no bulk link, and a
 // token scoped to topics sees only its topics' incidents.
@@ -42,8 +42,18 @@ func TestIncidentsPage(t *testing.T) {
 	require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#incidents img, #incidents script, #incidents svg").length`))
 	require.Equal(t, "2", text(t, ctx, row(otherFP)+" td.parked"))
 
+	// The overview leads with the largest incidents, each linking to its records.
+	do(t, ctx, chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible("#top-incidents"))
+	require.Equal(t, []string{timeoutFP, evilFP, otherFP},
+		eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#top-incidents tr.incident-row")).map(r => r.dataset.fingerprint)`))
+	require.Equal(t, hostileClass, text(t, ctx, "#top-incidents "+row(evilFP)+" .cls"))
+	require.Equal(t, "undefined", eval[string](t, ctx, `typeof window.__pwned`))
+	do(t, ctx, chromedp.Click("#top-incidents "+row(timeoutFP)+" a"), chromedp.WaitVisible("#records"))
+	require.Equal(t, 6, eval[int](t, ctx, `document.querySelectorAll("tr.record-row").length`))
+
 	// Its records, then its bulk job: the dry run counts the incident's records only.
-	do(t, ctx, chromedp.Click(row(timeoutFP)+" a.records-link"), chromedp.WaitVisible("#records"))
+	do(t, ctx, chromedp.Navigate(e.url+"/ui/incidents"), chromedp.WaitVisible("#incidents"),
+		chromedp.Click(row(timeoutFP)+" a.records-link"), chromedp.WaitVisible("#records"))
 	require.Equal(t, 6, eval[int](t, ctx, `document.querySelectorAll("tr.record-row").length`))
 	require.Equal(t, timeoutFP, run(t, ctx, chromedp.Value(`#filters input[name="fingerprint"]`)))
 	do(t, ctx, chromedp.Navigate(e.url+"/ui/incidents"), chromedp.WaitVisible("#incidents"),
