@@ -49,7 +49,7 @@ func (s *Server) listIncidents(c *call) (int, any, error) {
 		out.Incidents[i] = Incident{Fingerprint: in.Fingerprint, ErrorClass: in.ErrorClass,
 			MessageTemplate: in.MessageTemplate, OriginalTopic: in.OriginalTopic, Route: in.Route,
 			Parked: in.Parked, Scheduled: in.Scheduled, FirstSeen: in.FirstSeen, LastSeen: in.LastSeen,
-			SampleRecordID: in.SampleID}
+			SampleRecordID: in.SampleID, Last24H: in.Trend[:]}
 	}
 	return http.StatusOK, out, nil
 }

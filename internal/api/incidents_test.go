@@ -37,7 +37,12 @@ func TestIncidentsListAndBulkByFingerprint(t *testing.T) {
 	pi := l.Incidents[1]
 	require.Equal(t, api.Incident{Fingerprint: pi.Fingerprint, ErrorClass: "JsonParseException",
 		MessageTemplate: "unexpected character at line <n> column <n>", OriginalTopic: "orders", Route: "orders-route",
-		Parked: 5, FirstSeen: pi.FirstSeen, LastSeen: pi.LastSeen, SampleRecordID: pi.SampleRecordID}, pi)
+		Parked: 5, FirstSeen: pi.FirstSeen, LastSeen: pi.LastSeen, SampleRecordID: pi.SampleRecordID, Last24H: pi.Last24H}, pi)
+	var stored int64
+	for _, n := range pi.Last24H {
+		stored += n
+	}
+	require.EqualValues(t, 5, stored, "its trend holds the records stored just now")
 	var sample api.RecordDetail
 	b.do("GET", path("/v1/records/%d", pi.SampleRecordID), viewerToken, nil).decode(t, &sample)
 	require.Equal(t, "JsonParseException", sample.Record.ErrorClass)

@@ -195,6 +195,9 @@ type Incident struct {
 
 	// SampleRecordID its newest record
 	SampleRecordID int64 `json:"sample_record_id"`
+
+	// Last24H its records stored in each of the last 24 hours (UTC), oldest first, the current hour last
+	Last24H []int64 `json:"last_24h"`
 }
 
 // IncidentList defines model for IncidentList.

@@ -13,6 +13,33 @@ import (
 type incidentRow struct {
 	api.Incident
 	Records, Bulk template.URL
+	// Trend is a bar per hour of its last 24, for a small inline SVG.
+	Trend []trendBar
+}
+
+// trendBar is one hour of an incident's trend, in SVG user units (4 wide, 16 high).
+type trendBar struct {
+	Count   int64
+	X, Y, H int
+}
+
+// trendBars scales an incident's hourly counts to its busiest hour; a non-empty hour
+// stays visible.
+func trendBars(counts []int64) []trendBar {
+	const height = 16
+	var most int64 = 1
+	for _, n := range counts {
+		most = max(most, n)
+	}
+	bars := make([]trendBar, len(counts))
+	for i, n := range counts {
+		h := int(n * height / most)
+		if n > 0 {
+			h = max(h, 1)
+		}
+		bars[i] = trendBar{Count: n, X: 4 * i, Y: height - h, H: h}
+	}
+	return bars
 }
 
 type incidentsPage struct {
@@ -36,7 +63,8 @@ func (s *Server) incidents(w http.ResponseWriter, r *http.Request, sess *session
 func incidentRows(incs []api.Incident) []incidentRow {
 	rows := make([]incidentRow, len(incs))
 	for i, in := range incs {
-		rows[i] = incidentRow{Incident: in, Records: incidentLink(in, ""), Bulk: incidentLink(in, "#bulk")}
+		rows[i] = incidentRow{Incident: in, Records: incidentLink(in, ""), Bulk: incidentLink(in, "#bulk"),
+			Trend: trendBars(in.Last24H)}
 	}
 	return rows
 }

@@ -47,6 +47,14 @@ func TestIncidentsPage(t *testing.T) {
 	require.Equal(t, []string{timeoutFP, evilFP, otherFP},
 		eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#top-incidents tr.incident-row")).map(r => r.dataset.fingerprint)`))
 	require.Equal(t, hostileClass, text(t, ctx, "#top-incidents "+row(evilFP)+" .cls"))
+	trend := eval[[]int](t, ctx, fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).map(r => Number(r.dataset.count))`,
+		"#top-incidents "+row(timeoutFP)+" svg.trend rect"))
+	require.Len(t, trend, 24, "a bar per hour")
+	sum := 0
+	for _, n := range trend {
+		sum += n
+	}
+	require.Equal(t, 6, sum, "its records were stored within the last 24 hours")
 	require.Equal(t, "undefined", eval[string](t, ctx, `typeof window.__pwned`))
 	do(t, ctx, chromedp.Click("#top-incidents "+row(timeoutFP)+" a"), chromedp.WaitVisible("#records"))
 	require.Equal(t, 6, eval[int](t, ctx, `document.querySelectorAll("tr.record-row").length`))

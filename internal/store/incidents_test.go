@@ -54,7 +54,12 @@ func TestIncidentsGroupRecordsByCause(t *testing.T) {
 	require.Equal(t, first, got.FirstSeen.UTC())
 	require.Equal(t, last, got.LastSeen.UTC())
 	require.NotZero(t, got.SampleID)
-	got.FirstSeen, got.LastSeen, got.SampleID = time.Time{}, time.Time{}, 0
+	var stored int64
+	for _, n := range got.Trend {
+		stored += n
+	}
+	require.EqualValues(t, 7, stored, "every record was stored within the last 24 hours")
+	got.FirstSeen, got.LastSeen, got.SampleID, got.Trend = time.Time{}, time.Time{}, 0, [store.TrendHours]int64{}
 	require.Equal(t, want, got)
 	require.Equal(t, "JsonParseException", incs[1].ErrorClass)
 	require.Equal(t, "unexpected <str> at position <n>", incs[1].MessageTemplate)
@@ -106,4 +111,30 @@ func TestParkClaimedRefingerprints(t *testing.T) {
 	require.Equal(t, tmpl, incs[0].MessageTemplate)
 	require.Equal(t, fingerprint.Of("java.net.SocketTimeoutException", tmpl, "orders"), incs[0].Fingerprint)
 	require.EqualValues(t, 2, incs[0].Parked)
+}
+
+// An incident's trend counts its records stored in each of the last 24 hours, the current
+// hour last; older records count in the incident but not in its trend.
+func TestIncidentTrendCountsTheLast24Hours(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, clock := storetest.NewClocked(t)
+	store1 := func(from int64, n int) {
+		t.Helper()
+		_, err := s.StoreBatch(ctx, parked("dlq.trend", from, n), nil)
+		require.NoError(t, err)
+	}
+	store1(0, 1)
+	clock.Advance(25 * time.Hour)
+	store1(1, 2)
+	clock.Advance(2 * time.Hour)
+	store1(3, 3)
+
+	incs, err := s.Incidents(ctx, store.Filter{}, 50)
+	require.NoError(t, err)
+	require.Len(t, incs, 1)
+	require.EqualValues(t, 6, incs[0].Parked)
+	var want [store.TrendHours]int64
+	want[21], want[23] = 2, 3
+	require.Equal(t, want, incs[0].Trend)
 }
