@@ -63,15 +63,17 @@ func (s *Server) incidents(w http.ResponseWriter, r *http.Request, sess *session
 func incidentRows(incs []api.Incident) []incidentRow {
 	rows := make([]incidentRow, len(incs))
 	for i, in := range incs {
-		rows[i] = incidentRow{Incident: in, Records: incidentLink(in, ""), Bulk: incidentLink(in, "#bulk"),
+		rows[i] = incidentRow{Incident: in, Records: incidentLink(in, "parked,scheduled", ""),
+			Bulk: incidentLink(in, "parked", "#bulk"),
 			Trend: trendBars(in.Last24H)}
 	}
 	return rows
 }
 
-// incidentLink is the records view of an incident's parked records (what a bulk job acts
-// on), built from url.Values so that it is well formed whatever the route's name holds.
-func incidentLink(in api.Incident, fragment string) template.URL {
-	q := url.Values{"status": {"parked"}, "fingerprint": {in.Fingerprint}, "route": {in.Route}}
+// incidentLink is the records view of an incident's records of statuses: all of them, or
+// the parked ones a bulk job acts on. Built from url.Values, so that it is well formed
+// whatever the route's name holds.
+func incidentLink(in api.Incident, statuses, fragment string) template.URL {
+	q := url.Values{"status": {statuses}, "fingerprint": {in.Fingerprint}, "route": {in.Route}}
 	return template.URL("/ui/records?" + q.Encode() + fragment)
 }
