@@ -64,7 +64,7 @@ func incidentRows(incs []api.Incident) []incidentRow {
 	rows := make([]incidentRow, len(incs))
 	for i, in := range incs {
 		rows[i] = incidentRow{Incident: in, Records: incidentLink(in, "parked,scheduled", ""),
-			Bulk: incidentLink(in, "parked", "#bulk"),
+			Bulk:  incidentLink(in, "parked", "#bulk"),
 			Trend: trendBars(in.Last24H)}
 	}
 	return rows
