@@ -66,6 +66,7 @@ func (f *clientFlags) print(w io.Writer, v any, table func(*tabwriter.Writer)) e
 type filterFlags struct {
 	statuses, reasons                                                      []string
 	dlqTopic, originalTopic, errorClass, errorContains, route, key, keyB64 string
+	fingerprint                                                            string
 }
 
 func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
@@ -82,6 +83,7 @@ func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
 	fl.StringVar(&ff.errorClass, "error-class", "", "error class")
 	fl.StringVar(&ff.errorContains, "error-contains", "", "error message contains (case-insensitive)")
 	fl.StringVar(&ff.route, "route", "", "route")
+	fl.StringVar(&ff.fingerprint, "fingerprint", "", "the records of one incident (dlq-admin incidents)")
 	fl.StringVar(&ff.key, "key", "", "exact key, as text")
 	fl.StringVar(&ff.keyB64, "key-b64", "", "exact key bytes, in standard base64 (for a key that is not text)")
 	cmd.MarkFlagsMutuallyExclusive("key", "key-b64")
@@ -96,12 +98,13 @@ func (ff *filterFlags) params() api.ListRecordsParams {
 	}
 	return api.ListRecordsParams{Status: set(strings.Join(ff.statuses, ",")), Reason: set(strings.Join(ff.reasons, ",")),
 		DLQTopic: set(ff.dlqTopic), OriginalTopic: set(ff.originalTopic), ErrorClass: set(ff.errorClass),
-		ErrorContains: set(ff.errorContains), Route: set(ff.route), Key: set(ff.key), KeyB64: set(ff.keyB64)}
+		ErrorContains: set(ff.errorContains), Fingerprint: set(ff.fingerprint), Route: set(ff.route),
+		Key: set(ff.key), KeyB64: set(ff.keyB64)}
 }
 
 func (ff *filterFlags) filter() *api.Filter {
 	f := &api.Filter{DLQTopic: ff.dlqTopic, OriginalTopic: ff.originalTopic, ErrorClass: ff.errorClass,
-		ErrorContains: ff.errorContains, Route: ff.route}
+		ErrorContains: ff.errorContains, Fingerprint: ff.fingerprint, Route: ff.route}
 	for _, s := range ff.statuses {
 		f.Statuses = append(f.Statuses, store.Status(s))
 	}
@@ -179,7 +182,7 @@ func clientCommands(root *cobra.Command, f *clientFlags) {
 	pf.StringVar(&f.token, "token", "", "bearer token (default: the environment's DLQ_ADMIN_TOKEN)")
 	pf.StringVarP(&f.output, "output", "o", "table", "table or json")
 	root.AddCommand(listCommand(f), showCommand(f), replayCommand(f), discardCommand(f), bulkCommand(f),
-		jobsCommand(f), statsCommand(f), tokenCommand())
+		jobsCommand(f), statsCommand(f), incidentsCommand(f), tokenCommand())
 	root.AddCommand(operateCommands(f)...)
 }
 

@@ -73,6 +73,11 @@ func (c *Client) ListRecords(ctx context.Context, params api.ListRecordsParams) 
 	return answer[api.RecordPage](c.api.ListRecords(ctx, &params))
 }
 
+// ListIncidents lists the causes of the waiting records, largest first.
+func (c *Client) ListIncidents(ctx context.Context, params api.ListIncidentsParams) (api.IncidentList, error) {
+	return answer[api.IncidentList](c.api.ListIncidents(ctx, &params))
+}
+
 // GetRecord returns one record with its payload.
 func (c *Client) GetRecord(ctx context.Context, id int64) (api.RecordDetail, error) {
 	return answer[api.RecordDetail](c.api.GetRecord(ctx, id))

@@ -33,6 +33,27 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 	return http.StatusOK, out, nil
 }
 
+// listIncidents lists the causes of the waiting records the token may see, largest first.
+func (s *Server) listIncidents(c *call) (int, any, error) {
+	f, limit, err := incidentsQuery(c.r)
+	if err != nil {
+		return 0, nil, err
+	}
+	f.OriginalTopics = c.principal.Topics
+	incs, err := s.cfg.Store.Incidents(c.r.Context(), f, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := IncidentList{Incidents: make([]Incident, len(incs))}
+	for i, in := range incs {
+		out.Incidents[i] = Incident{Fingerprint: in.Fingerprint, ErrorClass: in.ErrorClass,
+			MessageTemplate: in.MessageTemplate, OriginalTopic: in.OriginalTopic, Route: in.Route,
+			Parked: in.Parked, Scheduled: in.Scheduled, FirstSeen: in.FirstSeen, LastSeen: in.LastSeen,
+			SampleRecordID: in.SampleID, Last24H: in.Trend[:]}
+	}
+	return http.StatusOK, out, nil
+}
+
 // visibleRecord loads the record of the path, as not found when the token may not see it.
 func (s *Server) visibleRecord(c *call) (store.Record, error) {
 	id, err := pathID(c)

@@ -113,7 +113,7 @@ func parseTime(field, v string) (time.Time, error) {
 // listingQuery reads a record listing's query: its filter, cursor and page size.
 func listingQuery(r *http.Request) (f store.Filter, cursor string, limit int, err error) {
 	q, err := query(r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
-		"route", "key", "key_b64", "stored_from", "stored_to", "cursor", "limit")
+		"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to", "cursor", "limit")
 	if err != nil {
 		return f, "", 0, err
 	}
@@ -124,12 +124,34 @@ func listingQuery(r *http.Request) (f store.Filter, cursor string, limit int, er
 	return f, q.Get("cursor"), limit, err
 }
 
+// incidentsQuery reads an incident listing's query: the records' filters (statuses only
+// those an incident counts) and how many incidents.
+func incidentsQuery(r *http.Request) (f store.Filter, limit int, err error) {
+	q, err := query(r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
+		"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to", "limit")
+	if err != nil {
+		return f, 0, err
+	}
+	if limit, err = limitParam(q); err != nil {
+		return f, 0, err
+	}
+	if f, err = filterFromQuery(q); err != nil {
+		return f, 0, err
+	}
+	for _, st := range f.Statuses {
+		if !slices.Contains(store.IncidentStatuses, st) {
+			return f, 0, badParam("status", "an incident counts parked and scheduled records, not %s", st)
+		}
+	}
+	return f, limit, nil
+}
+
 // filterFromQuery reads the listing filters of the query.
 func filterFromQuery(q url.Values) (store.Filter, error) {
 	f := store.Filter{
 		Statuses: splitList[store.Status](q.Get("status")), Reasons: splitList[store.Reason](q.Get("reason")),
 		DLQTopic: q.Get("dlq_topic"), OriginalTopic: q.Get("original_topic"), ErrorClass: q.Get("error_class"),
-		ErrorContains: q.Get("error_contains"), Route: q.Get("route"),
+		ErrorContains: q.Get("error_contains"), Fingerprint: q.Get("fingerprint"), Route: q.Get("route"),
 	}
 	if err := parseStatuses("status", f.Statuses); err != nil {
 		return f, err
@@ -181,12 +203,13 @@ func keyFilter(textName, b64Name string, asText, b64 *string) ([]byte, error) {
 func filterFromBody(in *Filter) (store.Filter, error) {
 	f := store.Filter{Statuses: in.Statuses, Reasons: in.Reasons, DLQTopic: in.DLQTopic,
 		OriginalTopic: in.OriginalTopic, ErrorClass: in.ErrorClass, ErrorContains: in.ErrorContains,
-		Route: in.Route}
+		Fingerprint: in.Fingerprint, Route: in.Route}
 	if len(in.OriginalTopics) > 0 {
 		return f, badParam("filter.original_topics", "is set from the token's topics, not by the caller")
 	}
 	fields := map[string]string{"filter.dlq_topic": f.DLQTopic, "filter.original_topic": f.OriginalTopic,
-		"filter.error_class": f.ErrorClass, "filter.error_contains": f.ErrorContains, "filter.route": f.Route}
+		"filter.error_class": f.ErrorClass, "filter.error_contains": f.ErrorContains, "filter.route": f.Route,
+		"filter.fingerprint": f.Fingerprint}
 	if in.Key != nil {
 		fields["filter.key"] = *in.Key
 	}

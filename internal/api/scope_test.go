@@ -70,6 +70,24 @@ func TestScopeMatrix(t *testing.T) {
 				require.Equal(t, "orders", rec.Original.Topic)
 			}
 		},
+		"GET /v1/incidents": func(t *testing.T) {
+			topics := func(token string) []string {
+				var l api.IncidentList
+				r := b.do("GET", "/v1/incidents", token, nil)
+				require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+				r.decode(t, &l)
+				var out []string
+				for _, in := range l.Incidents {
+					out = append(out, in.OriginalTopic)
+				}
+				return out
+			}
+			require.Equal(t, []string{"orders"}, topics(scopedToken))
+			require.ElementsMatch(t, []string{"orders", "payments"}, topics(viewerToken))
+			var l api.IncidentList
+			b.do("GET", "/v1/incidents?original_topic=payments", scopedToken, nil).decode(t, &l)
+			require.Empty(t, l.Incidents)
+		},
 		"GET /v1/records/{id}": func(t *testing.T) {
 			notFound(t, b.do("GET", path("/v1/records/%d", p[2]), scopedToken, nil))
 			reached(t, b.do("GET", path("/v1/records/%d", o[2]), scopedToken, nil))

@@ -128,6 +128,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Routes() []Route {
 	return []Route{
 		{"GET", "/v1/records", auth.Viewer, s.listRecords, false},
+		{"GET", "/v1/incidents", auth.Viewer, s.listIncidents, false},
 		{"GET", "/v1/records/{id}", auth.Viewer, s.getRecord, false},
 		{"POST", "/v1/records/{id}/replay", auth.Operator, s.replayRecord, false},
 		{"POST", "/v1/records/{id}/discard", auth.Operator, s.discardRecord, false},

@@ -161,12 +161,48 @@ type Filter struct {
 	KeyB64     *string    `json:"key_b64,omitempty"`
 	StoredFrom *time.Time `json:"stored_from,omitempty"`
 	StoredTo   *time.Time `json:"stored_to,omitempty"`
+
+	// Fingerprint the records of one incident (GET /v1/incidents)
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // Header defines model for Header.
 type Header struct {
 	Key   string `json:"key"`
 	Value Bytes  `json:"value"`
+}
+
+// Incident the waiting records of one cause in one route
+type Incident struct {
+	// Fingerprint hash of error class, message template and original topic
+	Fingerprint string `json:"fingerprint"`
+	ErrorClass  string `json:"error_class"`
+
+	// MessageTemplate the error message with numbers, ids, UUIDs, hex, quoted values, URL paths' ids and timestamps replaced by <n>, <id>, <uuid>, <hex>, <str>, <ts>
+	MessageTemplate string `json:"message_template"`
+
+	// OriginalTopic empty when the records did not say
+	OriginalTopic string `json:"original_topic"`
+	Route         string `json:"route"`
+	Parked        int64  `json:"parked"`
+	Scheduled     int64  `json:"scheduled"`
+
+	// FirstSeen when the oldest of its records was stored
+	FirstSeen time.Time `json:"first_seen"`
+
+	// LastSeen when the newest of its records was stored
+	LastSeen time.Time `json:"last_seen"`
+
+	// SampleRecordID its newest record
+	SampleRecordID int64 `json:"sample_record_id"`
+
+	// Last24H its records stored in each of the last 24 hours (UTC), oldest first, the current hour last
+	Last24H []int64 `json:"last_24h"`
+}
+
+// IncidentList defines model for IncidentList.
+type IncidentList struct {
+	Incidents []Incident `json:"incidents"`
 }
 
 // Job defines model for Job.
@@ -425,6 +461,30 @@ type BulkReplayParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// ListIncidentsParams defines parameters for ListIncidents.
+type ListIncidentsParams struct {
+	// Status comma-separated: parked, scheduled (default both)
+	Status *string `form:"status,omitempty" json:"status,omitempty"`
+
+	// Reason comma-separated reasons
+	Reason        *string `form:"reason,omitempty" json:"reason,omitempty"`
+	DLQTopic      *string `form:"dlq_topic,omitempty" json:"dlq_topic,omitempty"`
+	OriginalTopic *string `form:"original_topic,omitempty" json:"original_topic,omitempty"`
+	ErrorClass    *string `form:"error_class,omitempty" json:"error_class,omitempty"`
+	ErrorContains *string `form:"error_contains,omitempty" json:"error_contains,omitempty"`
+	Fingerprint   *string `form:"fingerprint,omitempty" json:"fingerprint,omitempty"`
+	Route         *string `form:"route,omitempty" json:"route,omitempty"`
+
+	// Key exact key, as UTF-8 text; not empty; not together with key_b64
+	Key *string `form:"key,omitempty" json:"key,omitempty"`
+
+	// KeyB64 exact key bytes in standard base64; not empty; not together with key
+	KeyB64     *string    `form:"key_b64,omitempty" json:"key_b64,omitempty"`
+	StoredFrom *time.Time `form:"stored_from,omitempty" json:"stored_from,omitempty"`
+	StoredTo   *time.Time `form:"stored_to,omitempty" json:"stored_to,omitempty"`
+	Limit      *int       `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ListJobsParams defines parameters for ListJobs.
 type ListJobsParams struct {
 	// Before list ids below this one (next_before of the previous page)
@@ -443,7 +503,10 @@ type ListRecordsParams struct {
 	OriginalTopic *string `form:"original_topic,omitempty" json:"original_topic,omitempty"`
 	ErrorClass    *string `form:"error_class,omitempty" json:"error_class,omitempty"`
 	ErrorContains *string `form:"error_contains,omitempty" json:"error_contains,omitempty"`
-	Route         *string `form:"route,omitempty" json:"route,omitempty"`
+
+	// Fingerprint the records of one incident
+	Fingerprint *string `form:"fingerprint,omitempty" json:"fingerprint,omitempty"`
+	Route       *string `form:"route,omitempty" json:"route,omitempty"`
 
 	// Key exact key, as UTF-8 text; not empty; not together with key_b64
 	Key *string `form:"key,omitempty" json:"key,omitempty"`

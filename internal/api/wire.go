@@ -107,7 +107,7 @@ func toFilter(f *store.Filter) *Filter {
 	out := &Filter{
 		Statuses: f.Statuses, Reasons: f.Reasons, DLQTopic: f.DLQTopic, OriginalTopic: f.OriginalTopic,
 		OriginalTopics: f.OriginalTopics, ErrorClass: f.ErrorClass, ErrorContains: f.ErrorContains, Route: f.Route,
-		StoredFrom: optTime(f.StoredFrom), StoredTo: optTime(f.StoredTo),
+		Fingerprint: f.Fingerprint, StoredFrom: optTime(f.StoredFrom), StoredTo: optTime(f.StoredTo),
 	}
 	// The key as the caller could give it back: text when it is, base64 otherwise.
 	switch k := string(f.Key); {

@@ -32,7 +32,7 @@ type bulkForm struct {
 // filterBody is the API filter of a records view's filter parameters.
 func filterBody(f url.Values) (*api.Filter, error) {
 	out := &api.Filter{DLQTopic: f.Get("dlq_topic"), OriginalTopic: f.Get("original_topic"), Route: f.Get("route"),
-		ErrorClass: f.Get("error_class"), ErrorContains: f.Get("error_contains")}
+		ErrorClass: f.Get("error_class"), ErrorContains: f.Get("error_contains"), Fingerprint: f.Get("fingerprint")}
 	for _, v := range splitComma(f.Get("status")) {
 		out.Statuses = append(out.Statuses, store.Status(v))
 	}

@@ -132,6 +132,7 @@ func New(cfg Config) (*Server, error) {
 	s.page("POST /ui/logout", s.logout)
 	s.page("GET /ui/{$}", s.overview)
 	s.page("GET /ui/records", s.records)
+	s.page("GET /ui/incidents", s.incidents)
 	s.page("GET /ui/records/{id}", s.record)
 	s.page("POST /ui/records/{id}/replay", s.replay)
 	s.page("POST /ui/records/{id}/discard", s.discard)

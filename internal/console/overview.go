@@ -52,6 +52,8 @@ type overviewPage struct {
 	Timeline          []timeBar
 	Routes            []routeRow
 	Jobs              []api.Job
+	// Incidents are the largest causes of the waiting records.
+	Incidents []incidentRow
 	// Scoped: the token sees some topics only, and not the routes.
 	Scoped bool
 }
@@ -62,13 +64,14 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session)
 	var rl api.RouteList
 	var runs api.RunList
 	var jobs api.JobList
+	var incidents api.IncidentList
 	type apiGet struct {
 		path string
 		q    url.Values
 		out  any
 	}
 	gets := []apiGet{{"/v1/stats", nil, &st}, {"/v1/stats/parked-over-time", nil, &over},
-		{"/v1/jobs", url.Values{"limit": {"50"}}, &jobs}}
+		{"/v1/jobs", url.Values{"limit": {"50"}}, &jobs}, {"/v1/incidents", url.Values{"limit": {"5"}}, &incidents}}
 	// Routes and runs span every topic, so the API shows them to unscoped tokens only.
 	if len(sess.principal.Topics) == 0 {
 		gets = append(gets, apiGet{"/v1/routes", nil, &rl}, apiGet{"/v1/runs", url.Values{"limit": {"100"}}, &runs})
@@ -112,6 +115,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session)
 	for _, rows := range [][]tally{page.ByReason, page.ByDLQTopic, page.ByOriginalTopic} {
 		slices.SortFunc(rows, func(a, b tally) int { return int(b.Parked+b.Scheduled) - int(a.Parked+a.Scheduled) })
 	}
+	page.Incidents = incidentRows(incidents.Incidents)
 	page.Chart, page.ChartHeight = chart(page.ByReason)
 	page.Timeline = timeline(over.Points)
 	for _, rc := range rl.Routes {

@@ -17,7 +17,7 @@ import (
 // filterParams are the record filters of the API; the console's URLs use the same names,
 // so a console view and an API query share their filters.
 var filterParams = []string{"status", "reason", "dlq_topic", "original_topic", "route", "error_class",
-	"error_contains", "key", "key_b64", "stored_from", "stored_to"}
+	"error_contains", "fingerprint", "key", "key_b64", "stored_from", "stored_to"}
 
 // filterQuery keeps the non-empty record filters of q.
 func filterQuery(q url.Values) url.Values {

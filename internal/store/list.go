@@ -28,6 +28,8 @@ type Filter struct {
 	// ErrorContains matches error messages containing it, ignoring case. It is checked row
 	// by row on what the other filters and the id order select.
 	ErrorContains string `json:"error_contains,omitempty"`
+	// Fingerprint selects the records of one incident (fingerprint.Of).
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // where renders the filter as SQL conditions joined by AND, with its values appended to
@@ -92,6 +94,9 @@ func (f *Filter) render(args []any, isLeased string) (string, []any) {
 	}
 	if !f.StoredTo.IsZero() {
 		add("stored_at < $%d", f.StoredTo)
+	}
+	if f.Fingerprint != "" {
+		add("fingerprint = $%d", f.Fingerprint)
 	}
 	if f.ErrorContains != "" {
 		// strpos, not LIKE: % and _ in the value are plain characters.

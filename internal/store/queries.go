@@ -91,14 +91,14 @@ var insertColumns = []string{
 	"original_topic", "original_partition", "original_offset", "original_timestamp", "record_timestamp",
 	"key", "value", "header_keys", "header_values",
 	"retry_count", "error_class", "error_message", "reason", "status", "route", "due_at",
-	"stored_at", "changed_at", "changed_by",
+	"stored_at", "changed_at", "changed_by", "message_template", "fingerprint",
 }
 
 const insertColumnList = `dlq_topic, dlq_partition, dlq_offset,
 	original_topic, original_partition, original_offset, original_timestamp, record_timestamp,
 	key, value, header_keys, header_values,
 	retry_count, error_class, error_message, reason, status, route, due_at,
-	stored_at, changed_at, changed_by`
+	stored_at, changed_at, changed_by, message_template, fingerprint`
 
 // changedByRedrive is changed_by of the rows StoreBatch writes.
 const changedByRedrive = "redrive"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dlqops/dlq/internal/fingerprint"
 	"github.com/dlqops/dlq/internal/store/dbsqlc"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -170,6 +171,8 @@ func validateNewRecord(r *NewRecord) error {
 
 // insertRow orders a new record's values as insertColumns.
 func insertRow(r *NewRecord, now time.Time) []any {
+	class, message, topic := cleanText(r.ErrorClass), cleanText(r.ErrorMessage), cleanText(r.Origin.Topic)
+	template := fingerprint.Template(message)
 	keys := make([][]byte, len(r.Headers))
 	values := make([][]byte, len(r.Headers))
 	for i, h := range r.Headers {
@@ -178,12 +181,12 @@ func insertRow(r *NewRecord, now time.Time) []any {
 	}
 	return []any{
 		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset,
-		nullIfEmpty(cleanText(r.Origin.Topic)), nullIfNegative(r.Origin.Partition), nullIfNegative(r.Origin.Offset),
+		nullIfEmpty(topic), nullIfNegative(r.Origin.Partition), nullIfNegative(r.Origin.Offset),
 		nullIfZero(r.Origin.Timestamp), r.Timestamp,
 		r.Key, r.Value, keys, values,
-		r.RetryCount, cleanText(r.ErrorClass), cleanText(r.ErrorMessage),
+		r.RetryCount, class, message,
 		string(r.Reason), string(r.Status), r.Route, nullIfZero(r.DueAt),
-		now, now, changedByRedrive,
+		now, now, changedByRedrive, template, fingerprint.Of(class, template, topic),
 	}
 }
 

@@ -61,6 +61,8 @@ type DeadLetter struct {
 	ChangedAt         time.Time
 	ChangedBy         string
 	PriorStatus       *string
+	Fingerprint       *string
+	MessageTemplate   *string
 }
 
 type Job struct {

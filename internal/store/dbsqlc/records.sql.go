@@ -346,22 +346,31 @@ func (q *Queries) OldestDue(ctx context.Context, db DBTX, arg OldestDueParams) (
 
 const ParkClaimed = `-- name: ParkClaimed :execrows
 UPDATE dead_letters SET status = 'parked', reason = $1, error_message = $2,
-		due_at = NULL, lease_owner = NULL, lease_until = NULL, changed_at = $3, changed_by = $4
-	WHERE id = ANY($5::bigint[]) AND status = 'scheduled' AND lease_owner = $4
+		message_template = $3::text,
+		fingerprint = left(encode(sha256(convert_to(error_class || chr(31) || $3 || chr(31)
+			|| coalesce(original_topic, ''), 'UTF8')), 'hex'), $4::integer),
+		due_at = NULL, lease_owner = NULL, lease_until = NULL, changed_at = $5, changed_by = $6
+	WHERE id = ANY($7::bigint[]) AND status = 'scheduled' AND lease_owner = $6
 `
 
 type ParkClaimedParams struct {
-	Reason       string
-	ErrorMessage string
-	Now          time.Time
-	Token        string
-	Ids          []int64
+	Reason               string
+	ErrorMessage         string
+	MessageTemplate      string
+	FingerprintHexDigits int32
+	Now                  time.Time
+	Token                string
+	Ids                  []int64
 }
 
+// ParkClaimed's message is the record's cause now: its template (fingerprint.Template) and
+// fingerprint (fingerprint.Of, the same bytes hashed) follow it.
 func (q *Queries) ParkClaimed(ctx context.Context, db DBTX, arg ParkClaimedParams) (int64, error) {
 	result, err := db.Exec(ctx, ParkClaimed,
 		arg.Reason,
 		arg.ErrorMessage,
+		arg.MessageTemplate,
+		arg.FingerprintHexDigits,
 		arg.Now,
 		arg.Token,
 		arg.Ids,

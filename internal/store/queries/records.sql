@@ -83,7 +83,12 @@ UPDATE dead_letters SET due_at = @due_at::timestamptz, lease_owner = NULL, lease
 	WHERE id = ANY(@ids::bigint[]) AND status = 'scheduled' AND lease_owner = @token;
 
 -- name: ParkClaimed :execrows
+-- ParkClaimed's message is the record's cause now: its template (fingerprint.Template) and
+-- fingerprint (fingerprint.Of, the same bytes hashed) follow it.
 UPDATE dead_letters SET status = 'parked', reason = @reason, error_message = @error_message,
+		message_template = @message_template::text,
+		fingerprint = left(encode(sha256(convert_to(error_class || chr(31) || @message_template || chr(31)
+			|| coalesce(original_topic, ''), 'UTF8')), 'hex'), @fingerprint_hex_digits::integer),
 		due_at = NULL, lease_owner = NULL, lease_until = NULL, changed_at = @now, changed_by = @token
 	WHERE id = ANY(@ids::bigint[]) AND status = 'scheduled' AND lease_owner = @token;
 
