@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -139,11 +140,23 @@ func parseID(s string) (int64, error) {
 func errorText(class, msg string) string {
 	switch {
 	case class == "":
-		return msg
+		return printable(msg)
 	case msg == "":
-		return class
+		return printable(class)
 	}
-	return class + ": " + msg
+	return printable(class + ": " + msg)
+}
+
+// printable replaces control characters: an error message, a topic or a header name
+// that a sender wrote can hold an escape sequence, which must not drive the operator's
+// terminal, or a line break, which must not forge a row of the table.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }
 
 func dash(s string) string {
@@ -158,7 +171,7 @@ func origin(o api.Origin) string {
 	if o.Topic == "" {
 		return "- (unknown: no original topic in the headers)"
 	}
-	out := o.Topic
+	out := printable(o.Topic)
 	if o.Partition != nil {
 		out += "/" + strconv.FormatInt(int64(*o.Partition), 10)
 		if o.Offset != nil {
@@ -211,7 +224,7 @@ func listCommand(f *clientFlags) *cobra.Command {
 			return f.print(cmd.OutOrStdout(), page, func(w *tabwriter.Writer) {
 				fmt.Fprintln(w, "ID\tSTATUS\tREASON\tORIGINAL TOPIC\tRETRIES\tERROR\tSTORED")
 				for _, r := range page.Records {
-					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Status, r.Reason, r.Original.Topic,
+					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Status, r.Reason, printable(r.Original.Topic),
 						r.RetryCount, truncate(errorText(r.ErrorClass, r.ErrorMessage), 60), ts(&r.StoredAt))
 				}
 				if page.NextCursor != "" {
@@ -266,7 +279,7 @@ func showCommand(f *clientFlags) *cobra.Command {
 				}
 				fmt.Fprintf(w, "key\t%s\nvalue\t%s\n", preview(d.Key), preview(d.Value))
 				for _, h := range d.Headers {
-					fmt.Fprintf(w, "header %s\t%s\n", h.Key, preview(h.Value))
+					fmt.Fprintf(w, "header %s\t%s\n", printable(h.Key), preview(h.Value))
 				}
 			})
 		},

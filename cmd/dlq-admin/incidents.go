@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"text/tabwriter"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -50,15 +48,4 @@ func incidentsCommand(f *clientFlags) *cobra.Command {
 	ff.add(cmd, f)
 	cmd.Flags().IntVar(&limit, "limit", 50, "incidents (at most 500)")
 	return cmd
-}
-
-// printable replaces control characters: an error message is the sender's text, and an
-// escape sequence in it must not drive the operator's terminal or break the table.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '\uFFFD'
-		}
-		return r
-	}, s)
 }

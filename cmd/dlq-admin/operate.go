@@ -212,7 +212,7 @@ func auditCommand(f *clientFlags) *cobra.Command {
 				fmt.Fprintln(w, "ID\tAT\tACTOR\tACTION\tOUTCOME\tON\tAFFECTED\tREASON")
 				for _, e := range list.Entries {
 					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, ts(&e.At), e.Actor, e.Action, e.Outcome,
-						auditTarget(e), e.Affected, truncate(e.Reason, 60))
+						auditTarget(e), e.Affected, printable(truncate(e.Reason, 60)))
 				}
 				if list.NextBefore != 0 {
 					fmt.Fprintf(w, "next page: --before %d\n", list.NextBefore)
