@@ -177,7 +177,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		seeks: e.metrics.sourceSeeks}
 	w.headroom = &headroom{every: e.headroomEvery, route: r.Name, gauge: e.metrics.sourceHeadroom, log: w.log, health: w.health,
 		sources: w.sources, series: map[partKey]bool{}}
-	w.breaker = newBreaker(r, e.instanceID, w.log, e.store.AuditLog, e.metrics)
+	w.breaker = newBreaker(r, e.instanceID, w.log, e.store, e.metrics)
 	w.claims = &claims{store: e.store, route: r, instanceID: e.instanceID, clock: e.clock, producer: w.producer, topics: w.topics,
 		health: w.health, parked: e.metrics.parked, redriven: w.redrivenCount, breaker: w.breaker}
 	w.send = newSender(produce, r.rules.Encode)
