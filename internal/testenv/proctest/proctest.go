@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +19,15 @@ import (
 
 // Build builds the binaries of pkgs (import paths) into dir.
 func Build(dir string, pkgs ...string) error {
-	out, err := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...).CombinedOutput()
+	// The binaries build in the product's own module, with its go.sum, as users build them:
+	// a test module that replaces it (deploy/) lists only what its own imports need.
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/dlqops/dlq").Output()
+	if err != nil {
+		return fmt.Errorf("locate the product's module: %w", err)
+	}
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+	cmd.Dir = strings.TrimSpace(string(root))
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go build %v: %v\n%s", pkgs, err, out)
 	}
