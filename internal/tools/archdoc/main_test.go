@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/tools/docsection"
 )
 
 // The drawing in docs/architecture.md is what go list reports today: a package added or an
@@ -23,7 +25,7 @@ func TestDrawingIsFresh(t *testing.T) {
 	require.NoError(t, err)
 	drawing, err := Drawing()
 	require.NoError(t, err)
-	want, err := Splice(page, drawing)
+	want, err := docsection.Splice("archdoc", page, drawing)
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(page), "docs/architecture.md is stale (run go generate ./internal/tools/archdoc/)")
 }

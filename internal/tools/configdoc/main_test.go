@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
+
+	"github.com/dlqops/dlq/internal/tools/docsection"
 )
 
 // root is the module's directory.
@@ -28,7 +30,7 @@ func TestReferenceIsFresh(t *testing.T) {
 	require.NoError(t, err)
 	reference, err := Reference()
 	require.NoError(t, err)
-	want, err := Splice(page, reference)
+	want, err := docsection.Splice("configdoc", page, reference)
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(page), "docs/configuration.md is stale (run go generate ./...)")
 }
