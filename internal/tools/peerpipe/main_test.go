@@ -90,7 +90,8 @@ func seed(t *testing.T, bs string) string {
 	return topic
 }
 
-// consumeAll reads topic from the start to its high watermarks and returns its records by key.
+// consumeAll reads topic from the start to its high watermarks and returns its records by key,
+// failing t when the read stops making progress.
 func consumeAll(t *testing.T, bs, topic string) map[string]*kafka.Message {
 	t.Helper()
 	hw, err := kafkatest.Watermarks(t, bs, topic)()
@@ -107,14 +108,18 @@ func consumeAll(t *testing.T, bs, topic string) map[string]*kafka.Message {
 	}
 	require.NoError(t, c.Assign(tps))
 	out := map[string]*kafka.Message{}
-	deadline := time.Now().Add(time.Minute)
+	// A stall, not a slow machine, fails the read: the deadline moves with every record,
+	// since a loaded host can take minutes for the whole topic while never stopping.
+	const stall = 2 * time.Minute
+	deadline := time.Now().Add(stall)
 	for read := int64(0); read < want; {
-		require.False(t, time.Now().After(deadline), "read %d of %d records of %s", read, want, topic)
+		require.False(t, time.Now().After(deadline), "read %d of %d records of %s, then nothing for %s", read, want, topic, stall)
 		m, err := c.ReadMessage(time.Second)
 		if err != nil {
 			continue
 		}
 		read++
+		deadline = time.Now().Add(stall)
 		require.NotContains(t, out, string(m.Key), "a duplicate")
 		out[string(m.Key)] = m
 	}
