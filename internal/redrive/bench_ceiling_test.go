@@ -24,6 +24,8 @@ import (
 //   - "franz": franzpipe, the same move as rawpipe on franz-go (pure Go, batched fetches,
 //     asynchronous produce; acks=all, idempotent, the commit after every acknowledgement),
 //     timed from its assignment to its commit;
+//   - "raw": rawpipe, as in BenchmarkWorker, so that the two clients are compared on one
+//     pipe in the same rounds (raw against franz: confluent-kafka-go against franz-go);
 //   - "perf-read": Kafka's own ConsumerPerformance reading the backlog with a fresh group,
 //     timed by the tool from its assignment to its last record (its fetch time);
 //   - "perf-write": Kafka's own ProducerPerformance writing as many 1 KiB records to a
@@ -34,7 +36,7 @@ import (
 // DLQ_BENCH_ROUNDS rounds (default 3), the order rotated every round; benchratio pairs ours
 // with each round by round. peak-MiB is each process's peak resident memory (the JVM's
 // included for the tools); cpu-us/rec, the CPU time of the whole process per record, is
-// quoted for the two Go processes only.
+// quoted for the Go processes only.
 func BenchmarkWorkerVsCeiling(b *testing.B) {
 	e := newBenchEnv(b)
 	rounds := testenv.BenchSize(b, "DLQ_BENCH_ROUNDS", 3, 1)
@@ -53,10 +55,13 @@ func BenchmarkWorkerVsCeiling(b *testing.B) {
 		"franz": func(b *testing.B) procRun {
 			return e.runFranzPipe(b, goBuild(b, dir, "internal/tools/franzpipe"), dlq, target)
 		},
+		"raw": func(b *testing.B) procRun {
+			return e.runRawPipe(b, goBuild(b, dir, "internal/tools/rawpipe"), dlq, target)
+		},
 		"perf-read":  func(b *testing.B) procRun { return e.runConsumerPerf(b, libs, dlq) },
 		"perf-write": func(b *testing.B) procRun { return e.runProducerPerf(b, libs) },
 	}
-	order := []string{"ours", "franz", "perf-read", "perf-write"}
+	order := []string{"ours", "franz", "raw", "perf-read", "perf-write"}
 	for range rounds {
 		for _, side := range order {
 			b.Run(side, func(b *testing.B) {
