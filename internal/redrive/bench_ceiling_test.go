@@ -24,6 +24,10 @@ import (
 //   - "franz": franzpipe, the same move as rawpipe on franz-go (pure Go, batched fetches,
 //     asynchronous produce; acks=all, idempotent, the commit after every acknowledgement),
 //     timed from its assignment to its commit;
+//   - "franz-hop": franzpipe doing the worker's per-record hop (decode the envelope,
+//     encode the next hop's headers, produce to the original topic and partition): the
+//     prototype of the redrive path on franz-go (internal/prototype/franzredrive), without
+//     the engine's bookkeeping;
 //   - "raw": rawpipe, as in BenchmarkWorker, so that the two clients are compared on one
 //     pipe in the same rounds (raw against franz: confluent-kafka-go against franz-go);
 //   - "perf-read": Kafka's own ConsumerPerformance reading the backlog with a fresh group,
@@ -53,6 +57,9 @@ func BenchmarkWorkerVsCeiling(b *testing.B) {
 			return e.runWorker(b, bin, dlq)
 		},
 		"franz": func(b *testing.B) procRun {
+			return e.runFranzPipe(b, goBuild(b, dir, "internal/tools/franzpipe"), dlq, target, "-to", target)
+		},
+		"franz-hop": func(b *testing.B) procRun {
 			return e.runFranzPipe(b, goBuild(b, dir, "internal/tools/franzpipe"), dlq, target)
 		},
 		"raw": func(b *testing.B) procRun {
@@ -61,7 +68,7 @@ func BenchmarkWorkerVsCeiling(b *testing.B) {
 		"perf-read":  func(b *testing.B) procRun { return e.runConsumerPerf(b, libs, dlq) },
 		"perf-write": func(b *testing.B) procRun { return e.runProducerPerf(b, libs) },
 	}
-	order := []string{"ours", "franz", "raw", "perf-read", "perf-write"}
+	order := []string{"ours", "franz", "franz-hop", "raw", "perf-read", "perf-write"}
 	for range rounds {
 		for _, side := range order {
 			b.Run(side, func(b *testing.B) {
@@ -88,13 +95,14 @@ func (r *procRuns) reportRate(b *testing.B, records int) {
 	b.ReportMetric(r.peakMiB, "peak-MiB")
 }
 
-// runFranzPipe runs franzpipe from dlq to target with a fresh group and returns the time
-// it reports, its peak RSS and its CPU time.
-func (e *benchEnv) runFranzPipe(b *testing.B, bin, dlq, target string) procRun {
+// runFranzPipe runs franzpipe over dlq with a fresh group and args (-to target: a plain
+// pipe; none: each record redriven to its original topic, target) and returns the time it
+// reports, its peak RSS and its CPU time.
+func (e *benchEnv) runFranzPipe(b *testing.B, bin, dlq, target string, args ...string) procRun {
 	b.StopTimer()
 	defer b.StartTimer()
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "-bootstrap", e.bootstrap, "-group", testenv.UniqueName("franz-"), "-from", dlq, "-to", target)
+	cmd := exec.Command(bin, append([]string{"-bootstrap", e.bootstrap, "-group", testenv.UniqueName("franz-"), "-from", dlq}, args...)...)
 	cmd.Stderr = &stderr
 	before := sum(e.highWatermarks(b, target))
 	out, err := cmd.Output()
