@@ -20,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/dlqops/dlq/internal/auth"
+	"github.com/dlqops/dlq/internal/masking"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	Registerer   prometheus.Registerer
 	// Limits bound what callers may consume; zero values take the defaults.
 	Limits Limits
+	// Masking hides configured payload fields from every answer but an audited unmask;
+	// nil masks nothing.
+	Masking *masking.Masker
 	// Clock bounds bulk selections to the records stored before the request and drives
 	// the rate limits; time.Now when nil.
 	Clock func() time.Time

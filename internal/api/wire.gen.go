@@ -519,6 +519,12 @@ type ListRecordsParams struct {
 	Limit      *int       `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// GetRecordParams defines parameters for GetRecord.
+type GetRecordParams struct {
+	// Unmask true: the masked fields in clear (audited)
+	Unmask *bool `form:"unmask,omitempty" json:"unmask,omitempty"`
+}
+
 // ReplayRecordParams defines parameters for ReplayRecord.
 type ReplayRecordParams struct {
 	// IdempotencyKey a retried request with the same key returns the same job

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"errors"
+
+	"github.com/dlqops/dlq/internal/masking"
+	"github.com/dlqops/dlq/internal/store"
+)
+
+// masked is r as a caller without unmask sees it: the configured fields of its value and
+// headers replaced by placeholders, with what each placeholder stands for in restore (nil
+// restore: the placeholders are not wanted). A nil masker masks nothing.
+func masked(m *masking.Masker, r *store.Record, restore masking.Restore) store.Record {
+	if !m.Enabled() {
+		return *r
+	}
+	if restore == nil {
+		restore = masking.Restore{}
+	}
+	out := *r
+	out.Value = m.Value(r.Value, restore)
+	hs := make([]masking.Header, len(r.Headers))
+	for i, h := range r.Headers {
+		hs[i] = masking.Header(h)
+	}
+	hs = m.Headers(hs, restore)
+	out.Headers = make([]store.Header, len(hs))
+	for i, h := range hs {
+		out.Headers[i] = store.Header(h)
+	}
+	return out
+}
+
+// unmaskParam reads getRecord's unmask: true asks for the masked fields in clear, which
+// needs the unmask permission for the record's topic and writes an audit row before the
+// answer leaves.
+func (s *Server) unmaskParam(c *call, v string, rec *store.Record) (bool, error) {
+	switch v {
+	case "", "false":
+		return false, nil
+	case "true":
+	default:
+		return false, badParam("unmask", "must be true or false")
+	}
+	if !c.principal.MayUnmask(rec.Origin.Topic) {
+		return false, probForbidden.with("reading masked fields in clear needs the unmask permission (tokens[].unmask)")
+	}
+	err := s.cfg.Store.Audit(c.r.Context(), store.AuditEntry{At: s.cfg.Clock(), Actor: c.actor.Name,
+		RequestID: c.actor.RequestID, ClientRequestID: c.actor.ClientRequestID, Action: "unmask_record",
+		RecordIDs: []int64{rec.ID}, Affected: 1, Outcome: "ok"})
+	return true, err
+}
+
+// restoreEdit puts back the clear values of the placeholders an editor kept from the
+// masked view of rec, so that an edit made without unmask sends the stored values of the
+// fields it could not see; a placeholder of no masked value of rec is refused.
+func (s *Server) restoreEdit(rec *store.Record, e *store.Edit) error {
+	if e == nil || !s.cfg.Masking.Enabled() {
+		return nil
+	}
+	restore := masking.Restore{}
+	masked(s.cfg.Masking, rec, restore)
+	fail := func(field string, err error) error {
+		var unknown *masking.UnknownPlaceholderError
+		if errors.As(err, &unknown) {
+			return badParam(field, "%s", err.Error())
+		}
+		return err
+	}
+	var err error
+	if e.ValueSet {
+		if e.Value, err = restore.Apply(e.Value); err != nil {
+			return fail("value", err)
+		}
+	}
+	for i := range e.Headers {
+		if e.Headers[i].Value, err = restore.Apply(e.Headers[i].Value); err != nil {
+			return fail("headers", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dlqops/dlq/internal/api"
+	"github.com/dlqops/dlq/internal/masking"
+	"github.com/dlqops/dlq/internal/store"
+	"github.com/dlqops/dlq/internal/store/storetest"
+)
+
+// The clear values the masking rules of setupMasked hide.
+const (
+	clearCard  = "4111111111111111"
+	clearToken = "Bearer s3cr3t-downstream"
+)
+
+// testMasker masks the card number of JSON values and the authorization header.
+func testMasker(t *testing.T) *masking.Masker {
+	t.Helper()
+	key := filepath.Join(t.TempDir(), "mask.key")
+	require.NoError(t, os.WriteFile(key, []byte(strings.Repeat("k", 32)), 0o600))
+	m, err := masking.New(masking.Config{JSONPaths: []string{"card.number"}, Headers: []string{"Authorization"}, HashKeyFile: key})
+	require.NoError(t, err)
+	return m
+}
+
+// setupMasked serves the API with testMasker and parks one such record of orders and one
+// of payments.
+func setupMasked(t *testing.T) (b *bundle, m *masking.Masker, orders, payments int64) {
+	t.Helper()
+	m = testMasker(t)
+	b = setupWith(t, storetest.New(t), func(c *api.Config) { c.Masking = m })
+	withSecrets := func(_ int, r *store.NewRecord) {
+		r.Value = []byte(`{"card": {"number": "` + clearCard + `"}, "name": "Ann"}`)
+		r.Headers = append(r.Headers, store.Header{Key: "authorization", Value: []byte(clearToken)})
+	}
+	return b, m, b.park("orders", 1, withSecrets)[0], b.park("payments", 1, withSecrets)[0]
+}
+
+// TestMaskingByRoleAndScope: every token sees the configured fields masked; only a token
+// with the unmask permission for the record's topic reads them in clear, and only by
+// asking, which writes an audit row before the answer leaves.
+func TestMaskingByRoleAndScope(t *testing.T) {
+	t.Parallel()
+	b, m, orders, payments := setupMasked(t)
+	card, token := m.Placeholder([]byte(clearCard)), m.Placeholder([]byte(clearToken))
+	maskedView := func(r response) {
+		t.Helper()
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		require.NotContains(t, string(r.body), clearCard)
+		require.NotContains(t, string(r.body), "s3cr3t")
+		var d api.RecordDetail
+		r.decode(t, &d)
+		require.Equal(t, `{"card": {"number": "`+card+`"}, "name": "Ann"}`, *d.Value.UTF8)
+		require.Equal(t, token, *d.Headers[len(d.Headers)-1].Value.UTF8)
+	}
+	clearView := func(r response) {
+		t.Helper()
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		var d api.RecordDetail
+		r.decode(t, &d)
+		require.Contains(t, *d.Value.UTF8, clearCard)
+		require.Equal(t, clearToken, *d.Headers[len(d.Headers)-1].Value.UTF8)
+	}
+	for _, tok := range []string{viewerToken, operatorToken, adminToken, scopedToken} {
+		maskedView(b.do("GET", path("/v1/records/%d", orders), tok, nil))
+		maskedView(b.do("GET", path("/v1/records/%d?unmask=false", orders), tok, nil))
+	}
+	for _, tok := range []string{viewerToken, operatorToken, adminToken} {
+		maskedView(b.do("GET", path("/v1/records/%d", payments), tok, nil))
+	}
+
+	// unmask: admins by default, within their topics; viewers and operators never.
+	for _, tok := range []string{viewerToken, operatorToken} {
+		r := b.do("GET", path("/v1/records/%d?unmask=true", orders), tok, nil)
+		require.Equal(t, http.StatusForbidden, r.status, string(r.body))
+		require.NotContains(t, string(r.body), clearCard)
+	}
+	clearView(b.do("GET", path("/v1/records/%d?unmask=true", orders), adminToken, nil))
+	clearView(b.do("GET", path("/v1/records/%d?unmask=true", orders), scopedToken, nil))
+	r := b.do("GET", path("/v1/records/%d?unmask=true", payments), scopedToken, nil)
+	require.Equal(t, http.StatusNotFound, r.status, "outside its topics the record does not exist for the token")
+	hasField(t, b.do("GET", path("/v1/records/%d?unmask=yes", orders), adminToken, nil), "unmask")
+
+	entries, err := b.store.SearchAudit(context.Background(), store.AuditFilter{Action: "unmask_record"}, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "each unmask is audited")
+	require.ElementsMatch(t, []string{"ada", "sam"}, []string{entries[0].Actor, entries[1].Actor})
+	for _, e := range entries {
+		require.Equal(t, []int64{orders}, e.RecordIDs)
+		require.Equal(t, "ok", e.Outcome)
+	}
+	refused, err := b.store.SearchAudit(context.Background(), store.AuditFilter{Actor: "vera", RecordID: orders}, 0, 10)
+	require.NoError(t, err)
+	require.NotEmpty(t, refused, "a refused unmask is audited as a refusal")
+}
+
+// TestEditOfMaskedRecord: an editor without unmask edits the masked view; the fields it
+// left as placeholders are replayed with their stored clear values, and a placeholder
+// that is not one of the record's is refused rather than sent as text.
+func TestEditOfMaskedRecord(t *testing.T) {
+	t.Parallel()
+	b, m, orders, _ := setupMasked(t)
+	card, token := m.Placeholder([]byte(clearCard)), m.Placeholder([]byte(clearToken))
+	edited := `{"card": {"number": "` + card + `"}, "name": "Anna"}`
+	hs := []api.Header{{Key: "authorization", Value: api.Bytes{UTF8: &token}}, {Key: "fixed-by", Value: api.Bytes{UTF8: ptr("otto")}}}
+	r := b.do("POST", path("/v1/records/%d/replay", orders), operatorToken, api.ReplayRequest{Value: &api.Bytes{UTF8: &edited}, Headers: &hs})
+	require.Equal(t, http.StatusAccepted, r.status, string(r.body))
+	var job api.Job
+	r.decode(t, &job)
+	stored, err := b.store.GetJob(context.Background(), job.ID)
+	require.NoError(t, err)
+	require.Equal(t, `{"card": {"number": "`+clearCard+`"}, "name": "Anna"}`, string(stored.Edit.Value), "the replay sends the stored card number")
+	require.Equal(t, clearToken, string(stored.Edit.Headers[0].Value))
+
+	foreign := `{"card": {"number": "` + m.Placeholder([]byte("5500000000000004")) + `"}}`
+	ids := b.park("shipments", 1, func(_ int, r *store.NewRecord) { r.Value = []byte(`{"card": {"number": "1"}}`) })
+	r = b.do("POST", path("/v1/records/%d/replay", ids[0]), operatorToken, api.ReplayRequest{Value: &api.Bytes{UTF8: &foreign}})
+	hasField(t, r, "value")
+	require.Contains(t, r.problem(t).Detail, "stands for none of this record's masked values")
+}
+
+func ptr[T any](v T) *T { return &v }
