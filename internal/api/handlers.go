@@ -21,6 +21,9 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if f.Masked, err = s.maskedMatch(c.r.URL.Query()); err != nil {
+		return 0, nil, err
+	}
 	f.OriginalTopics = c.principal.Topics
 	page, err := s.cfg.Store.List(c.r.Context(), f, cursor, limit)
 	if err != nil {

@@ -2,6 +2,9 @@ package api
 
 import (
 	"errors"
+	"net/url"
+	"regexp"
+	"strings"
 
 	"github.com/dlqops/dlq/internal/masking"
 	"github.com/dlqops/dlq/internal/store"
@@ -80,3 +83,40 @@ func (s *Server) restoreEdit(rec *store.Record, e *store.Edit) error {
 	}
 	return nil
 }
+
+// maskedMatch reads a listing's search by a masked field: masked_field names a JSON rule
+// without * or header:<name> of a header rule, and masked_value (the clear value, hashed
+// here) or masked_hash (as a placeholder shows it) what it must hold.
+func (s *Server) maskedMatch(q url.Values) (*store.MaskedMatch, error) {
+	field, value, hash := q.Get("masked_field"), q["masked_value"], q.Get("masked_hash")
+	m := s.cfg.Masking
+	switch {
+	case field == "" && value == nil && hash == "":
+		return nil, nil
+	case field == "":
+		return nil, badParam("masked_field", "required with masked_value or masked_hash")
+	case !m.Enabled():
+		return nil, badParam("masked_field", "no field is masked (masking in the configuration)")
+	case (value == nil) == (hash == ""):
+		return nil, badParam("masked_value", "give masked_value or masked_hash, not both")
+	}
+	out := &store.MaskedMatch{Hash: hash}
+	if value != nil {
+		out.Hash = m.Hash([]byte(value[0]))
+	} else if !validHash.MatchString(hash) {
+		return nil, badParam("masked_hash", "%d lowercase hex digits, as a placeholder [masked:<hash>] shows them", masking.HashLen)
+	}
+	if name, ok := strings.CutPrefix(field, "header:"); ok {
+		if !m.SearchHeader(name) {
+			return nil, badParam("masked_field", "%q is not a masked header (masking.headers)", name)
+		}
+		out.Header = name
+	} else if out.JSONPath, ok = m.SearchPath(field); !ok {
+		return nil, badParam("masked_field", "%q is not a JSON path of the masking settings without * (masking.json_paths), "+
+			"nor header:<name> of a masked header", field)
+	}
+	out.Inner, out.Outer = m.Pads()
+	return out, nil
+}
+
+var validHash = regexp.MustCompile(`^[0-9a-f]{16}$`)

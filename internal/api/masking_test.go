@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,3 +130,44 @@ func TestEditOfMaskedRecord(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSearchByMaskedValue: a masked field is found by exact match on its clear value or on
+// the hash its placeholder shows, within the token's topics, among values that are not
+// JSON and records without the field; what is not a masked field is refused.
+func TestSearchByMaskedValue(t *testing.T) {
+	t.Parallel()
+	b, m, orders, payments := setupMasked(t)
+	other := b.park("shipments", 3, func(i int, r *store.NewRecord) {
+		r.Value = [][]byte{[]byte(`{"card": {"number": "5500000000000004"}}`), []byte("not json " + clearCard), {0xff, 0xfe}}[i]
+	})
+	search := func(tok, query string) []int64 {
+		t.Helper()
+		r := b.do("GET", "/v1/records?"+query, tok, nil)
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		var page api.RecordPage
+		r.decode(t, &page)
+		var ids []int64
+		for _, rec := range page.Records {
+			ids = append(ids, rec.ID)
+		}
+		return ids
+	}
+	require.ElementsMatch(t, []int64{orders, payments}, search(viewerToken, "masked_field=card.number&masked_value="+clearCard))
+	require.ElementsMatch(t, []int64{orders, payments}, search(viewerToken, "masked_field=$.card.number&masked_hash="+m.Hash([]byte(clearCard))))
+	require.ElementsMatch(t, []int64{orders}, search(scopedToken, "masked_field=card.number&masked_value="+clearCard), "within the token's topics")
+	require.ElementsMatch(t, []int64{other[0]}, search(viewerToken, "masked_field=card.number&masked_value=5500000000000004"))
+	require.Empty(t, search(viewerToken, "masked_field=card.number&masked_value=4111"))
+	require.ElementsMatch(t, []int64{orders, payments}, search(operatorToken, "masked_field=header:AUTHORIZATION&masked_value="+url.QueryEscape(clearToken)))
+	require.ElementsMatch(t, []int64{orders}, search(viewerToken, "original_topic=orders&masked_field=header:authorization&masked_hash="+m.Hash([]byte(clearToken))))
+
+	for q, field := range map[string]string{
+		"masked_field=name&masked_value=Ann":                       "masked_field",
+		"masked_field=header:trace&masked_value=x":                 "masked_field",
+		"masked_value=" + clearCard:                                "masked_field",
+		"masked_field=card.number":                                 "masked_value",
+		"masked_field=card.number&masked_value=1&masked_hash=ab":   "masked_value",
+		"masked_field=card.number&masked_hash=" + clearCard + "zz": "masked_hash",
+	} {
+		hasField(t, b.do("GET", "/v1/records?"+q, viewerToken, nil), field)
+	}
+}

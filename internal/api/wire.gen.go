@@ -515,8 +515,17 @@ type ListRecordsParams struct {
 	KeyB64     *string    `form:"key_b64,omitempty" json:"key_b64,omitempty"`
 	StoredFrom *time.Time `form:"stored_from,omitempty" json:"stored_from,omitempty"`
 	StoredTo   *time.Time `form:"stored_to,omitempty" json:"stored_to,omitempty"`
-	Cursor     *string    `form:"cursor,omitempty" json:"cursor,omitempty"`
-	Limit      *int       `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// MaskedField a masked field to search by exact match: a JSON path of the masking settings without *, or header:<name> of a masked header; with masked_value or masked_hash
+	MaskedField *string `form:"masked_field,omitempty" json:"masked_field,omitempty"`
+
+	// MaskedValue the clear value the masked field holds (a JSON string member's text, a number as written, a header's value)
+	MaskedValue *string `form:"masked_value,omitempty" json:"masked_value,omitempty"`
+
+	// MaskedHash the hash a placeholder [masked:<hash>] shows: the records whose masked field holds the same value
+	MaskedHash *string `form:"masked_hash,omitempty" json:"masked_hash,omitempty"`
+	Cursor     *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Limit      *int    `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // GetRecordParams defines parameters for GetRecord.

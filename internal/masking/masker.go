@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -103,3 +104,40 @@ func (m *Masker) Headers(hs []Header, into Restore) []Header {
 func Placeholders(b []byte) []string {
 	return placeholderSyntax.FindAllString(string(b), -1)
 }
+
+// Pads are the HMAC's inner and outer padded keys: HMAC(m) = SHA-256(outer ‖ SHA-256(inner
+// ‖ m)), which lets the database compute a field's hash with its own sha256 while the key
+// itself never leaves dlq-admin.
+func (m *Masker) Pads() (inner, outer []byte) {
+	key := m.key
+	if len(key) > sha256.BlockSize {
+		sum := sha256.Sum256(key)
+		key = sum[:]
+	}
+	inner, outer = make([]byte, sha256.BlockSize), make([]byte, sha256.BlockSize)
+	copy(inner, key)
+	copy(outer, key)
+	for i := range inner {
+		inner[i] ^= 0x36
+		outer[i] ^= 0x5c
+	}
+	return inner, outer
+}
+
+// SearchPath is the path of a configured JSON rule given as text, if it is one that
+// names a single member (no *): those are the fields a search can compare.
+func (m *Masker) SearchPath(field string) ([]string, bool) {
+	want, err := parsePath(field)
+	if err != nil {
+		return nil, false
+	}
+	for _, p := range m.paths {
+		if slices.Equal(p, want) && !slices.Contains(p, "*") {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// SearchHeader reports whether name is a masked header.
+func (m *Masker) SearchHeader(name string) bool { return m.headers[strings.ToLower(name)] }

@@ -1,6 +1,8 @@
 package masking
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,4 +118,17 @@ func TestApplyRefusesForeignPlaceholders(t *testing.T) {
 	_, err = into.Apply([]byte(`{"ssn":"` + m.Placeholder([]byte("999-99-9999")) + `"}`))
 	var unknown *UnknownPlaceholderError
 	require.ErrorAs(t, err, &unknown)
+}
+
+// The padded keys compute the same hash as the HMAC, for keys shorter and longer than a
+// block.
+func TestPadsComputeTheHMAC(t *testing.T) {
+	for _, key := range []string{testKey, strings.Repeat("long key ", 20)} {
+		m, err := New(Config{Headers: []string{"x"}, HashKeyFile: keyFile(t, key)})
+		require.NoError(t, err)
+		inner, outer := m.Pads()
+		in := sha256.Sum256(append(inner, "4111"...))
+		out := sha256.Sum256(append(outer, in[:]...))
+		require.Equal(t, m.Hash([]byte("4111")), hex.EncodeToString(out[:])[:HashLen])
+	}
 }

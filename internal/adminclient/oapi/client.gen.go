@@ -1376,6 +1376,42 @@ func NewListRecordsRequest(server string, params *ListRecordsParams) (*http.Requ
 
 		}
 
+		if params.MaskedField != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "masked_field", *params.MaskedField, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaskedValue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "masked_value", *params.MaskedValue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaskedHash != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "masked_hash", *params.MaskedHash, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
