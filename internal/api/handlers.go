@@ -625,7 +625,7 @@ func (s *Server) listAudit(c *call) (int, any, error) {
 	}
 	out := AuditList{Entries: make([]AuditEntry, len(entries))}
 	for i := range entries {
-		out.Entries[i] = toAudit(&entries[i])
+		out.Entries[i] = toAudit(&entries[i], s.cfg.Masking)
 	}
 	if len(entries) == limit {
 		out.NextBefore = entries[len(entries)-1].ID

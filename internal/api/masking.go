@@ -120,3 +120,32 @@ func (s *Server) maskedMatch(q url.Values) (*store.MaskedMatch, error) {
 }
 
 var validHash = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// toAuditEdit is what a replay with edits sent, masked by m as a record's payload is.
+func toAuditEdit(e *store.Edit, m *masking.Masker) *AuditEdit {
+	if e == nil {
+		return nil
+	}
+	view := masked(m, &store.Record{NewRecord: store.NewRecord{Value: e.Value, Headers: editHeaders(e.Headers)}}, nil)
+	out := &AuditEdit{}
+	if e.ValueSet {
+		v := toBytes(view.Value)
+		out.Value = &v
+	}
+	if e.HeadersSet {
+		hs := make([]Header, len(view.Headers))
+		for i, h := range view.Headers {
+			hs[i] = Header{Key: h.Key, Value: toBytes(h.Value)}
+		}
+		out.Headers = &hs
+	}
+	return out
+}
+
+func editHeaders(hs []store.EditHeader) []store.Header {
+	out := make([]store.Header, len(hs))
+	for i, h := range hs {
+		out[i] = store.Header(h)
+	}
+	return out
+}

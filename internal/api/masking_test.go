@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"os"
@@ -171,3 +172,52 @@ func TestSearchByMaskedValue(t *testing.T) {
 		hasField(t, b.do("GET", "/v1/records?"+q, viewerToken, nil), field)
 	}
 }
+
+// TestEditInHistory: the audit row of a replay with edits carries what it sent, masked as
+// the record's payload is, to every token that sees the record's topic and to no other.
+func TestEditInHistory(t *testing.T) {
+	t.Parallel()
+	b, m, orders, payments := setupMasked(t)
+	card, token := m.Placeholder([]byte(clearCard)), m.Placeholder([]byte(clearToken))
+	for _, id := range []int64{orders, payments} {
+		edited := `{"card": {"number": "` + card + `"}, "name": "Anna"}`
+		hs := []api.Header{{Key: "authorization", Value: api.Bytes{UTF8: &token}}, {Key: "fixed-by", Value: api.Bytes{UTF8: ptr("otto")}}}
+		r := b.do("POST", path("/v1/records/%d/replay", id), operatorToken, api.ReplayRequest{Value: &api.Bytes{UTF8: &edited}, Headers: &hs})
+		require.Equal(t, http.StatusAccepted, r.status, string(r.body))
+	}
+	history := func(tok string, id int64) []api.AuditEntry {
+		t.Helper()
+		r := b.do("GET", path("/v1/audit?record_id=%d&action=create_replay_job", id), tok, nil)
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		require.NotContains(t, string(r.body), clearCard)
+		require.NotContains(t, string(r.body), "s3cr3t")
+		var l api.AuditList
+		r.decode(t, &l)
+		return l.Entries
+	}
+	for _, tok := range []string{viewerToken, operatorToken, adminToken, scopedToken} {
+		entries := history(tok, orders)
+		require.Len(t, entries, 1)
+		e := entries[0].Edit
+		require.NotNil(t, e, "the history entry carries the edit")
+		require.Equal(t, `{"card": {"number": "`+card+`"}, "name": "Anna"}`, *e.Value.UTF8)
+		require.Equal(t, []api.Header{{Key: "authorization", Value: api.Bytes{Base64: b64(token), UTF8: &token}},
+			{Key: "fixed-by", Value: api.Bytes{Base64: b64("otto"), UTF8: ptr("otto")}}}, *e.Headers)
+	}
+	require.Empty(t, history(scopedToken, payments), "outside the token's topics")
+	require.Len(t, history(viewerToken, payments), 1)
+
+	// Without masking rules the edit reads as sent.
+	plain := setup(t)
+	id := plain.park("orders", 1)[0]
+	v := `{"n":42}`
+	r := plain.do("POST", path("/v1/records/%d/replay", id), operatorToken, api.ReplayRequest{Value: &api.Bytes{UTF8: &v}})
+	require.Equal(t, http.StatusAccepted, r.status, string(r.body))
+	r = plain.do("GET", path("/v1/audit?record_id=%d", id), viewerToken, nil)
+	var l api.AuditList
+	r.decode(t, &l)
+	require.Equal(t, v, *l.Entries[0].Edit.Value.UTF8)
+	require.Nil(t, l.Entries[0].Edit.Headers, "headers not edited: the stored ones were sent")
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

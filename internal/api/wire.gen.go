@@ -9,6 +9,14 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 )
 
+// AuditEdit What a replay with edits sent in place of the record's stored value and headers, masked as record payloads are (the placeholders of fields the editor left as they were).
+type AuditEdit struct {
+	Value *Bytes `json:"value,omitempty"`
+
+	// Headers the foreign headers sent; absent: the stored ones
+	Headers *[]Header `json:"headers,omitempty"`
+}
+
 // AuditEntry defines model for AuditEntry.
 type AuditEntry struct {
 	ID        int64     `json:"id"`
@@ -30,6 +38,9 @@ type AuditEntry struct {
 	// ClientRequestID the X-Request-Id the client sent, if any
 	ClientRequestID string `json:"client_request_id,omitempty"`
 	Reason          string `json:"reason,omitempty"`
+
+	// Edit What a replay with edits sent in place of the record's stored value and headers, masked as record payloads are (the placeholders of fields the editor left as they were).
+	Edit *AuditEdit `json:"edit,omitempty"`
 }
 
 // AuditList defines model for AuditList.

@@ -153,8 +153,9 @@ func toRun(r *store.Run) Run {
 	return out
 }
 
-func toAudit(e *store.AuditEntry) AuditEntry {
+// toAudit is an audit entry with its edit masked by m.
+func toAudit(e *store.AuditEntry, m *masking.Masker) AuditEntry {
 	return AuditEntry{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, RecordIDs: e.RecordIDs,
 		Filter: toFilter(e.Filter), JobID: e.JobID, Route: e.Route, Affected: e.Affected, Outcome: e.Outcome,
-		RequestID: e.RequestID, ClientRequestID: e.ClientRequestID, Reason: e.Reason}
+		RequestID: e.RequestID, ClientRequestID: e.ClientRequestID, Reason: e.Reason, Edit: toAuditEdit(e.Edit, m)}
 }
