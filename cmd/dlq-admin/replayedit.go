@@ -2,18 +2,16 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/dlqops/dlq/internal/api"
+	"github.com/dlqops/dlq/internal/editdiff"
 )
 
 // editFlags are replay's edit flags: a new value from a file or stdin, headers set and
@@ -28,9 +26,6 @@ type editFlags struct {
 func (e *editFlags) any() bool {
 	return e.value != "" || len(e.setHeaders) > 0 || len(e.dropHeaders) > 0
 }
-
-// maxDiffLines bounds the line diff: past it, the value is shown whole before and after.
-const maxDiffLines = 2000
 
 // readValue reads --edit-value: @FILE or - for stdin.
 func (e *editFlags) readValue(stdin io.Reader) ([]byte, error) {
@@ -100,44 +95,29 @@ func confirmEdit(in io.Reader, out io.Writer, id int64) error {
 	return nil
 }
 
-// writeEditDiff writes what the edit changes: the value line by line (JSON indented
-// first, so that one changed member is one changed line) and each header added, removed
-// or changed. A sender's text is written inert (printable).
+// writeEditDiff writes what the edit changes (editdiff), a sender's text written inert
+// (printable).
 func writeEditDiff(w io.Writer, rec api.RecordDetail, req api.ReplayRequest) {
 	changed := false
 	if req.Value != nil {
-		before, after := bytesOf(rec.Value), bytesOf(*req.Value)
-		if !bytes.Equal(before, after) {
+		if lines := editdiff.Value(bytesOf(rec.Value), bytesOf(*req.Value)); lines != nil {
 			changed = true
 			fmt.Fprintln(w, "value:")
-			for _, l := range lineDiff(diffLines(before), diffLines(after)) {
-				fmt.Fprintln(w, printable(l))
+			for _, l := range lines {
+				fmt.Fprintf(w, "%s %s\n", l.Op, printable(l.Text))
 			}
 		}
 	}
 	if req.Headers != nil {
-		before := map[string][]byte{}
-		for _, h := range rec.Headers {
-			before[h.Key] = bytesOf(h.Value)
-		}
-		after := map[string]bool{}
-		for _, h := range *req.Headers {
-			after[h.Key] = true
-			old, ok := before[h.Key]
-			v := bytesOf(h.Value)
-			switch {
-			case !ok:
-				changed = true
-				fmt.Fprintf(w, "header + %s: %s\n", printable(h.Key), printable(shown(v)))
-			case !bytes.Equal(old, v):
-				changed = true
-				fmt.Fprintf(w, "header ~ %s: %s -> %s\n", printable(h.Key), printable(shown(old)), printable(shown(v)))
-			}
-		}
-		for _, h := range rec.Headers {
-			if !after[h.Key] {
-				changed = true
-				fmt.Fprintf(w, "header - %s: %s\n", printable(h.Key), printable(shown(bytesOf(h.Value))))
+		for _, c := range editdiff.Headers(diffHeaders(rec.Headers), diffHeaders(*req.Headers)) {
+			changed = true
+			switch c.Op {
+			case editdiff.Added:
+				fmt.Fprintf(w, "header + %s: %s\n", printable(c.Name), printable(c.After))
+			case editdiff.Removed:
+				fmt.Fprintf(w, "header - %s: %s\n", printable(c.Name), printable(c.Before))
+			default:
+				fmt.Fprintf(w, "header ~ %s: %s -> %s\n", printable(c.Name), printable(c.Before), printable(c.After))
 			}
 		}
 	}
@@ -146,72 +126,21 @@ func writeEditDiff(w io.Writer, rec api.RecordDetail, req api.ReplayRequest) {
 	}
 }
 
+func diffHeaders(hs []api.Header) []editdiff.Header {
+	out := make([]editdiff.Header, len(hs))
+	for i, h := range hs {
+		out[i] = editdiff.Header{Key: h.Key}
+		if !h.Value.Null {
+			out[i].Value = bytesOf(h.Value)
+		}
+	}
+	return out
+}
+
 func bytesOf(b api.Bytes) []byte {
 	if b.UTF8 != nil {
 		return []byte(*b.UTF8)
 	}
 	v, _ := base64.StdEncoding.DecodeString(b.Base64)
 	return v
-}
-
-// shown is a value as text when it is, else its base64.
-func shown(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	return "base64:" + base64.StdEncoding.EncodeToString(b)
-}
-
-// diffLines is a value as the lines its diff compares: indented JSON, text, or base64.
-func diffLines(b []byte) []string {
-	var buf bytes.Buffer
-	if json.Valid(b) && json.Indent(&buf, b, "", "  ") == nil {
-		return strings.Split(buf.String(), "\n")
-	}
-	return strings.Split(shown(b), "\n")
-}
-
-// lineDiff is a line diff of a and b ("  " kept, "- " removed, "+ " added) by their
-// longest common subsequence; past maxDiffLines, a removed whole and b added whole.
-func lineDiff(a, b []string) []string {
-	if len(a)+len(b) > maxDiffLines {
-		var out []string
-		for _, l := range a {
-			out = append(out, "- "+l)
-		}
-		for _, l := range b {
-			out = append(out, "+ "+l)
-		}
-		return out
-	}
-	// lcs[i][j] is the length of the longest common subsequence of a[i:] and b[j:].
-	lcs := make([][]int, len(a)+1)
-	for i := range lcs {
-		lcs[i] = make([]int, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var out []string
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case i < len(a) && j < len(b) && a[i] == b[j]:
-			out = append(out, "  "+a[i])
-			i, j = i+1, j+1
-		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
-			out = append(out, "+ "+b[j])
-			j++
-		default:
-			out = append(out, "- "+a[i])
-			i++
-		}
-	}
-	return out
 }
