@@ -96,7 +96,9 @@ type recordPage struct {
 	// Edit is the edit-and-replay form's starting point.
 	Edit editForm
 	// History is the record's newest audit entries; MoreHistory says there are older ones.
+	// Edits are those of them that replayed an edit, with what each changed.
 	History     []api.AuditEntry
+	Edits       []historyEdit
 	MoreHistory bool
 	// NoPayload: a replay is refused unless it gives a value (store.Record.NoPayload).
 	NoPayload bool
@@ -162,7 +164,7 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 	}
 	page := recordPage{RecordDetail: d, Key: viewPayload(d.Key), Value: viewPayload(d.Value),
 		Headers: viewHeaders(d.Headers), ReplayTopics: s.cfg.ReplayTopics, IdempotencyKey: randomToken(),
-		Edit: newEditForm(&d), History: history.Entries, MoreHistory: history.NextBefore != 0,
+		Edit: newEditForm(&d), History: history.Entries, Edits: historyEdits(&d, history.Entries), MoreHistory: history.NextBefore != 0,
 		NoPayload: d.Record.Reason == store.ReasonSourceUnavailable && d.Key.Null && d.Value.Null}
 	s.render(w, sess, http.StatusOK, "record", "Record "+strconv.FormatInt(d.Record.ID, 10), "records", page)
 }
@@ -175,6 +177,10 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, sess *session) {
 		if err := editRequest(r, &req); err != nil {
 			s.actionDone(w, r, sess, recordPath(r), &apiError{problem: api.Problem{Status: http.StatusBadRequest,
 				Title: "Invalid edit", Detail: err.Error()}}, "")
+			return
+		}
+		if r.PostFormValue("confirm") != "on" {
+			s.confirmEdit(w, r, sess, &req)
 			return
 		}
 	}
