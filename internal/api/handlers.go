@@ -21,7 +21,7 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if f.Masked, err = s.maskedMatch(c.r.URL.Query()); err != nil {
+	if f.Masked, err = s.masks.maskedMatch(c.r.URL.Query()); err != nil {
 		return 0, nil, err
 	}
 	f.OriginalTopics = c.principal.Topics
@@ -86,7 +86,7 @@ func (s *Server) getRecord(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	clear, err := s.unmaskParam(c, q.Get("unmask"), &rec)
+	clear, err := s.masks.unmaskParam(c, q.Get("unmask"), &rec)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -142,7 +142,7 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	if rec.NoPayload() && (edit == nil || !edit.ValueSet) {
 		return 0, nil, noPayloadRecord()
 	}
-	if err := s.restoreEdit(&rec, edit); err != nil {
+	if err := s.masks.restoreEdit(&rec, edit); err != nil {
 		return 0, nil, err
 	}
 	jr := store.JobRequest{

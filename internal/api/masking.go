@@ -5,10 +5,19 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/dlqops/dlq/internal/masking"
 	"github.com/dlqops/dlq/internal/store"
 )
+
+// masks is what the endpoints do with the masking settings beyond masking an answer:
+// unmask one record (audited), restore an edit's masked fields, search by a masked value.
+type masks struct {
+	m     *masking.Masker
+	audit *store.Store
+	clock func() time.Time
+}
 
 // masked is r as a caller without unmask sees it: the configured fields of its value and
 // headers replaced by placeholders, with what each placeholder stands for in restore (nil
@@ -37,7 +46,7 @@ func masked(m *masking.Masker, r *store.Record, restore masking.Restore) store.R
 // unmaskParam reads getRecord's unmask: true asks for the masked fields in clear, which
 // needs the unmask permission for the record's topic and writes an audit row before the
 // answer leaves.
-func (s *Server) unmaskParam(c *call, v string, rec *store.Record) (bool, error) {
+func (mk *masks) unmaskParam(c *call, v string, rec *store.Record) (bool, error) {
 	switch v {
 	case "", "false":
 		return false, nil
@@ -48,7 +57,7 @@ func (s *Server) unmaskParam(c *call, v string, rec *store.Record) (bool, error)
 	if !c.principal.MayUnmask(rec.Origin.Topic) {
 		return false, probForbidden.with("reading masked fields in clear needs the unmask permission (tokens[].unmask)")
 	}
-	err := s.cfg.Store.Audit(c.r.Context(), store.AuditEntry{At: s.cfg.Clock(), Actor: c.actor.Name,
+	err := mk.audit.Audit(c.r.Context(), store.AuditEntry{At: mk.clock(), Actor: c.actor.Name,
 		RequestID: c.actor.RequestID, ClientRequestID: c.actor.ClientRequestID, Action: "unmask_record",
 		RecordIDs: []int64{rec.ID}, Affected: 1, Outcome: "ok"})
 	return true, err
@@ -57,12 +66,12 @@ func (s *Server) unmaskParam(c *call, v string, rec *store.Record) (bool, error)
 // restoreEdit puts back the clear values of the placeholders an editor kept from the
 // masked view of rec, so that an edit made without unmask sends the stored values of the
 // fields it could not see; a placeholder of no masked value of rec is refused.
-func (s *Server) restoreEdit(rec *store.Record, e *store.Edit) error {
-	if e == nil || !s.cfg.Masking.Enabled() {
+func (mk *masks) restoreEdit(rec *store.Record, e *store.Edit) error {
+	if e == nil || !mk.m.Enabled() {
 		return nil
 	}
 	restore := masking.Restore{}
-	masked(s.cfg.Masking, rec, restore)
+	masked(mk.m, rec, restore)
 	fail := func(field string, err error) error {
 		var unknown *masking.UnknownPlaceholderError
 		if errors.As(err, &unknown) {
@@ -87,9 +96,9 @@ func (s *Server) restoreEdit(rec *store.Record, e *store.Edit) error {
 // maskedMatch reads a listing's search by a masked field: masked_field names a JSON rule
 // without * or header:<name> of a header rule, and masked_value (the clear value, hashed
 // here) or masked_hash (as a placeholder shows it) what it must hold.
-func (s *Server) maskedMatch(q url.Values) (*store.MaskedMatch, error) {
+func (mk *masks) maskedMatch(q url.Values) (*store.MaskedMatch, error) {
 	field, value, hash := q.Get("masked_field"), q["masked_value"], q.Get("masked_hash")
-	m := s.cfg.Masking
+	m := mk.m
 	switch {
 	case field == "" && value == nil && hash == "":
 		return nil, nil

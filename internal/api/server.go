@@ -56,6 +56,7 @@ type Server struct {
 	gate *fairGate
 	// refusals.go: the audit rows of refused requests and sign-ins.
 	*refusalAudit
+	masks *masks
 }
 
 // Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
@@ -105,6 +106,7 @@ func New(cfg Config) (*Server, error) {
 		}),
 		anonAudit: rate.NewLimiter(rate.Limit(cfg.Limits.UnauthenticatedAuditPerSecond), unauthenticatedAuditBurst),
 	}
+	s.masks = &masks{m: cfg.Masking, audit: cfg.Store, clock: cfg.Clock}
 	s.refusals = newRefusalWindows(cfg.Clock, s.writeAudit)
 	s.gate = newFairGate(cfg.Limits.MaxConcurrentTotal)
 	for _, c := range []prometheus.Collector{s.requests, s.unaudited, s.inFlight} {
