@@ -35,7 +35,7 @@ func TestMaskedRecordInConsole(t *testing.T) {
 	placeholder := m.Placeholder([]byte(card))
 	recordURL := fmt.Sprintf("%s/ui/records/%d", e.url, id)
 
-	for _, tok := range []string{viewerToken, operatorToken, adminToken, scopedToken} {
+	for tok, mayUnmask := range map[string]bool{viewerToken: false, operatorToken: false, adminToken: true, scopedToken: true} {
 		ctx := e.tab(t)
 		e.signIn(t, ctx, tok)
 		do(t, ctx, chromedp.Navigate(recordURL), chromedp.WaitVisible("#value-payload"))
@@ -43,7 +43,18 @@ func TestMaskedRecordInConsole(t *testing.T) {
 		html := eval[string](t, ctx, `document.documentElement.outerHTML`)
 		require.NotContains(t, html, card, "no clear value anywhere on the page")
 		require.NotContains(t, html, "s3cr3t")
+		require.Equal(t, mayUnmask, eval[bool](t, ctx, `document.getElementById("unmask") !== null`))
+		if !mayUnmask {
+			do(t, ctx, chromedp.Navigate(recordURL+"?unmask=true"), chromedp.WaitReady("body"))
+			require.NotContains(t, eval[string](t, ctx, `document.documentElement.outerHTML`), card, "asking is not enough")
+			continue
+		}
+		do(t, ctx, chromedp.Click("#unmask"), chromedp.WaitVisible("#value-payload"))
+		require.Contains(t, text(t, ctx, "#value-payload"), card, "in clear, on request")
 	}
+	unmasked, err := e.store.SearchAudit(context.Background(), store.AuditFilter{Action: "unmask_record", RecordID: id}, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, unmasked, 2, "each unmask in the console is audited")
 
 	ctx := e.tab(t)
 	e.signIn(t, ctx, operatorToken)

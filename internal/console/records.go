@@ -152,7 +152,11 @@ const nullHeader = "-"
 
 func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 	var d api.RecordDetail
-	if _, err := s.call(r, sess, http.MethodGet, "/v1/records/"+url.PathEscape(r.PathValue("id")), nil, nil, &d); err != nil {
+	var unmask url.Values // the masked fields in clear: the API checks the permission and audits
+	if r.URL.Query().Get("unmask") == "true" {
+		unmask = url.Values{"unmask": {"true"}}
+	}
+	if _, err := s.call(r, sess, http.MethodGet, "/v1/records/"+url.PathEscape(r.PathValue("id")), unmask, nil, &d); err != nil {
 		s.failAPI(w, r, sess, err)
 		return
 	}
