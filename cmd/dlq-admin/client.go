@@ -299,10 +299,11 @@ func preview(b api.Bytes) string {
 func replayCommand(f *clientFlags) *cobra.Command {
 	var req api.ReplayRequest
 	var key, value, valueB64 string
-	var wait bool
+	var wait, yes bool
+	var edit editFlags
 	cmd := &cobra.Command{
 		Use:   "replay ID",
-		Short: "Replay one record (dlq-worker produces it)",
+		Short: "Replay one record (dlq-worker produces it), edited if asked: the diff is shown and confirmed first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, id, err := f.clientForID(args[0])
@@ -312,10 +313,29 @@ func replayCommand(f *clientFlags) *cobra.Command {
 			switch fl := cmd.Flags(); {
 			case fl.Changed("value") && fl.Changed("value-b64"):
 				return errors.New("give --value or --value-b64, not both")
+			case edit.value != "" && (fl.Changed("value") || fl.Changed("value-b64")):
+				return errors.New("give --edit-value or --value/--value-b64, not both")
+			case edit.value == "-" && !yes:
+				return errors.New("--edit-value - reads the value from stdin, where the confirmation would be read: add --yes")
 			case fl.Changed("value"):
 				req.Value = &api.Bytes{UTF8: &value}
 			case fl.Changed("value-b64"):
 				req.Value = &api.Bytes{Base64: valueB64}
+			}
+			if edit.any() {
+				rec, err := c.GetRecord(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				if err := edit.apply(rec, &req, cmd.InOrStdin()); err != nil {
+					return err
+				}
+				writeEditDiff(cmd.ErrOrStderr(), rec, req)
+				if !yes {
+					if err := confirmEdit(cmd.InOrStdin(), cmd.ErrOrStderr(), id); err != nil {
+						return err
+					}
+				}
 			}
 			job, err := c.Replay(cmd.Context(), id, req, key)
 			if err != nil {
@@ -336,6 +356,11 @@ func replayCommand(f *clientFlags) *cobra.Command {
 	cmd.Flags().StringVar(&value, "value", "", "replay with this value (UTF-8 text) instead of the stored one: "+
 		"how a record without payload is replayed")
 	cmd.Flags().StringVar(&valueB64, "value-b64", "", "replay with this value (standard base64) instead of the stored one")
+	cmd.Flags().StringVar(&edit.value, "edit-value", "", "replay with the value of @FILE or - (stdin) instead of the stored one; "+
+		"masked fields left as their placeholders are sent as stored")
+	cmd.Flags().StringArrayVar(&edit.setHeaders, "edit-header", nil, "set header name=value (repeatable)")
+	cmd.Flags().StringArrayVar(&edit.dropHeaders, "drop-header", nil, "leave header name out (repeatable)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "replay an edit without asking to confirm its diff")
 	return cmd
 }
 

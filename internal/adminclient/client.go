@@ -80,7 +80,7 @@ func (c *Client) ListIncidents(ctx context.Context, params api.ListIncidentsPara
 
 // GetRecord returns one record with its payload.
 func (c *Client) GetRecord(ctx context.Context, id int64) (api.RecordDetail, error) {
-	return answer[api.RecordDetail](c.api.GetRecord(ctx, id))
+	return answer[api.RecordDetail](c.api.GetRecord(ctx, id, &api.GetRecordParams{}))
 }
 
 // Replay asks for a replay of one record; idempotencyKey may be empty.

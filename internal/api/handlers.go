@@ -21,6 +21,9 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if f.Masked, err = s.masks.maskedMatch(c.r.URL.Query()); err != nil {
+		return 0, nil, err
+	}
 	f.OriginalTopics = c.principal.Topics
 	page, err := s.cfg.Store.List(c.r.Context(), f, cursor, limit)
 	if err != nil {
@@ -75,14 +78,22 @@ func (s *Server) visibleRecord(c *call) (store.Record, error) {
 var errOutOfScope = fmt.Errorf("%w: outside the token's topics", store.ErrNotFound)
 
 func (s *Server) getRecord(c *call) (int, any, error) {
-	if _, err := query(c.r); err != nil {
+	q, err := query(c.r, "unmask")
+	if err != nil {
 		return 0, nil, err
 	}
 	rec, err := s.visibleRecord(c)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, toDetail(&rec), nil
+	clear, err := s.masks.unmaskParam(c, q.Get("unmask"), &rec)
+	if err != nil {
+		return 0, nil, err
+	}
+	if clear {
+		return http.StatusOK, toDetail(&rec, nil), nil
+	}
+	return http.StatusOK, toDetail(&rec, s.cfg.Masking), nil
 }
 
 // checkTarget allows a replay target: the record's original topic, or a configured replay
@@ -130,6 +141,9 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	}
 	if rec.NoPayload() && (edit == nil || !edit.ValueSet) {
 		return 0, nil, noPayloadRecord()
+	}
+	if err := s.masks.restoreEdit(&rec, edit); err != nil {
+		return 0, nil, err
 	}
 	jr := store.JobRequest{
 		JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{rec.ID}, TargetTopic: req.TargetTopic,
@@ -611,7 +625,7 @@ func (s *Server) listAudit(c *call) (int, any, error) {
 	}
 	out := AuditList{Entries: make([]AuditEntry, len(entries))}
 	for i := range entries {
-		out.Entries[i] = toAudit(&entries[i])
+		out.Entries[i] = toAudit(&entries[i], s.cfg.Masking)
 	}
 	if len(entries) == limit {
 		out.NextBefore = entries[len(entries)-1].ID

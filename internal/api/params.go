@@ -113,7 +113,8 @@ func parseTime(field, v string) (time.Time, error) {
 // listingQuery reads a record listing's query: its filter, cursor and page size.
 func listingQuery(r *http.Request) (f store.Filter, cursor string, limit int, err error) {
 	q, err := query(r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
-		"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to", "cursor", "limit")
+		"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to", "cursor", "limit",
+		"masked_field", "masked_value", "masked_hash")
 	if err != nil {
 		return f, "", 0, err
 	}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/dlqops/dlq/internal/auth"
+	"github.com/dlqops/dlq/internal/masking"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	Registerer   prometheus.Registerer
 	// Limits bound what callers may consume; zero values take the defaults.
 	Limits Limits
+	// Masking hides configured payload fields from every answer but an audited unmask;
+	// nil masks nothing.
+	Masking *masking.Masker
 	// Clock bounds bulk selections to the records stored before the request and drives
 	// the rate limits; time.Now when nil.
 	Clock func() time.Time
@@ -52,6 +56,7 @@ type Server struct {
 	gate *fairGate
 	// refusals.go: the audit rows of refused requests and sign-ins.
 	*refusalAudit
+	masks *masks
 }
 
 // Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
@@ -101,6 +106,7 @@ func New(cfg Config) (*Server, error) {
 		}),
 		anonAudit: rate.NewLimiter(rate.Limit(cfg.Limits.UnauthenticatedAuditPerSecond), unauthenticatedAuditBurst),
 	}
+	s.masks = &masks{m: cfg.Masking, audit: cfg.Store, clock: cfg.Clock}
 	s.refusals = newRefusalWindows(cfg.Clock, s.writeAudit)
 	s.gate = newFairGate(cfg.Limits.MaxConcurrentTotal)
 	for _, c := range []prometheus.Collector{s.requests, s.unaudited, s.inFlight} {

@@ -9,6 +9,14 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 )
 
+// AuditEdit What a replay with edits sent in place of the record's stored value and headers, masked as record payloads are (the placeholders of fields the editor left as they were).
+type AuditEdit struct {
+	Value *Bytes `json:"value,omitempty"`
+
+	// Headers the foreign headers sent; absent: the stored ones
+	Headers *[]Header `json:"headers,omitempty"`
+}
+
 // AuditEntry defines model for AuditEntry.
 type AuditEntry struct {
 	ID        int64     `json:"id"`
@@ -30,6 +38,9 @@ type AuditEntry struct {
 	// ClientRequestID the X-Request-Id the client sent, if any
 	ClientRequestID string `json:"client_request_id,omitempty"`
 	Reason          string `json:"reason,omitempty"`
+
+	// Edit What a replay with edits sent in place of the record's stored value and headers, masked as record payloads are (the placeholders of fields the editor left as they were).
+	Edit *AuditEdit `json:"edit,omitempty"`
 }
 
 // AuditList defines model for AuditList.
@@ -515,8 +526,23 @@ type ListRecordsParams struct {
 	KeyB64     *string    `form:"key_b64,omitempty" json:"key_b64,omitempty"`
 	StoredFrom *time.Time `form:"stored_from,omitempty" json:"stored_from,omitempty"`
 	StoredTo   *time.Time `form:"stored_to,omitempty" json:"stored_to,omitempty"`
-	Cursor     *string    `form:"cursor,omitempty" json:"cursor,omitempty"`
-	Limit      *int       `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// MaskedField a masked field to search by exact match: a JSON path of the masking settings without *, or header:<name> of a masked header; with masked_value or masked_hash
+	MaskedField *string `form:"masked_field,omitempty" json:"masked_field,omitempty"`
+
+	// MaskedValue the clear value the masked field holds (a JSON string member's text, a number as written, a header's value)
+	MaskedValue *string `form:"masked_value,omitempty" json:"masked_value,omitempty"`
+
+	// MaskedHash the hash a placeholder [masked:<hash>] shows: the records whose masked field holds the same value
+	MaskedHash *string `form:"masked_hash,omitempty" json:"masked_hash,omitempty"`
+	Cursor     *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Limit      *int    `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// GetRecordParams defines parameters for GetRecord.
+type GetRecordParams struct {
+	// Unmask true: the masked fields in clear (audited)
+	Unmask *bool `form:"unmask,omitempty" json:"unmask,omitempty"`
 }
 
 // ReplayRecordParams defines parameters for ReplayRecord.

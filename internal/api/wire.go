@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/masking"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -65,7 +66,11 @@ func toRecord(r *store.Record) Record {
 	return out
 }
 
-func toDetail(r *store.Record) RecordDetail {
+// toDetail is a record's representation with its payload, masked by m (nil: in clear).
+// Every answer that carries a payload is built here, so none leaves unmasked by mistake.
+func toDetail(rec *store.Record, m *masking.Masker) RecordDetail {
+	view := masked(m, rec, nil)
+	r := &view
 	hs := make([]headers.Header, len(r.Headers))
 	out := RecordDetail{Record: toRecord(r), Key: toBytes(r.Key), Value: toBytes(r.Value), Headers: make([]Header, len(r.Headers))}
 	for i, h := range r.Headers {
@@ -148,8 +153,9 @@ func toRun(r *store.Run) Run {
 	return out
 }
 
-func toAudit(e *store.AuditEntry) AuditEntry {
+// toAudit is an audit entry with its edit masked by m.
+func toAudit(e *store.AuditEntry, m *masking.Masker) AuditEntry {
 	return AuditEntry{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, RecordIDs: e.RecordIDs,
 		Filter: toFilter(e.Filter), JobID: e.JobID, Route: e.Route, Affected: e.Affected, Outcome: e.Outcome,
-		RequestID: e.RequestID, ClientRequestID: e.ClientRequestID, Reason: e.Reason}
+		RequestID: e.RequestID, ClientRequestID: e.ClientRequestID, Reason: e.Reason, Edit: toAuditEdit(e.Edit, m)}
 }

@@ -48,6 +48,18 @@ type Token struct {
 	Role Role `yaml:"role"`
 	// Topics, when not empty, are the only original topics whose records the token sees.
 	Topics []string `yaml:"topics"`
+	// Unmask lets the token read a record's masked fields in clear, one audited request at
+	// a time, for the records its topics let it see. Unset: admin tokens may, viewer and
+	// operator tokens may not.
+	Unmask *bool `yaml:"unmask"`
+}
+
+// MayUnmask is the token's unmask permission: as configured, else granted to admins.
+func (t Token) MayUnmask() bool {
+	if t.Unmask != nil {
+		return *t.Unmask
+	}
+	return t.Role == Admin
 }
 
 // Principal is an authenticated caller.
@@ -55,7 +67,13 @@ type Principal struct {
 	Name   string
 	Role   Role
 	Topics []string
+	// Unmask: the token may read masked fields in clear (Token.Unmask).
+	Unmask bool
 }
+
+// MayUnmask reports whether the principal may read in clear the masked fields of a record
+// of original topic.
+func (p Principal) MayUnmask(topic string) bool { return p.Unmask && p.Sees(topic) }
 
 // Sees reports whether the principal may see records of original topic.
 func (p Principal) Sees(topic string) bool {
@@ -168,7 +186,7 @@ func (a *Authenticator) Authenticate(header string) (Principal, error) {
 		return Principal{}, ErrUnauthenticated
 	}
 	t := a.tokens[found]
-	return Principal{Name: t.Name, Role: t.Role, Topics: t.Topics}, nil
+	return Principal{Name: t.Name, Role: t.Role, Topics: t.Topics, Unmask: t.MayUnmask()}, nil
 }
 
 // Hash is the configuration form of a token.

@@ -110,3 +110,27 @@ func TestAbuseLowEntropyTokens(t *testing.T) {
 	}
 	require.NoError(t, CheckStrength("d93481c4be1f32b271b55861d31675f491dffef565128d3cafc03a38d4c380c7"), "openssl rand -hex 32")
 }
+
+// Unmask is granted to admins unless configured otherwise, and never reaches past the
+// token's topics.
+func TestUnmaskPermission(t *testing.T) {
+	t.Parallel()
+	yes, no := true, false
+	a, err := New([]Token{
+		{Name: "admin", SHA256: Hash("adm-WftEZ0uYFAsVHTTJjc775JZM2SgInAi2"), Role: Admin},
+		{Name: "admin-masked", SHA256: Hash("adm-NdU49iNyicuCQ1HwsT6IFjS25pVYnzbm"), Role: Admin, Unmask: &no},
+		{Name: "op", SHA256: Hash("op-Kq7s0b1WZ8yPpV3mTn4xRfLhGcUe2JdA"), Role: Operator},
+		{Name: "viewer-orders", SHA256: Hash("view-Z2pXr8Lq0VnTb5MwYc7KsJ1HdGfE4uAo"), Role: Viewer, Topics: []string{"orders"}, Unmask: &yes},
+	})
+	require.NoError(t, err)
+	for tok, want := range map[string][2]bool{ // [orders, payments]
+		"adm-WftEZ0uYFAsVHTTJjc775JZM2SgInAi2":  {true, true},
+		"adm-NdU49iNyicuCQ1HwsT6IFjS25pVYnzbm":  {false, false},
+		"op-Kq7s0b1WZ8yPpV3mTn4xRfLhGcUe2JdA":   {false, false},
+		"view-Z2pXr8Lq0VnTb5MwYc7KsJ1HdGfE4uAo": {true, false},
+	} {
+		p, err := a.Authenticate("Bearer " + tok)
+		require.NoError(t, err)
+		require.Equal(t, want, [2]bool{p.MayUnmask("orders"), p.MayUnmask("payments")}, p.Name)
+	}
+}

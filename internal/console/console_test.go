@@ -250,7 +250,15 @@ func TestConsole(t *testing.T) {
 		do(t, ctx, chromedp.Clear("#edit-value"), chromedp.SendKeys("#edit-value", fixed),
 			chromedp.SetValue("#edit-headers", headers+"\nfixed-by: console"))
 		e.shot(t, ctx, "record-edit")
-		do(t, ctx, chromedp.Click("#edit-replay"), chromedp.WaitVisible("#job-status"))
+		do(t, ctx, chromedp.Click("#edit-replay"), chromedp.WaitVisible("#confirm-replay"))
+		diff := text(t, ctx, ".value-diff")
+		require.Contains(t, diff, `-   "amount": "12,50"`, "the confirmation shows the diff before anything is sent")
+		require.Contains(t, diff, `+   "amount": 12.5`)
+		require.Contains(t, text(t, ctx, ".header-diff"), "fixed-by")
+		require.Zero(t, e.count(store.Filter{Statuses: []store.Status{store.StatusReplaying, store.StatusReplayed}, ErrorClass: "EditOne"}),
+			"nothing is replayed before the confirmation")
+		e.shot(t, ctx, "record-edit-confirm")
+		do(t, ctx, chromedp.Click("#confirm-replay"), chromedp.WaitVisible("#job-status"))
 		waitJobPage(t, ctx, "succeeded")
 
 		got := e.consume(t, e.orders, 1, func(m *kafka.Message) bool { return string(m.Value) == fixed })[0]
@@ -292,7 +300,9 @@ func TestConsole(t *testing.T) {
 		do(t, ctx, chromedp.SetValue("#edit-value", b64(fixed)),
 			chromedp.SetValue("#edit-headers", headers+"\n"+b64([]byte("sig"))+" "+b64([]byte{0xca, 0xfe, 0x00})+"\n"+b64([]byte("tomb"))+" -"))
 		e.shot(t, ctx, "record-edit-binary")
-		do(t, ctx, chromedp.Click("#edit-replay"), chromedp.WaitVisible("#job-status"))
+		do(t, ctx, chromedp.Click("#edit-replay"), chromedp.WaitVisible("#confirm-replay"))
+		require.Contains(t, text(t, ctx, ".value-diff"), "+ base64:"+b64(fixed))
+		do(t, ctx, chromedp.Click("#confirm-replay"), chromedp.WaitVisible("#job-status"))
 		waitJobPage(t, ctx, "succeeded")
 
 		got := e.consume(t, e.orders, 1, func(m *kafka.Message) bool { return bytes.Equal(m.Value, fixed) })[0]

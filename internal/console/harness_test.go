@@ -60,7 +60,8 @@ type env struct {
 	parkedOffset *atomic.Int64 // the DLQ offsets park gives, one sequence for every subtest
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv builds the environment; configure adjusts the API's configuration.
+func newEnv(t *testing.T, configure ...func(*api.Config)) *env {
 	t.Helper()
 	testenv.Integration(t)
 	chromium, err := exec.LookPath("chromium")
@@ -81,8 +82,12 @@ func newEnv(t *testing.T) *env {
 		{Name: "sam", SHA256: auth.Hash(scopedToken), Role: auth.Admin, Topics: []string{e.orders}},
 	})
 	require.NoError(t, err)
-	apiSrv, err := api.New(api.Config{Store: st, Auth: a, ReplayTopics: []string{e.replay}, MaxBodyBytes: 1 << 20,
-		Log: zerolog.Nop(), Registerer: prometheus.NewRegistry()})
+	cfg := api.Config{Store: st, Auth: a, ReplayTopics: []string{e.replay}, MaxBodyBytes: 1 << 20,
+		Log: zerolog.Nop(), Registerer: prometheus.NewRegistry()}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	apiSrv, err := api.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(apiSrv.Close) // before the store closes: the folded refusals' rows
 	ui, err := console.New(console.Config{API: apiSrv, Auth: a, Audit: apiSrv, Spec: specfile.OpenAPI,

@@ -96,7 +96,9 @@ type recordPage struct {
 	// Edit is the edit-and-replay form's starting point.
 	Edit editForm
 	// History is the record's newest audit entries; MoreHistory says there are older ones.
+	// Edits are those of them that replayed an edit, with what each changed.
 	History     []api.AuditEntry
+	Edits       []historyEdit
 	MoreHistory bool
 	// NoPayload: a replay is refused unless it gives a value (store.Record.NoPayload).
 	NoPayload bool
@@ -150,7 +152,11 @@ const nullHeader = "-"
 
 func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 	var d api.RecordDetail
-	if _, err := s.call(r, sess, http.MethodGet, "/v1/records/"+url.PathEscape(r.PathValue("id")), nil, nil, &d); err != nil {
+	var unmask url.Values // the masked fields in clear: the API checks the permission and audits
+	if r.URL.Query().Get("unmask") == "true" {
+		unmask = url.Values{"unmask": {"true"}}
+	}
+	if _, err := s.call(r, sess, http.MethodGet, "/v1/records/"+url.PathEscape(r.PathValue("id")), unmask, nil, &d); err != nil {
 		s.failAPI(w, r, sess, err)
 		return
 	}
@@ -162,7 +168,7 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 	}
 	page := recordPage{RecordDetail: d, Key: viewPayload(d.Key), Value: viewPayload(d.Value),
 		Headers: viewHeaders(d.Headers), ReplayTopics: s.cfg.ReplayTopics, IdempotencyKey: randomToken(),
-		Edit: newEditForm(&d), History: history.Entries, MoreHistory: history.NextBefore != 0,
+		Edit: newEditForm(&d), History: history.Entries, Edits: historyEdits(&d, history.Entries), MoreHistory: history.NextBefore != 0,
 		NoPayload: d.Record.Reason == store.ReasonSourceUnavailable && d.Key.Null && d.Value.Null}
 	s.render(w, sess, http.StatusOK, "record", "Record "+strconv.FormatInt(d.Record.ID, 10), "records", page)
 }
@@ -175,6 +181,10 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, sess *session) {
 		if err := editRequest(r, &req); err != nil {
 			s.actionDone(w, r, sess, recordPath(r), &apiError{problem: api.Problem{Status: http.StatusBadRequest,
 				Title: "Invalid edit", Detail: err.Error()}}, "")
+			return
+		}
+		if r.PostFormValue("confirm") != "on" {
+			s.confirmEdit(w, r, sess, &req)
 			return
 		}
 	}

@@ -80,10 +80,10 @@ func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}
 	for _, n := range names {
 		base := path.Base(n)
-		if base == "layout.html" {
-			continue
+		if base == "layout.html" || strings.HasPrefix(base, "_") {
+			continue // parsed with every page: the layout, and the parts (_*.html) pages share
 		}
-		t, err := template.New(base).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		t, err := template.New(base).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html", n)
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", base, err)
 		}

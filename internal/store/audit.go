@@ -34,6 +34,8 @@ type AuditEntry struct {
 	ClientRequestID string
 	// Reason is what the operator gave, e.g. for a discard.
 	Reason string
+	// Edit is what a replay with edits sent instead of the stored value and headers.
+	Edit *Edit
 }
 
 // Audit writes one audit row on its own: the refusal of a request that the admin API
@@ -64,7 +66,11 @@ func writeAudit(ctx context.Context, tx pgx.Tx, e AuditEntry) error {
 	if err != nil {
 		return err
 	}
-	row := dbsqlc.InsertAuditParams{At: e.At, Actor: e.Actor, Action: e.Action, RecordIds: storedIDs(e.RecordIDs), Filter: filter,
+	edit, err := marshalNullable(e.Edit)
+	if err != nil {
+		return err
+	}
+	row := dbsqlc.InsertAuditParams{Edit: edit, At: e.At, Actor: e.Actor, Action: e.Action, RecordIds: storedIDs(e.RecordIDs), Filter: filter,
 		Affected: e.Affected, Outcome: e.Outcome, RequestID: e.RequestID, Reason: cleanText(e.Reason),
 		ClientRequestID: cleanText(e.ClientRequestID), RecordRanges: idRanges(e.RecordIDs), OfRecords: ofRecords}
 	if e.JobID != 0 {
@@ -193,7 +199,7 @@ func (s *AuditLog) SearchAudit(ctx context.Context, f AuditFilter, beforeID int6
 		var jobID *int64
 		var route *string
 		err := row.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.RecordIDs, &e.Filter, &jobID, &route,
-			&e.Affected, &e.Outcome, &e.RequestID, &e.Reason, &e.ClientRequestID)
+			&e.Affected, &e.Outcome, &e.RequestID, &e.Reason, &e.ClientRequestID, &e.Edit)
 		e.JobID, e.Route = deref(jobID), deref(route)
 		utc(&e.At)
 		return e, err

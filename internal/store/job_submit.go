@@ -117,7 +117,7 @@ func (s *Jobs) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job 
 		}
 		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
 			Action: "create_" + string(req.Kind) + "_job", RecordIDs: req.RecordIDs, Filter: req.Filter,
-			JobID: job.ID, Affected: req.ConfirmedCount, Outcome: "ok", Reason: req.Reason})
+			JobID: job.ID, Affected: req.ConfirmedCount, Outcome: "ok", Reason: req.Reason, Edit: req.Edit})
 	})
 	if err != nil {
 		return Job{}, false, err

@@ -30,6 +30,8 @@ type Filter struct {
 	ErrorContains string `json:"error_contains,omitempty"`
 	// Fingerprint selects the records of one incident (fingerprint.Of).
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Masked selects by the keyed hash of a masked field; listings only.
+	Masked *MaskedMatch `json:"-"`
 }
 
 // where renders the filter as SQL conditions joined by AND, with its values appended to
@@ -101,6 +103,11 @@ func (f *Filter) render(args []any, isLeased string) (string, []any) {
 	if f.ErrorContains != "" {
 		// strpos, not LIKE: % and _ in the value are plain characters.
 		add("strpos(lower(error_message), lower($%d)) > 0", cleanText(f.ErrorContains))
+	}
+	if f.Masked != nil {
+		var cond string
+		cond, args = f.Masked.where(args)
+		conds = append(conds, cond)
 	}
 	if len(conds) == 0 {
 		return "true", args

@@ -131,5 +131,5 @@ const sqlListAudit = `SELECT id, at, actor, action,
 			THEN ARRAY(SELECT g FROM unnest(record_ranges) r, generate_series(lower(r), upper(r) - 1) g ORDER BY g)
 			ELSE record_ids END,
 		filter, job_id, route, affected, outcome,
-		request_id, reason, client_request_id
+		request_id, reason, client_request_id, edit
 	FROM audit_log WHERE id < $1 AND %s ORDER BY id DESC LIMIT $2`

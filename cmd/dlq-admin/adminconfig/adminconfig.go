@@ -13,6 +13,7 @@ import (
 	"github.com/dlqops/dlq/internal/config"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/logging"
+	"github.com/dlqops/dlq/internal/masking"
 	"github.com/dlqops/dlq/internal/ops"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -36,6 +37,9 @@ type Config struct {
 	// https there makes the console's cookies Secure and __Host- prefixed and adds HSTS
 	// behind a TLS-terminating proxy. Optional.
 	PublicURL string `yaml:"public_url"`
+	// Masking hides configured payload fields from callers without the unmask
+	// permission.
+	Masking masking.Config `yaml:"masking"`
 	// AllowDevTokens accepts the well-known development tokens of the example
 	// configuration; `make dev` sets it, nothing else should.
 	AllowDevTokens bool `yaml:"allow_dev_tokens"`
@@ -76,6 +80,9 @@ func (a *Config) Validate() error {
 	if len(a.Tokens) == 0 {
 		errs = append(errs, errors.New("tokens: at least one is required (generate one with `dlq-admin token new`)"))
 	} else if _, err := auth.New(a.Tokens, auth.AllowDevTokens(a.AllowDevTokens)); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := masking.New(a.Masking); err != nil {
 		errs = append(errs, err)
 	}
 	for i, t := range a.ReplayTopics {

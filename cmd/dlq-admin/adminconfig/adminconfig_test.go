@@ -41,6 +41,9 @@ func TestAdminRejects(t *testing.T) {
 		"cert without key":        {tok + "http: {listen: '10.1.2.3:8080', tls_cert_file: /x.crt}\n", "http.tls_cert_file, http.tls_key_file"},
 		"zero timeout":            {tok + "http: {read_timeout: -1s}\n", "http.read_timeout"},
 		"no connections":          {tok + "http: {max_conns: -1}\n", "http.max_conns"},
+		"hostile json path":       {tok + "masking: {json_paths: ['$..[?(@.x)]'], hash_key_file: /dev/null}\n", "masking.json_paths[0]"},
+		"regexp matching nothing": {tok + "masking: {patterns: ['x*']}\n", "masking.patterns[0]"},
+		"rules without a key":     {tok + "masking: {headers: [authorization]}\n", "masking.hash_key_file"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var a Config

@@ -155,8 +155,10 @@ type ClientInterface interface {
 
 	// GetRecord One record with its key, value and headers
 	//
+	// The fields that dlq-admin's masking settings name (JSON members, header values, text matches) read as placeholders "[masked:<hmac>]" unless unmask=true, which needs the unmask permission for the record's topic and writes an unmask_record audit row.
+	//
 	// Corresponds with GET /v1/records/{id} (the `GetRecord` operationId).
-	GetRecord(ctx context.Context, id RecordID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetRecord(ctx context.Context, id RecordID, params *GetRecordParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DiscardRecordWithBody Discard one parked or scheduled record
 	//
@@ -393,9 +395,11 @@ func (c *Client) ListRecords(ctx context.Context, params *ListRecordsParams, req
 
 // GetRecord One record with its key, value and headers
 //
+// The fields that dlq-admin's masking settings name (JSON members, header values, text matches) read as placeholders "[masked:<hmac>]" unless unmask=true, which needs the unmask permission for the record's topic and writes an unmask_record audit row.
+//
 // Corresponds with GET /v1/records/{id} (the `GetRecord` operationId).
-func (c *Client) GetRecord(ctx context.Context, id RecordID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetRecordRequest(c.Server, id)
+func (c *Client) GetRecord(ctx context.Context, id RecordID, params *GetRecordParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRecordRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1372,6 +1376,42 @@ func NewListRecordsRequest(server string, params *ListRecordsParams) (*http.Requ
 
 		}
 
+		if params.MaskedField != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "masked_field", *params.MaskedField, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaskedValue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "masked_value", *params.MaskedValue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaskedHash != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "masked_hash", *params.MaskedHash, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -1411,7 +1451,7 @@ func NewListRecordsRequest(server string, params *ListRecordsParams) (*http.Requ
 }
 
 // NewGetRecordRequest constructs an http.Request for the GetRecord method
-func NewGetRecordRequest(server string, id RecordID) (*http.Request, error) {
+func NewGetRecordRequest(server string, id RecordID, params *GetRecordParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1434,6 +1474,33 @@ func NewGetRecordRequest(server string, id RecordID) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Unmask != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "unmask", *params.Unmask, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)

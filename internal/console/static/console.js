@@ -29,3 +29,72 @@
   }
   window.setTimeout(tick, 1000);
 })();
+
+// The edit-and-replay form's value: says beside the field whether text that looks like
+// JSON parses, and offers a Format button that indents valid JSON. Formatting rewrites
+// only the whitespace between tokens, never a number or a string: JSON.parse would round
+// an integer past 2^53, and a replay must send the digits the operator sees.
+(function () {
+  "use strict";
+  var field = document.getElementById("edit-value");
+  var check = document.getElementById("edit-value-check");
+  var encoding = document.getElementById("edit-value-encoding");
+  if (!field || !check) { return; }
+  var button = document.createElement("button");
+  button.type = "button";
+  button.id = "edit-value-format";
+  button.textContent = "Format JSON";
+  check.parentNode.insertBefore(button, check);
+
+  function pad(n) { return new Array(n + 1).join("  "); }
+  function format(text) {
+    var out = "", depth = 0, inString = false, escaped = false;
+    for (var i = 0; i < text.length; i++) {
+      var c = text.charAt(i);
+      if (inString) {
+        out += c;
+        if (escaped) { escaped = false; } else if (c === "\\") { escaped = true; } else if (c === "\"") { inString = false; }
+        continue;
+      }
+      if (c === " " || c === "\t" || c === "\n" || c === "\r") { continue; }
+      if (c === "\"") { inString = true; out += c; continue; }
+      if (c === "{" || c === "[") {
+        var j = i + 1;
+        while (j < text.length && " \t\n\r".indexOf(text.charAt(j)) >= 0) { j++; }
+        if (text.charAt(j) === (c === "{" ? "}" : "]")) { out += c + text.charAt(j); i = j; continue; }
+        depth++;
+        out += c + "\n" + pad(depth);
+        continue;
+      }
+      if (c === "}" || c === "]") { depth--; out += "\n" + pad(depth) + c; continue; }
+      if (c === ",") { out += ",\n" + pad(depth); continue; }
+      if (c === ":") { out += ": "; continue; }
+      out += c;
+    }
+    return out;
+  }
+  function validate() {
+    var asText = !encoding || encoding.value === "text";
+    var v = field.value.trim();
+    button.disabled = true;
+    check.className = "field-check";
+    if (!asText || v === "") { check.textContent = ""; return; }
+    if (v.charAt(0) !== "{" && v.charAt(0) !== "[") { check.textContent = "Text, not JSON."; return; }
+    try {
+      JSON.parse(v);
+      check.textContent = "Valid JSON.";
+      check.className = "field-check ok";
+      button.disabled = false;
+    } catch (e) {
+      check.textContent = "Not valid JSON: " + e.message;
+      check.className = "field-check invalid";
+    }
+  }
+  button.addEventListener("click", function () {
+    field.value = format(field.value.trim());
+    validate();
+  });
+  field.addEventListener("input", validate);
+  if (encoding) { encoding.addEventListener("change", validate); }
+  validate();
+})();

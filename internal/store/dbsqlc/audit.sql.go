@@ -15,12 +15,12 @@ import (
 
 const InsertAudit = `-- name: InsertAudit :exec
 INSERT INTO audit_log (at, actor, action, record_ids, filter, job_id, route,
-		affected, outcome, request_id, reason, client_request_id, record_ranges, topics)
+		affected, outcome, request_id, reason, client_request_id, record_ranges, edit, topics)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-		$12, $13, CASE
+		$12, $13, $14, CASE
 		WHEN $6::bigint IS NOT NULL THEN (SELECT topics FROM jobs WHERE id = $6)
-		WHEN cardinality($14::bigint[]) > 0 THEN (SELECT array_agg(DISTINCT coalesce(original_topic, ''))
-			FROM dead_letters WHERE id = ANY($14))
+		WHEN cardinality($15::bigint[]) > 0 THEN (SELECT array_agg(DISTINCT coalesce(original_topic, ''))
+			FROM dead_letters WHERE id = ANY($15))
 		END)
 `
 
@@ -38,6 +38,7 @@ type InsertAuditParams struct {
 	Reason          string
 	ClientRequestID string
 	RecordRanges    pgtype.Multirange[pgtype.Range[pgtype.Int8]]
+	Edit            json.RawMessage
 	OfRecords       []int64
 }
 
@@ -59,6 +60,7 @@ func (q *Queries) InsertAudit(ctx context.Context, db DBTX, arg InsertAuditParam
 		arg.Reason,
 		arg.ClientRequestID,
 		arg.RecordRanges,
+		arg.Edit,
 		arg.OfRecords,
 	)
 	return err

@@ -27,6 +27,7 @@ type AuditLog struct {
 	Topics          []string
 	ClientRequestID string
 	RecordRanges    pgtype.Multirange[pgtype.Range[pgtype.Int8]]
+	Edit            json.RawMessage
 }
 
 type DeadLetter struct {
