@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,12 @@ type breakerAudit interface {
 	Audit(ctx context.Context, e store.AuditEntry) error
 }
 
+// breakerControl is an operator's override as the controls goroutine read it.
+type breakerControl struct {
+	override store.BreakerOverride
+	by       string
+}
+
 type breaker struct {
 	cfg        routes.Breaker
 	route      string
@@ -75,12 +82,20 @@ type breaker struct {
 	back      int
 	left      int
 	lastAcked time.Time
+
+	// wanted is the operator's override, stored by the controls goroutine; forced is the
+	// override the loop applied (breaker_override.go). report is the state for operators,
+	// published to PostgreSQL by the controls goroutine.
+	wanted atomic.Pointer[breakerControl]
+	forced store.BreakerOverride
+	report atomic.Pointer[store.BreakerReport]
 }
 
 func newBreaker(r route, instanceID string, log zerolog.Logger, audit breakerAudit, m *metrics) *breaker {
 	b := &breaker{cfg: r.Breaker, route: r.Name, instanceID: instanceID, log: log, audit: audit,
 		gauge: m.breakerState.WithLabelValues(r.Name), transits: m.breakerTransitions, held: m.breakerHeld.WithLabelValues(r.Name)}
 	b.gauge.Set(float64(breakerClosed))
+	b.report.Store(&store.BreakerReport{State: breakerClosed.String(), Since: time.Now().UTC(), ReportedBy: instanceID})
 	return b
 }
 
@@ -92,7 +107,8 @@ func (b *breaker) startRun(now time.Time) {
 }
 
 func (b *breaker) tick(now time.Time) {
-	if b.state == breakerOpen && !now.Before(b.until) {
+	b.follow(now)
+	if b.forced == store.BreakerAuto && b.state == breakerOpen && !now.Before(b.until) {
 		b.probes, b.pending, b.back, b.left, b.lastAcked = map[headers.Coordinates]bool{}, map[headers.Coordinates]bool{}, 0, b.cfg.Probes, time.Time{}
 		b.transit(now, breakerHalfOpen, "open_for elapsed: probing")
 	}
@@ -101,10 +117,13 @@ func (b *breaker) tick(now time.Time) {
 // allow reports whether the record read at from may be redriven now; when half-open it
 // takes one of the probes.
 func (b *breaker) allow(from headers.Coordinates, now time.Time) bool {
+	b.tick(now)
+	if b.forced != store.BreakerAuto {
+		return b.forced == store.BreakerForceClosed
+	}
 	if b.cfg.Disabled {
 		return true
 	}
-	b.tick(now)
 	switch b.state {
 	case breakerClosed:
 		return true
@@ -120,10 +139,13 @@ func (b *breaker) allow(from headers.Coordinates, now time.Time) bool {
 
 // probesLeft is how many scheduled records the due phase may claim: all while closed.
 func (b *breaker) probesLeft(now time.Time) int {
-	if b.cfg.Disabled {
+	b.tick(now)
+	switch {
+	case b.forced == store.BreakerForceOpen:
+		return 0
+	case b.forced == store.BreakerForceClosed, b.cfg.Disabled:
 		return math.MaxInt
 	}
-	b.tick(now)
 	switch b.state {
 	case breakerClosed:
 		return math.MaxInt
@@ -166,6 +188,9 @@ func (b *breaker) returned(prev headers.Coordinates, now time.Time) {
 		return
 	}
 	b.second(now).returned++
+	if b.forced != store.BreakerAuto {
+		return // an operator decides; the window still counts, for the report
+	}
 	switch b.state {
 	case breakerClosed:
 		redriven, returned := b.counts(now)
@@ -196,7 +221,7 @@ func (b *breaker) probeThreshold() int {
 // endDLQPhase closes a half-open breaker whose probes did not come back by the end of a
 // run's DLQ phase that started after they were all acknowledged.
 func (b *breaker) endDLQPhase(now time.Time) {
-	if b.state != breakerHalfOpen || len(b.probes) == 0 || len(b.pending) > 0 || !b.runStart.After(b.lastAcked) {
+	if b.forced != store.BreakerAuto || b.state != breakerHalfOpen || len(b.probes) == 0 || len(b.pending) > 0 || !b.runStart.After(b.lastAcked) {
 		return
 	}
 	sent, back := len(b.probes), b.back
@@ -216,20 +241,7 @@ func (b *breaker) open(now time.Time, why string, figures func(*zerolog.Event) *
 // transit moves the breaker to s and says so: the gauge, a counter, a log line with the
 // figures and, for an open or a close, an audit row.
 func (b *breaker) transit(now time.Time, s breakerState, why string, figures ...func(*zerolog.Event) *zerolog.Event) {
-	from := b.state
-	b.state = s
-	b.gauge.Set(float64(s))
-	b.transits.WithLabelValues(b.route, s.String()).Inc()
-	ev := b.log.Warn()
-	if s == breakerClosed {
-		ev = b.log.Info()
-	}
-	ev = ev.Str("from", from.String()).Str("state", s.String()).Str("why", why).Float64("ratio", b.cfg.Ratio).
-		Dur("window_ms", b.cfg.Window).Dur("open_for_ms", b.cfg.OpenFor)
-	for _, f := range figures {
-		ev = f(ev)
-	}
-	ev.Msg("route breaker " + s.String())
+	b.move(now, s, why, figures...)
 	if s == breakerHalfOpen {
 		return
 	}
@@ -239,6 +251,28 @@ func (b *breaker) transit(now time.Time, s breakerState, why string, figures ...
 		Route: b.route, Outcome: "ok", Reason: why}); err != nil {
 		b.log.Error().Err(err).Str("state", s.String()).Msg("cannot write the breaker's audit row; the log line above is its record")
 	}
+}
+
+// move moves the breaker to s: the gauge, a counter, the report for operators and a log
+// line with the figures. An operator's override moves it without an audit row of the
+// worker's: the operator's is written where the override is set.
+func (b *breaker) move(now time.Time, s breakerState, why string, figures ...func(*zerolog.Event) *zerolog.Event) {
+	from := b.stateName()
+	b.state = s
+	b.gauge.Set(float64(s))
+	to := b.stateName()
+	b.transits.WithLabelValues(b.route, to).Inc()
+	b.report.Store(&store.BreakerReport{State: to, Since: now.UTC(), ReturnedRatio: b.returnedRatio(now), ReportedBy: b.instanceID})
+	ev := b.log.Warn()
+	if s == breakerClosed {
+		ev = b.log.Info()
+	}
+	ev = ev.Str("from", from).Str("state", to).Str("why", why).Float64("ratio", b.cfg.Ratio).
+		Dur("window_ms", b.cfg.Window).Dur("open_for_ms", b.cfg.OpenFor)
+	for _, f := range figures {
+		ev = f(ev)
+	}
+	ev.Msg("route breaker " + to)
 }
 
 // second is the window's bucket of now, the window trimmed to cfg.Window.

@@ -67,9 +67,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		readPath: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_read_path",
 			Help: "1 for the read path each route uses: queue (kafkafast) or poll (confluent-kafka-go's public API: configured, or queue's fallback with an unchecked release)."}, []string{"route", "path"}),
 		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_route_breaker_state",
-			Help: "The route's breaker: 0 closed (redriving), 1 open (most of what it redrove came back: records wait as scheduled), 2 half-open (probing)."}, []string{"route"}),
+			Help: "The route's breaker: 0 closed (redriving), 1 open (most of what it redrove came back, or an operator forced it open: records wait as scheduled), 2 half-open (probing)."}, []string{"route"}),
 		breakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_route_breaker_transitions_total",
-			Help: "Transitions of the route's breaker, by the state entered: open, half_open, closed."}, []string{"route", "state"}),
+			Help: "Transitions of the route's breaker, by the state entered: open, half_open, closed, and forced_open, forced_closed by an operator's override."}, []string{"route", "state"}),
 		breakerHeld: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_route_breaker_held_total",
 			Help: "Records due for a redrive that the route's open breaker kept in PostgreSQL as scheduled instead."}, []string{"route"}),
 	}
