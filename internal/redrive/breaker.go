@@ -47,6 +47,25 @@ func (s breakerState) String() string {
 type breakerSecond struct {
 	unix                      int64
 	redriven, again, returned int64
+	byCause                   map[string]int64 // the returns by cause (breaker_cause.go)
+	// sampled first redrives, and their causes: what the route sends besides what comes back
+	sampled     int64
+	sentByCause map[string]int64
+}
+
+// countCause counts a return of cause, up to maxCausesPerSecond causes a second.
+func (s *breakerSecond) countCause(cause string) { countIn(&s.byCause, cause) }
+
+func countIn(m *map[string]int64, cause string) {
+	if cause == "" {
+		return
+	}
+	if *m == nil {
+		*m = map[string]int64{}
+	}
+	if _, ok := (*m)[cause]; ok || len(*m) < maxCausesPerSecond {
+		(*m)[cause]++
+	}
 }
 
 // breakerAudit is what the breaker needs of the audit log.
@@ -69,6 +88,7 @@ type breaker struct {
 	gauge      prometheus.Gauge
 	transits   *prometheus.CounterVec // dlq_worker_route_breaker_transitions_total{route,state}
 	held       prometheus.Counter     // dlq_worker_route_breaker_held_total{route}
+	causeGauge *prometheus.GaugeVec   // dlq_worker_cause_breaker_state{route,fingerprint}
 
 	state    breakerState
 	seconds  []breakerSecond // the window, oldest first
@@ -83,6 +103,10 @@ type breaker struct {
 	left      int
 	lastAcked time.Time
 
+	// causes are the causes held apart (breaker_cause.go), at most maxCauseBreakers.
+	causes     map[string]*causeBreaker
+	sampleTick int
+
 	// wanted is the operator's override, stored by the controls goroutine; forced is the
 	// override the loop applied (breaker_override.go). report is the state for operators,
 	// published to PostgreSQL by the controls goroutine.
@@ -93,7 +117,8 @@ type breaker struct {
 
 func newBreaker(r route, instanceID string, log zerolog.Logger, audit breakerAudit, m *metrics) *breaker {
 	b := &breaker{cfg: r.Breaker, route: r.Name, instanceID: instanceID, log: log, audit: audit,
-		gauge: m.breakerState.WithLabelValues(r.Name), transits: m.breakerTransitions, held: m.breakerHeld.WithLabelValues(r.Name)}
+		gauge: m.breakerState.WithLabelValues(r.Name), transits: m.breakerTransitions, held: m.breakerHeld.WithLabelValues(r.Name),
+		causeGauge: m.causeBreakerState, causes: map[string]*causeBreaker{}}
 	b.gauge.Set(float64(breakerClosed))
 	b.report.Store(&store.BreakerReport{State: breakerClosed.String(), Since: time.Now().UTC(), ReportedBy: instanceID})
 	return b
@@ -114,9 +139,10 @@ func (b *breaker) tick(now time.Time) {
 	}
 }
 
-// allow reports whether the record read at from may be redriven now; when half-open it
-// takes one of the probes.
-func (b *breaker) allow(from headers.Coordinates, now time.Time) bool {
+// allow reports whether the record read at from, of cause, may be redriven now; when
+// half-open it takes one of the probes. cause is "" unless the record came back or
+// holdsCauses.
+func (b *breaker) allow(from headers.Coordinates, cause string, now time.Time) bool {
 	b.tick(now)
 	if b.forced != store.BreakerAuto {
 		return b.forced == store.BreakerForceClosed
@@ -126,6 +152,9 @@ func (b *breaker) allow(from headers.Coordinates, now time.Time) bool {
 	}
 	switch b.state {
 	case breakerClosed:
+		if cb := b.causes[cause]; cb != nil {
+			return b.causeAllow(cb, from, now)
+		}
 		return true
 	case breakerHalfOpen:
 		if b.left > 0 {
@@ -155,8 +184,11 @@ func (b *breaker) probesLeft(now time.Time) int {
 	return 0
 }
 
-// holdUntil is the due time of a record the breaker holds: when probes may go.
-func (b *breaker) holdUntil(now time.Time) time.Time {
+// holdUntil is the due time of a record of cause the breaker holds: when probes may go.
+func (b *breaker) holdUntil(cause string, now time.Time) time.Time {
+	if cb := b.causes[cause]; cb != nil && b.state == breakerClosed && b.forced == store.BreakerAuto {
+		return b.causeHoldUntil(cb, now)
+	}
 	b.held.Inc()
 	if b.until.After(now) {
 		return b.until
@@ -176,18 +208,30 @@ func (b *breaker) redriven(from headers.Coordinates, again bool, now time.Time) 
 		delete(b.pending, from)
 		b.lastAcked = now
 	}
+	b.causesAcked(from, now)
 }
 
 // settled forgets a probe that will not be acknowledged (parked on a permanent failure).
-func (b *breaker) settled(from headers.Coordinates) { delete(b.pending, from) }
+func (b *breaker) settled(from headers.Coordinates) {
+	delete(b.pending, from)
+	b.causesSettled(from)
+}
 
-// returned counts a record read from the DLQ that an earlier hop redrove from prev; the
-// breaker may open.
-func (b *breaker) returned(prev headers.Coordinates, now time.Time) {
+// returned counts a record of cause read from the DLQ that an earlier hop redrove from
+// prev; the breaker, or the breaker of its cause, may open.
+func (b *breaker) returned(prev headers.Coordinates, cause string, now time.Time) {
 	if b.cfg.Disabled {
 		return
 	}
-	b.second(now).returned++
+	if cb := b.causes[cause]; cb != nil {
+		if b.forced == store.BreakerAuto {
+			b.causeReturned(cb, prev, now)
+		}
+		return // held apart: not the route's news
+	}
+	s := b.second(now)
+	s.returned++
+	s.countCause(cause)
 	if b.forced != store.BreakerAuto {
 		return // an operator decides; the window still counts, for the report
 	}
@@ -195,6 +239,10 @@ func (b *breaker) returned(prev headers.Coordinates, now time.Time) {
 	case breakerClosed:
 		redriven, returned := b.counts(now)
 		if returned >= int64(b.cfg.MinReturned) && float64(returned) >= b.cfg.Ratio*float64(redriven) {
+			if c, n, total := b.dominantCause(now); c != "" && len(b.causes) < maxCauseBreakers {
+				b.openCause(c, now, fmt.Sprintf("%d of the %d records that came back within %s share this cause; %d were redriven", n, total, b.cfg.Window, redriven))
+				return
+			}
 			b.open(now, fmt.Sprintf("%d of the %d records redriven within %s came back", returned, redriven, b.cfg.Window),
 				func(e *zerolog.Event) *zerolog.Event {
 					return e.Int64("returned", returned).Int64("redriven", redriven)
@@ -221,6 +269,9 @@ func (b *breaker) probeThreshold() int {
 // endDLQPhase closes a half-open breaker whose probes did not come back by the end of a
 // run's DLQ phase that started after they were all acknowledged.
 func (b *breaker) endDLQPhase(now time.Time) {
+	if b.forced == store.BreakerAuto {
+		b.causesEndDLQPhase(now)
+	}
 	if b.forced != store.BreakerAuto || b.state != breakerHalfOpen || len(b.probes) == 0 || len(b.pending) > 0 || !b.runStart.After(b.lastAcked) {
 		return
 	}

@@ -32,6 +32,9 @@ type metrics struct {
 	breakerState       *prometheus.GaugeVec
 	breakerTransitions *prometheus.CounterVec
 	breakerHeld        *prometheus.CounterVec
+	// The breakers of causes held apart (breaker_cause.go), by fingerprint: 1 open, 2
+	// half-open; a closed one's series is deleted.
+	causeBreakerState *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -72,9 +75,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Transitions of the route's breaker, by the state entered: open, half_open, closed, and forced_open, forced_closed by an operator's override."}, []string{"route", "state"}),
 		breakerHeld: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_route_breaker_held_total",
 			Help: "Records due for a redrive that the route's open breaker kept in PostgreSQL as scheduled instead."}, []string{"route"}),
+		causeBreakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_cause_breaker_state",
+			Help: "The breaker of one cause (fingerprint, as in GET /v1/incidents) that most of what came back to the route shared: 1 open (its records wait as scheduled, other causes flow), 2 half-open (probing); absent once closed. At most 8 per route."}, []string{"route", "fingerprint"}),
 	}
 	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.sourceSeeks, m.headerWarnings, m.readPath,
-		m.breakerState, m.breakerTransitions, m.breakerHeld} {
+		m.breakerState, m.breakerTransitions, m.breakerHeld, m.causeBreakerState} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
