@@ -88,7 +88,6 @@ type breaker struct {
 	gauge      prometheus.Gauge
 	transits   *prometheus.CounterVec // dlq_worker_route_breaker_transitions_total{route,state}
 	held       prometheus.Counter     // dlq_worker_route_breaker_held_total{route}
-	causeGauge *prometheus.GaugeVec   // dlq_worker_cause_breaker_state{route,fingerprint}
 
 	state    breakerState
 	seconds  []breakerSecond // the window, oldest first
@@ -104,7 +103,7 @@ type breaker struct {
 	lastAcked time.Time
 
 	// causes are the causes held apart (breaker_cause.go), at most maxCauseBreakers.
-	causes     map[string]*causeBreaker
+	causes     *causeBreakers
 	sampleTick int
 
 	// wanted is the operator's override, stored by the controls goroutine; forced is the
@@ -117,8 +116,9 @@ type breaker struct {
 
 func newBreaker(r route, instanceID string, log zerolog.Logger, audit breakerAudit, m *metrics) *breaker {
 	b := &breaker{cfg: r.Breaker, route: r.Name, instanceID: instanceID, log: log, audit: audit,
-		gauge: m.breakerState.WithLabelValues(r.Name), transits: m.breakerTransitions, held: m.breakerHeld.WithLabelValues(r.Name),
-		causeGauge: m.causeBreakerState, causes: map[string]*causeBreaker{}}
+		gauge: m.breakerState.WithLabelValues(r.Name), transits: m.breakerTransitions, held: m.breakerHeld.WithLabelValues(r.Name)}
+	b.causes = &causeBreakers{cfg: r.Breaker, route: r.Name, instanceID: instanceID, log: log, audit: audit,
+		gauge: m.causeBreakerState, held: b.held, byCause: map[string]*causeBreaker{}}
 	b.gauge.Set(float64(breakerClosed))
 	b.report.Store(&store.BreakerReport{State: breakerClosed.String(), Since: time.Now().UTC(), ReportedBy: instanceID})
 	return b
@@ -152,8 +152,8 @@ func (b *breaker) allow(from headers.Coordinates, cause string, now time.Time) b
 	}
 	switch b.state {
 	case breakerClosed:
-		if cb := b.causes[cause]; cb != nil {
-			return b.causeAllow(cb, from, now)
+		if cb := b.causes.of(cause); cb != nil {
+			return b.causes.allow(cb, from, now)
 		}
 		return true
 	case breakerHalfOpen:
@@ -186,8 +186,8 @@ func (b *breaker) probesLeft(now time.Time) int {
 
 // holdUntil is the due time of a record of cause the breaker holds: when probes may go.
 func (b *breaker) holdUntil(cause string, now time.Time) time.Time {
-	if cb := b.causes[cause]; cb != nil && b.state == breakerClosed && b.forced == store.BreakerAuto {
-		return b.causeHoldUntil(cb, now)
+	if cb := b.causes.of(cause); cb != nil && b.state == breakerClosed && b.forced == store.BreakerAuto {
+		return b.causes.holdUntil(cb, now)
 	}
 	b.held.Inc()
 	if b.until.After(now) {
@@ -208,13 +208,13 @@ func (b *breaker) redriven(from headers.Coordinates, again bool, now time.Time) 
 		delete(b.pending, from)
 		b.lastAcked = now
 	}
-	b.causesAcked(from, now)
+	b.causes.acked(from, now)
 }
 
 // settled forgets a probe that will not be acknowledged (parked on a permanent failure).
 func (b *breaker) settled(from headers.Coordinates) {
 	delete(b.pending, from)
-	b.causesSettled(from)
+	b.causes.settled(from)
 }
 
 // returned counts a record of cause read from the DLQ that an earlier hop redrove from
@@ -223,9 +223,9 @@ func (b *breaker) returned(prev headers.Coordinates, cause string, now time.Time
 	if b.cfg.Disabled {
 		return
 	}
-	if cb := b.causes[cause]; cb != nil {
+	if cb := b.causes.of(cause); cb != nil {
 		if b.forced == store.BreakerAuto {
-			b.causeReturned(cb, prev, now)
+			b.causes.returned(cb, prev, now)
 		}
 		return // held apart: not the route's news
 	}
@@ -239,8 +239,7 @@ func (b *breaker) returned(prev headers.Coordinates, cause string, now time.Time
 	case breakerClosed:
 		redriven, returned := b.counts(now)
 		if returned >= int64(b.cfg.MinReturned) && float64(returned) >= b.cfg.Ratio*float64(redriven) {
-			if c, n, total := b.dominantCause(now); c != "" && len(b.causes) < maxCauseBreakers {
-				b.openCause(c, now, fmt.Sprintf("%d of the %d records that came back within %s share this cause; %d were redriven", n, total, b.cfg.Window, redriven))
+			if b.holdApart(now, redriven) {
 				return
 			}
 			b.open(now, fmt.Sprintf("%d of the %d records redriven within %s came back", returned, redriven, b.cfg.Window),
@@ -251,7 +250,7 @@ func (b *breaker) returned(prev headers.Coordinates, cause string, now time.Time
 	case breakerHalfOpen:
 		if b.probes[prev] {
 			b.back++
-			if b.back >= b.probeThreshold() {
+			if b.back >= probeThreshold(b.cfg) {
 				sent := len(b.probes)
 				b.open(now, fmt.Sprintf("%d of %d probes came back", b.back, sent), func(e *zerolog.Event) *zerolog.Event {
 					return e.Int("probes_returned", b.back).Int("probes", sent)
@@ -261,16 +260,11 @@ func (b *breaker) returned(prev headers.Coordinates, cause string, now time.Time
 	}
 }
 
-// probeThreshold is how many probes coming back open the breaker again.
-func (b *breaker) probeThreshold() int {
-	return max(1, int(math.Ceil(b.cfg.Ratio*float64(b.cfg.Probes))))
-}
-
 // endDLQPhase closes a half-open breaker whose probes did not come back by the end of a
 // run's DLQ phase that started after they were all acknowledged.
 func (b *breaker) endDLQPhase(now time.Time) {
 	if b.forced == store.BreakerAuto {
-		b.causesEndDLQPhase(now)
+		b.causes.endDLQPhase(b.runStart, now)
 	}
 	if b.forced != store.BreakerAuto || b.state != breakerHalfOpen || len(b.probes) == 0 || len(b.pending) > 0 || !b.runStart.After(b.lastAcked) {
 		return

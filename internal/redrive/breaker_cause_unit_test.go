@@ -54,7 +54,7 @@ func TestCauseBreakerHoldsOneCauseApart(t *testing.T) {
 	require.Equal(t, now.Add(routes.DefaultBreakerOpenFor), b.holdUntil("poison", now))
 	require.True(t, b.allow(at(1001), "fine", now), "the other causes flow")
 	require.True(t, b.allow(at(1002), "", now))
-	require.Equal(t, 1, len(b.causes))
+	require.Len(t, b.causes.byCause, 1)
 	require.Equal(t, []metrictest.Sample{{Labels: map[string]string{"route": b.route, "fingerprint": "poison"}, Value: 1}}, state())
 
 	now = now.Add(routes.DefaultBreakerOpenFor)
@@ -93,7 +93,7 @@ func TestCauseBreakerLeavesAnOutageToTheRoute(t *testing.T) {
 
 	full, _ := newTestBreaker(t, nil)
 	for i := 0; i < maxCauseBreakers; i++ {
-		full.causes[string(rune('a'+i))] = &causeBreaker{cause: string(rune('a' + i)), state: breakerOpen, until: now.Add(time.Hour)}
+		full.causes.byCause[string(rune('a'+i))] = &causeBreaker{cause: string(rune('a' + i)), state: breakerOpen, until: now.Add(time.Hour)}
 	}
 	sendFirst(full, 0, 200, "poison", now)
 	sendFirst(full, 200, 200, "fine", now)
@@ -101,5 +101,5 @@ func TestCauseBreakerLeavesAnOutageToTheRoute(t *testing.T) {
 		full.returned(at(i), "poison", now)
 	}
 	require.Equal(t, breakerOpen, full.state, "no room for another cause: the route's breaker opens")
-	require.Len(t, full.causes, maxCauseBreakers)
+	require.Len(t, full.causes.byCause, maxCauseBreakers)
 }
