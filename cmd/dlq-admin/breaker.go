@@ -18,10 +18,13 @@ func breakerCommand(f *clientFlags) *cobra.Command {
 		Short: "Force a route's breaker open (redrive nothing, records wait as scheduled) or closed (redrive whatever comes back), or give it back to the automatic breaker",
 		Args:  cobra.ExactArgs(2),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			if len(args) == 1 {
+			switch len(args) {
+			case 0:
+				return f.completeRoutes(cmd, args, toComplete)
+			case 1:
 				return []string{"open", "closed", "auto"}, cobra.ShellCompDirectiveNoFileComp
 			}
-			return f.completeRoutes(cmd, args, toComplete)
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mode := api.BreakerRequestMode(args[1])
