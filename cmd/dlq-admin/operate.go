@@ -44,7 +44,7 @@ func operateCommands(f *clientFlags) []*cobra.Command {
 }
 
 func routesCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "routes",
 		Short: "List routes with their operator controls",
 		Args:  cobra.NoArgs,
@@ -63,6 +63,8 @@ func routesCommand(f *clientFlags) *cobra.Command {
 			return printRoutes(f, cmd, list.Routes...)
 		},
 	}
+	cmd.AddCommand(breakerCommand(f))
+	return cmd
 }
 
 func printRoutes(f *clientFlags, cmd *cobra.Command, rcs ...api.RouteControl) error {
@@ -79,6 +81,7 @@ func printRoutes(f *clientFlags, cmd *cobra.Command, rcs ...api.RouteControl) er
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", rc.Route, state, ts(rc.RunRequestedAt), rc.UpdatedBy, ts(&rc.UpdatedAt), ts(rc.NextRunAt))
 		}
+		printBreakers(w, rcs)
 	})
 }
 

@@ -202,6 +202,11 @@ func (c *Client) RouteAction(ctx context.Context, route, action string) (api.Rou
 	return answer[api.RouteControl](resp, err)
 }
 
+// RouteBreaker forces a route's breaker open or closed, or gives it back to auto.
+func (c *Client) RouteBreaker(ctx context.Context, route string, mode api.BreakerRequestMode, reason string) (api.RouteControl, error) {
+	return answer[api.RouteControl](c.api.SetRouteBreaker(ctx, route, api.BreakerRequest{Mode: mode, Reason: reason}))
+}
+
 // Runs lists recent redrive runs with their ledger, of one route when route is not empty.
 func (c *Client) Runs(ctx context.Context, route string, limit int) (api.RunList, error) {
 	return answer[api.RunList](c.api.ListRuns(ctx, &api.ListRunsParams{Route: optional(route), Limit: &limit}))

@@ -173,6 +173,12 @@ func TestScopeMatrix(t *testing.T) {
 			reached(t, b.do("POST", "/v1/routes/orders-route/run", operatorToken, nil))
 			notFound(t, b.do("POST", "/v1/routes/nosuch/run", operatorToken, nil))
 		},
+		"POST /v1/routes/{route}/breaker": func(t *testing.T) {
+			auto := api.BreakerRequest{Mode: api.BreakerRequestModeAuto, Reason: "x"}
+			forbidden(t, b.do("POST", "/v1/routes/orders-route/breaker", scopedToken, auto))
+			reached(t, b.do("POST", "/v1/routes/orders-route/breaker", operatorToken, auto))
+			notFound(t, b.do("POST", "/v1/routes/nosuch/breaker", operatorToken, auto))
+		},
 		"GET /v1/runs": func(t *testing.T) {
 			forbidden(t, b.do("GET", "/v1/runs", scopedToken, nil))
 			reached(t, b.do("GET", "/v1/runs", viewerToken, nil))

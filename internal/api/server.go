@@ -150,6 +150,7 @@ func (s *Server) Routes() []Route {
 		{"POST", "/v1/routes/{route}/pause", auth.Operator, s.pauseRoute(true), true},
 		{"POST", "/v1/routes/{route}/resume", auth.Operator, s.pauseRoute(false), true},
 		{"POST", "/v1/routes/{route}/run", auth.Operator, s.runRoute, true},
+		{"POST", "/v1/routes/{route}/breaker", auth.Operator, setRouteBreaker(s.cfg.Store), true},
 		{"GET", "/v1/runs", auth.Viewer, s.listRuns, true},
 		{"GET", "/v1/audit", auth.Viewer, s.listAudit, false},
 	}

@@ -9,6 +9,54 @@ import (
 	"github.com/dlqops/dlq/internal/store"
 )
 
+// Defines values for BreakerRequestMode.
+const (
+	BreakerRequestModeAuto   BreakerRequestMode = "auto"
+	BreakerRequestModeClosed BreakerRequestMode = "closed"
+	BreakerRequestModeOpen   BreakerRequestMode = "open"
+)
+
+// Valid indicates whether the value is a known member of the BreakerRequestMode enum.
+func (e BreakerRequestMode) Valid() bool {
+	switch e {
+	case BreakerRequestModeAuto:
+		return true
+	case BreakerRequestModeClosed:
+		return true
+	case BreakerRequestModeOpen:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BreakerStateState.
+const (
+	BreakerStateStateClosed       BreakerStateState = "closed"
+	BreakerStateStateForcedClosed BreakerStateState = "forced_closed"
+	BreakerStateStateForcedOpen   BreakerStateState = "forced_open"
+	BreakerStateStateHalfOpen     BreakerStateState = "half_open"
+	BreakerStateStateOpen         BreakerStateState = "open"
+)
+
+// Valid indicates whether the value is a known member of the BreakerStateState enum.
+func (e BreakerStateState) Valid() bool {
+	switch e {
+	case BreakerStateStateClosed:
+		return true
+	case BreakerStateStateForcedClosed:
+		return true
+	case BreakerStateStateForcedOpen:
+		return true
+	case BreakerStateStateHalfOpen:
+		return true
+	case BreakerStateStateOpen:
+		return true
+	default:
+		return false
+	}
+}
+
 // AuditEdit What a replay with edits sent in place of the record's stored value and headers, masked as record payloads are (the placeholders of fields the editor left as they were).
 type AuditEdit struct {
 	Value *Bytes `json:"value,omitempty"`
@@ -48,6 +96,30 @@ type AuditList struct {
 	Entries    []AuditEntry `json:"entries"`
 	NextBefore int64        `json:"next_before,omitempty"`
 }
+
+// BreakerRequest defines model for BreakerRequest.
+type BreakerRequest struct {
+	Mode   BreakerRequestMode `json:"mode"`
+	Reason string             `json:"reason"`
+}
+
+// BreakerRequestMode defines model for BreakerRequest.Mode.
+type BreakerRequestMode string
+
+// BreakerState the route's breaker as a dlq-worker last reported it (with several workers, the one that reported last); absent until one did
+type BreakerState struct {
+	State BreakerStateState `json:"state"`
+	Since time.Time         `json:"since"`
+
+	// ReturnedRatio the share of what the route redrove in the breaker's window that came back to the DLQ, when the state was entered (0 to 1)
+	ReturnedRatio float64 `json:"returned_ratio"`
+
+	// ReportedBy the dlq-worker instance
+	ReportedBy string `json:"reported_by"`
+}
+
+// BreakerStateState defines model for BreakerState.State.
+type BreakerStateState string
 
 // BulkDiscardRequest defines model for BulkDiscardRequest.
 type BulkDiscardRequest struct {
@@ -351,6 +423,15 @@ type RouteControl struct {
 
 	// NextRunAt when the route's schedule fires next, as a running dlq-worker's scheduler has it (written whenever it changes; with several workers, the one that wrote last); absent until a worker reported it. A paused route skips its scheduled runs.
 	NextRunAt *time.Time `json:"next_run_at,omitempty"`
+
+	// BreakerOverride an operator's forced breaker state; absent while the breaker is automatic
+	BreakerOverride store.BreakerOverride `json:"breaker_override,omitempty"`
+
+	// BreakerOverrideReason the reason the operator gave for the override
+	BreakerOverrideReason string `json:"breaker_override_reason,omitempty"`
+
+	// Breaker the route's breaker as a dlq-worker last reported it (with several workers, the one that reported last); absent until one did
+	Breaker *BreakerState `json:"breaker,omitempty"`
 }
 
 // RouteList defines model for RouteList.
@@ -576,3 +657,6 @@ type DiscardRecordJSONRequestBody = DiscardRequest
 
 // ReplayRecordJSONRequestBody defines body for ReplayRecord for application/json ContentType.
 type ReplayRecordJSONRequestBody = ReplayRequest
+
+// SetRouteBreakerJSONRequestBody defines body for SetRouteBreaker for application/json ContentType.
+type SetRouteBreakerJSONRequestBody = BreakerRequest

@@ -138,8 +138,13 @@ func toJob(j *store.Job) Job {
 }
 
 func toRouteControl(rc *store.RouteControl) RouteControl {
-	return RouteControl{Route: rc.Route, Paused: rc.Paused, RunRequestedAt: optTime(rc.RunRequestedAt),
-		UpdatedBy: rc.UpdatedBy, UpdatedAt: rc.UpdatedAt, NextRunAt: optTime(rc.NextRunAt)}
+	out := RouteControl{Route: rc.Route, Paused: rc.Paused, RunRequestedAt: optTime(rc.RunRequestedAt),
+		UpdatedBy: rc.UpdatedBy, UpdatedAt: rc.UpdatedAt, NextRunAt: optTime(rc.NextRunAt),
+		BreakerOverride: rc.BreakerOverride, BreakerOverrideReason: rc.BreakerOverrideReason}
+	if b := rc.Breaker; b.State != "" {
+		out.Breaker = &BreakerState{State: BreakerStateState(b.State), Since: b.Since, ReturnedRatio: b.ReturnedRatio, ReportedBy: b.ReportedBy}
+	}
+	return out
 }
 
 func toRun(r *store.Run) Run {

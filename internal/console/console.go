@@ -143,6 +143,7 @@ func New(cfg Config) (*Server, error) {
 	s.page("GET /ui/jobs/{id}/progress", s.jobProgress)
 	s.page("POST /ui/jobs/{id}/cancel", s.cancelJob)
 	s.page("GET /ui/routes", s.routes)
+	s.page("POST /ui/routes/{route}/breaker", s.routeBreaker)
 	s.page("POST /ui/routes/{route}/{action}", s.routeAction)
 	s.page("GET /ui/runs", s.runs)
 	s.page("GET /ui/audit", s.audit)

@@ -56,6 +56,8 @@ type overviewPage struct {
 	Incidents []incidentRow
 	// Scoped: the token sees some topics only, and not the routes.
 	Scoped bool
+	// Breakers are the routes whose breaker holds their records, for the banner.
+	Breakers []breakerBanner
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -82,7 +84,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session)
 			return
 		}
 	}
-	page := overviewPage{OldestParked: st.OldestParked, Scoped: len(sess.principal.Topics) > 0}
+	page := overviewPage{OldestParked: st.OldestParked, Scoped: len(sess.principal.Topics) > 0, Breakers: breakerBanners(rl.Routes)}
 	by := func(rows []tally, name, param string, sc api.StatCount) []tally {
 		i := slices.IndexFunc(rows, func(t tally) bool { return t.Name == name })
 		if i < 0 {

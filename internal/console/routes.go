@@ -9,6 +9,8 @@ import (
 
 type routesPage struct {
 	Routes []routeRow
+	// Breakers are the routes whose breaker holds their records, for the banner.
+	Breakers []breakerBanner
 }
 
 func (s *Server) routes(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -22,7 +24,7 @@ func (s *Server) routes(w http.ResponseWriter, r *http.Request, sess *session) {
 		s.failAPI(w, r, sess, err)
 		return
 	}
-	page := routesPage{}
+	page := routesPage{Breakers: breakerBanners(rl.Routes)}
 	for _, rc := range rl.Routes {
 		row := routeRow{RouteControl: rc}
 		for i := range runs.Runs { // newest first

@@ -32,6 +32,8 @@ type Store interface {
 	WhileLeading(ctx context.Context, fn func(ctx context.Context) error) (bool, error)
 	PurgeOld(ctx context.Context, r store.Retention, purged func(table string, rows int64)) error
 	Backlog(ctx context.Context) ([]store.BacklogCount, error)
+	MaxRecordID(ctx context.Context) (int64, error)
+	BackfillFingerprints(ctx context.Context, after, until int64) (int64, error)
 }
 
 var _ Store = (*store.Housekeeping)(nil)
@@ -60,6 +62,9 @@ type Housekeeper struct {
 	scheduled *prometheus.GaugeVec
 	shown     map[series]bool // the backlog series set by the last count
 
+	backfilled prometheus.Counter // backfill.go
+	backfill   fingerprintBackfill
+
 	life lifecycle.Base // the loop's goroutine
 }
 
@@ -79,8 +84,10 @@ func New(o Options) (*Housekeeper, error) {
 			Help: "Records parked in PostgreSQL right now, by route and reason."}, []string{"route", "reason"}),
 		scheduled: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_scheduled_records",
 			Help: "Records scheduled in PostgreSQL right now (waiting on their backoff), by route and reason."}, []string{"route", "reason"}),
+		backfilled: prometheus.NewCounter(prometheus.CounterOpts{Name: "dlq_worker_fingerprints_backfilled_total",
+			Help: "Records stored before fingerprints existed that housekeeping gave their fingerprint, so that incidents count them."}),
 	}
-	for _, c := range []prometheus.Collector{h.purged, h.errs, h.parked, h.scheduled} {
+	for _, c := range []prometheus.Collector{h.purged, h.errs, h.parked, h.scheduled, h.backfilled} {
 		if err := o.Registry.Register(c); err != nil {
 			return nil, err
 		}
@@ -119,14 +126,19 @@ func (h *Housekeeper) loop(ctx context.Context) {
 	}
 }
 
-// Pass counts the backlog, then purges if no other worker is purging. Failures are
+// Pass counts the backlog, then purges and backfills fingerprints if no other worker is
+// doing so. Failures are
 // counted and logged; the next pass tries again. It reports whether this worker purged.
 // It runs on the loop's goroutine; tests call it instead of Start.
 func (h *Housekeeper) Pass(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, passTimeout)
 	defer cancel()
 	h.countBacklog(ctx)
-	led, err := h.store.WhileLeading(ctx, h.purge)
+	led, err := h.store.WhileLeading(ctx, func(ctx context.Context) error {
+		err := h.purge(ctx)
+		h.backfillFingerprints(ctx)
+		return err
+	})
 	if err != nil && ctx.Err() == nil {
 		h.errs.WithLabelValues("purge").Inc()
 		h.log.Warn().Err(err).Msg("purge failed; the next pass retries")

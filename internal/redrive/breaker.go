@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,11 +47,36 @@ func (s breakerState) String() string {
 type breakerSecond struct {
 	unix                      int64
 	redriven, again, returned int64
+	byCause                   map[string]int64 // the returns by cause (breaker_cause.go)
+	// sampled first redrives, and their causes: what the route sends besides what comes back
+	sampled     int64
+	sentByCause map[string]int64
+}
+
+// countCause counts a return of cause, up to maxCausesPerSecond causes a second.
+func (s *breakerSecond) countCause(cause string) { countIn(&s.byCause, cause) }
+
+func countIn(m *map[string]int64, cause string) {
+	if cause == "" {
+		return
+	}
+	if *m == nil {
+		*m = map[string]int64{}
+	}
+	if _, ok := (*m)[cause]; ok || len(*m) < maxCausesPerSecond {
+		(*m)[cause]++
+	}
 }
 
 // breakerAudit is what the breaker needs of the audit log.
 type breakerAudit interface {
 	Audit(ctx context.Context, e store.AuditEntry) error
+}
+
+// breakerControl is an operator's override as the controls goroutine read it.
+type breakerControl struct {
+	override store.BreakerOverride
+	by       string
 }
 
 type breaker struct {
@@ -75,12 +101,26 @@ type breaker struct {
 	back      int
 	left      int
 	lastAcked time.Time
+
+	// causes are the causes held apart (breaker_cause.go), at most maxCauseBreakers.
+	causes     *causeBreakers
+	sampleTick int
+
+	// wanted is the operator's override, stored by the controls goroutine; forced is the
+	// override the loop applied (breaker_override.go). report is the state for operators,
+	// published to PostgreSQL by the controls goroutine.
+	wanted atomic.Pointer[breakerControl]
+	forced store.BreakerOverride
+	report atomic.Pointer[store.BreakerReport]
 }
 
 func newBreaker(r route, instanceID string, log zerolog.Logger, audit breakerAudit, m *metrics) *breaker {
 	b := &breaker{cfg: r.Breaker, route: r.Name, instanceID: instanceID, log: log, audit: audit,
 		gauge: m.breakerState.WithLabelValues(r.Name), transits: m.breakerTransitions, held: m.breakerHeld.WithLabelValues(r.Name)}
+	b.causes = &causeBreakers{cfg: r.Breaker, route: r.Name, instanceID: instanceID, log: log, audit: audit,
+		gauge: m.causeBreakerState, held: b.held, byCause: map[string]*causeBreaker{}}
 	b.gauge.Set(float64(breakerClosed))
+	b.report.Store(&store.BreakerReport{State: breakerClosed.String(), Since: time.Now().UTC(), ReportedBy: instanceID})
 	return b
 }
 
@@ -92,21 +132,29 @@ func (b *breaker) startRun(now time.Time) {
 }
 
 func (b *breaker) tick(now time.Time) {
-	if b.state == breakerOpen && !now.Before(b.until) {
+	b.follow(now)
+	if b.forced == store.BreakerAuto && b.state == breakerOpen && !now.Before(b.until) {
 		b.probes, b.pending, b.back, b.left, b.lastAcked = map[headers.Coordinates]bool{}, map[headers.Coordinates]bool{}, 0, b.cfg.Probes, time.Time{}
 		b.transit(now, breakerHalfOpen, "open_for elapsed: probing")
 	}
 }
 
-// allow reports whether the record read at from may be redriven now; when half-open it
-// takes one of the probes.
-func (b *breaker) allow(from headers.Coordinates, now time.Time) bool {
+// allow reports whether the record read at from, of cause, may be redriven now; when
+// half-open it takes one of the probes. cause is "" unless the record came back or
+// holdsCauses.
+func (b *breaker) allow(from headers.Coordinates, cause string, now time.Time) bool {
+	b.tick(now)
+	if b.forced != store.BreakerAuto {
+		return b.forced == store.BreakerForceClosed
+	}
 	if b.cfg.Disabled {
 		return true
 	}
-	b.tick(now)
 	switch b.state {
 	case breakerClosed:
+		if cb := b.causes.of(cause); cb != nil {
+			return b.causes.allow(cb, from, now)
+		}
 		return true
 	case breakerHalfOpen:
 		if b.left > 0 {
@@ -120,10 +168,13 @@ func (b *breaker) allow(from headers.Coordinates, now time.Time) bool {
 
 // probesLeft is how many scheduled records the due phase may claim: all while closed.
 func (b *breaker) probesLeft(now time.Time) int {
-	if b.cfg.Disabled {
+	b.tick(now)
+	switch {
+	case b.forced == store.BreakerForceOpen:
+		return 0
+	case b.forced == store.BreakerForceClosed, b.cfg.Disabled:
 		return math.MaxInt
 	}
-	b.tick(now)
 	switch b.state {
 	case breakerClosed:
 		return math.MaxInt
@@ -133,8 +184,11 @@ func (b *breaker) probesLeft(now time.Time) int {
 	return 0
 }
 
-// holdUntil is the due time of a record the breaker holds: when probes may go.
-func (b *breaker) holdUntil(now time.Time) time.Time {
+// holdUntil is the due time of a record of cause the breaker holds: when probes may go.
+func (b *breaker) holdUntil(cause string, now time.Time) time.Time {
+	if cb := b.causes.of(cause); cb != nil && b.state == breakerClosed && b.forced == store.BreakerAuto {
+		return b.causes.holdUntil(cb, now)
+	}
 	b.held.Inc()
 	if b.until.After(now) {
 		return b.until
@@ -154,22 +208,40 @@ func (b *breaker) redriven(from headers.Coordinates, again bool, now time.Time) 
 		delete(b.pending, from)
 		b.lastAcked = now
 	}
+	b.causes.acked(from, now)
 }
 
 // settled forgets a probe that will not be acknowledged (parked on a permanent failure).
-func (b *breaker) settled(from headers.Coordinates) { delete(b.pending, from) }
+func (b *breaker) settled(from headers.Coordinates) {
+	delete(b.pending, from)
+	b.causes.settled(from)
+}
 
-// returned counts a record read from the DLQ that an earlier hop redrove from prev; the
-// breaker may open.
-func (b *breaker) returned(prev headers.Coordinates, now time.Time) {
+// returned counts a record of cause read from the DLQ that an earlier hop redrove from
+// prev; the breaker, or the breaker of its cause, may open.
+func (b *breaker) returned(prev headers.Coordinates, cause string, now time.Time) {
 	if b.cfg.Disabled {
 		return
 	}
-	b.second(now).returned++
+	if cb := b.causes.of(cause); cb != nil {
+		if b.forced == store.BreakerAuto {
+			b.causes.returned(cb, prev, now)
+		}
+		return // held apart: not the route's news
+	}
+	s := b.second(now)
+	s.returned++
+	s.countCause(cause)
+	if b.forced != store.BreakerAuto {
+		return // an operator decides; the window still counts, for the report
+	}
 	switch b.state {
 	case breakerClosed:
 		redriven, returned := b.counts(now)
 		if returned >= int64(b.cfg.MinReturned) && float64(returned) >= b.cfg.Ratio*float64(redriven) {
+			if b.holdApart(now, redriven) {
+				return
+			}
 			b.open(now, fmt.Sprintf("%d of the %d records redriven within %s came back", returned, redriven, b.cfg.Window),
 				func(e *zerolog.Event) *zerolog.Event {
 					return e.Int64("returned", returned).Int64("redriven", redriven)
@@ -178,7 +250,7 @@ func (b *breaker) returned(prev headers.Coordinates, now time.Time) {
 	case breakerHalfOpen:
 		if b.probes[prev] {
 			b.back++
-			if b.back >= b.probeThreshold() {
+			if b.back >= probeThreshold(b.cfg) {
 				sent := len(b.probes)
 				b.open(now, fmt.Sprintf("%d of %d probes came back", b.back, sent), func(e *zerolog.Event) *zerolog.Event {
 					return e.Int("probes_returned", b.back).Int("probes", sent)
@@ -188,15 +260,13 @@ func (b *breaker) returned(prev headers.Coordinates, now time.Time) {
 	}
 }
 
-// probeThreshold is how many probes coming back open the breaker again.
-func (b *breaker) probeThreshold() int {
-	return max(1, int(math.Ceil(b.cfg.Ratio*float64(b.cfg.Probes))))
-}
-
 // endDLQPhase closes a half-open breaker whose probes did not come back by the end of a
 // run's DLQ phase that started after they were all acknowledged.
 func (b *breaker) endDLQPhase(now time.Time) {
-	if b.state != breakerHalfOpen || len(b.probes) == 0 || len(b.pending) > 0 || !b.runStart.After(b.lastAcked) {
+	if b.forced == store.BreakerAuto {
+		b.causes.endDLQPhase(b.runStart, now)
+	}
+	if b.forced != store.BreakerAuto || b.state != breakerHalfOpen || len(b.probes) == 0 || len(b.pending) > 0 || !b.runStart.After(b.lastAcked) {
 		return
 	}
 	sent, back := len(b.probes), b.back
@@ -216,20 +286,7 @@ func (b *breaker) open(now time.Time, why string, figures func(*zerolog.Event) *
 // transit moves the breaker to s and says so: the gauge, a counter, a log line with the
 // figures and, for an open or a close, an audit row.
 func (b *breaker) transit(now time.Time, s breakerState, why string, figures ...func(*zerolog.Event) *zerolog.Event) {
-	from := b.state
-	b.state = s
-	b.gauge.Set(float64(s))
-	b.transits.WithLabelValues(b.route, s.String()).Inc()
-	ev := b.log.Warn()
-	if s == breakerClosed {
-		ev = b.log.Info()
-	}
-	ev = ev.Str("from", from.String()).Str("state", s.String()).Str("why", why).Float64("ratio", b.cfg.Ratio).
-		Dur("window_ms", b.cfg.Window).Dur("open_for_ms", b.cfg.OpenFor)
-	for _, f := range figures {
-		ev = f(ev)
-	}
-	ev.Msg("route breaker " + s.String())
+	b.move(now, s, why, figures...)
 	if s == breakerHalfOpen {
 		return
 	}
@@ -239,6 +296,28 @@ func (b *breaker) transit(now time.Time, s breakerState, why string, figures ...
 		Route: b.route, Outcome: "ok", Reason: why}); err != nil {
 		b.log.Error().Err(err).Str("state", s.String()).Msg("cannot write the breaker's audit row; the log line above is its record")
 	}
+}
+
+// move moves the breaker to s: the gauge, a counter, the report for operators and a log
+// line with the figures. An operator's override moves it without an audit row of the
+// worker's: the operator's is written where the override is set.
+func (b *breaker) move(now time.Time, s breakerState, why string, figures ...func(*zerolog.Event) *zerolog.Event) {
+	from := b.stateName()
+	b.state = s
+	b.gauge.Set(float64(s))
+	to := b.stateName()
+	b.transits.WithLabelValues(b.route, to).Inc()
+	b.report.Store(&store.BreakerReport{State: to, Since: now.UTC(), ReturnedRatio: b.returnedRatio(now), ReportedBy: b.instanceID})
+	ev := b.log.Warn()
+	if s == breakerClosed {
+		ev = b.log.Info()
+	}
+	ev = ev.Str("from", from).Str("state", to).Str("why", why).Float64("ratio", b.cfg.Ratio).
+		Dur("window_ms", b.cfg.Window).Dur("open_for_ms", b.cfg.OpenFor)
+	for _, f := range figures {
+		ev = f(ev)
+	}
+	ev.Msg("route breaker " + to)
 }
 
 // second is the window's bucket of now, the window trimmed to cfg.Window.

@@ -146,7 +146,7 @@ func (cl *claims) produce(c *claimState, rec store.Record) (bool, error) {
 	case !ok:
 		c.park[store.ReasonUnknownTopic] = append(c.park[store.ReasonUnknownTopic], rec.ID)
 		return false, nil
-	case !cl.breaker.allow(from, cl.clock()):
+	case !cl.breaker.allow(from, cl.causeOf(rec), cl.clock()):
 		c.release = append(c.release, rec.ID)
 		return false, nil
 	}
@@ -218,6 +218,14 @@ func (cl *claims) settle(ctx context.Context, c *claimState) error {
 }
 
 // recordFrom is the DLQ position a scheduled record was read at: its next hop's redrive id.
+// causeOf is a scheduled record's cause when the breaker holds some cause apart, else "".
+func (cl *claims) causeOf(rec store.Record) string {
+	if !cl.breaker.holdsCauses() {
+		return ""
+	}
+	return causeOf(rec.ErrorClass, rec.ErrorMessage, rec.Origin.Topic)
+}
+
 func recordFrom(rec store.Record) headers.Coordinates {
 	return headers.Coordinates{Topic: rec.DLQ.Topic, Partition: rec.DLQ.Partition, Offset: rec.DLQ.Offset}
 }

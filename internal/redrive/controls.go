@@ -1,5 +1,6 @@
-// Operator controls: pause, resume and run now per route, polled from PostgreSQL on the
-// engine's controls goroutine, which only touches the workers' atomics and run requests.
+// Operator controls: pause, resume, run now and the breaker's override per route, polled
+// from PostgreSQL on the engine's controls goroutine, which only touches the workers'
+// atomics and run requests, and publishes the breakers' states for operators.
 
 package redrive
 
@@ -22,6 +23,7 @@ func (e *Engine) controls(ctx context.Context) {
 	registered := false
 	seen := map[string]time.Time{}
 	published := make([]time.Time, len(e.workers))
+	reported := make([]*store.BreakerReport, len(e.workers))
 	t := time.NewTicker(e.poll)
 	defer t.Stop()
 	for {
@@ -40,6 +42,7 @@ func (e *Engine) controls(ctx context.Context) {
 		}
 		if registered {
 			e.publishNextRuns(ctx, published)
+			e.publishBreakers(ctx, reported)
 		}
 		select {
 		case <-ctx.Done():
@@ -56,6 +59,7 @@ func (e *Engine) applyControls(ctx context.Context, rcs []store.RouteControl, se
 	}
 	for _, w := range e.workers {
 		rc := byName[w.route.Name]
+		w.breaker.override(rc.BreakerOverride, rc.UpdatedBy)
 		if w.requests.paused.Swap(rc.Paused) != rc.Paused {
 			w.log.Info().Bool("paused", rc.Paused).Str("by", rc.UpdatedBy).Msg("operator control changed")
 		}
@@ -73,6 +77,42 @@ func (e *Engine) applyControls(ctx context.Context, rcs []store.RouteControl, se
 		}
 		seen[w.route.Name] = rc.RunRequestedAt
 		e.life.Go(func(ctx context.Context) { w.requests.trigger(ctx, "operator") })
+	}
+}
+
+// loadBreakerOverrides hands each breaker its operator's override before the routes'
+// loops start, so that a breaker forced open stays open across a restart; when PostgreSQL
+// does not answer, the first poll does it.
+func (e *Engine) loadBreakerOverrides(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	rcs, err := e.store.RouteControls(cctx)
+	if err != nil {
+		e.log.Warn().Err(err).Msg("cannot read the breakers' overrides from PostgreSQL; the first control poll applies them")
+		return
+	}
+	for _, rc := range rcs {
+		for _, w := range e.workers {
+			if w.route.Name == rc.Route {
+				w.breaker.override(rc.BreakerOverride, rc.UpdatedBy)
+			}
+		}
+	}
+}
+
+// publishBreakers reports each breaker's state that changed since the last report.
+func (e *Engine) publishBreakers(ctx context.Context, reported []*store.BreakerReport) {
+	for i, w := range e.workers {
+		r := w.breaker.report.Load()
+		if r == reported[i] {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := e.store.ReportBreaker(cctx, w.route.Name, *r)
+		cancel()
+		if err == nil {
+			reported[i] = r
+		}
 	}
 }
 

@@ -162,6 +162,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 		e.cronIDs = append(e.cronIDs, id)
 	}
+	e.loadBreakerOverrides(base)
 	for _, w := range e.workers {
 		stop, done := make(chan context.Context, 1), make(chan error, 1)
 		e.stops, e.loops = append(e.stops, stop), append(e.loops, done)

@@ -32,6 +32,9 @@ type metrics struct {
 	breakerState       *prometheus.GaugeVec
 	breakerTransitions *prometheus.CounterVec
 	breakerHeld        *prometheus.CounterVec
+	// The breakers of causes held apart (breaker_cause.go), by fingerprint: 1 open, 2
+	// half-open; a closed one's series is deleted.
+	causeBreakerState *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -67,14 +70,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		readPath: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_read_path",
 			Help: "1 for the read path each route uses: queue (kafkafast) or poll (confluent-kafka-go's public API: configured, or queue's fallback with an unchecked release)."}, []string{"route", "path"}),
 		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_route_breaker_state",
-			Help: "The route's breaker: 0 closed (redriving), 1 open (most of what it redrove came back: records wait as scheduled), 2 half-open (probing)."}, []string{"route"}),
+			Help: "The route's breaker: 0 closed (redriving), 1 open (most of what it redrove came back, or an operator forced it open: records wait as scheduled), 2 half-open (probing)."}, []string{"route"}),
 		breakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_route_breaker_transitions_total",
-			Help: "Transitions of the route's breaker, by the state entered: open, half_open, closed."}, []string{"route", "state"}),
+			Help: "Transitions of the route's breaker, by the state entered: open, half_open, closed, and forced_open, forced_closed by an operator's override."}, []string{"route", "state"}),
 		breakerHeld: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_route_breaker_held_total",
 			Help: "Records due for a redrive that the route's open breaker kept in PostgreSQL as scheduled instead."}, []string{"route"}),
+		causeBreakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_cause_breaker_state",
+			Help: "The breaker of one cause (fingerprint, as in GET /v1/incidents) that most of what came back to the route shared: 1 open (its records wait as scheduled, other causes flow), 2 half-open (probing); absent once closed. At most 8 per route."}, []string{"route", "fingerprint"}),
 	}
 	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.sourceSeeks, m.headerWarnings, m.readPath,
-		m.breakerState, m.breakerTransitions, m.breakerHeld} {
+		m.breakerState, m.breakerTransitions, m.breakerHeld, m.causeBreakerState} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

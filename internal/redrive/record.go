@@ -137,13 +137,23 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 	if m == nil {
 		return // parked (source_unavailable, invalid_retry_count), or stalled and read again later
 	}
+	// The cause matters to the breaker for a return, a sampled first redrive, and while it
+	// holds a cause apart (breaker_cause.go).
+	sample := dec.Envelope.RedriveID == nil && w.breaker.sampleCause()
+	cause := ""
+	if dec.Envelope.RedriveID != nil || sample || w.breaker.holdsCauses() {
+		cause = causeOf(dec.Envelope.ErrorClass, dec.Envelope.ErrorMessage, dec.Envelope.OriginalTopic)
+	}
 	if prev := dec.Envelope.RedriveID; prev != nil {
-		w.breaker.returned(*prev, now)
+		w.breaker.returned(*prev, cause, now)
 	}
 	d := w.route.classify(dec, from, m.Timestamp, now)
-	if d.act == actRedrive && !w.breaker.allow(from, now) {
+	if d.act == actRedrive && !w.breaker.allow(from, cause, now) {
 		// The breaker is open: the record waits in PostgreSQL, its retry count untouched.
-		d = decision{act: actSchedule, reason: store.ReasonBackoff, due: w.breaker.holdUntil(now)}
+		d = decision{act: actSchedule, reason: store.ReasonBackoff, due: w.breaker.holdUntil(cause, now)}
+	}
+	if sample && d.act == actRedrive {
+		w.breaker.sent(cause, now)
 	}
 	if d.act == actRedrive {
 		target, ok, err := w.topics.Partition(dec.Envelope.OriginalTopic, dec.Envelope.OriginalPartition, m.Key)

@@ -27,6 +27,11 @@ type Breaker struct {
 	// than ratio of them come back by the end of a run that started after they were
 	// acknowledged, it closes.
 	Probes int `yaml:"probes"`
+	// CauseShare opens the breaker of one cause (fingerprint) instead of the route's when
+	// at least this fraction of what came back shares that cause while less than this
+	// fraction of what the route sends is of it: that cause's records wait, the records of
+	// other causes keep flowing. Above 0.5, at most 1.
+	CauseShare float64 `yaml:"cause_share"`
 }
 
 // Breaker defaults: the breaker is on unless a route disables it.
@@ -36,6 +41,7 @@ const (
 	DefaultBreakerWindow      = 5 * time.Minute
 	DefaultBreakerOpenFor     = time.Minute
 	DefaultBreakerProbes      = 10
+	DefaultBreakerCauseShare  = 0.8
 )
 
 func (b *Breaker) withDefaults() {
@@ -53,6 +59,9 @@ func (b *Breaker) withDefaults() {
 	}
 	if b.Probes == 0 {
 		b.Probes = DefaultBreakerProbes
+	}
+	if b.CauseShare == 0 {
+		b.CauseShare = DefaultBreakerCauseShare
 	}
 }
 
@@ -72,6 +81,9 @@ func (b *Breaker) validate(at func(key, format string, args ...any) error) []err
 	}
 	if b.Probes < 1 {
 		errs = append(errs, at("breaker.probes", "must be at least 1, got %d", b.Probes))
+	}
+	if b.CauseShare <= 0.5 || b.CauseShare > 1 {
+		errs = append(errs, at("breaker.cause_share", "must be in (0.5, 1], got %v", b.CauseShare))
 	}
 	return errs
 }

@@ -22,6 +22,12 @@ type RouteControl struct {
 	// NextRunAt is when the route's schedule fires next, as a worker's scheduler has it;
 	// zero until a worker reported it.
 	NextRunAt time.Time
+	// BreakerOverride is an operator's forced breaker state; BreakerAuto leaves the
+	// breaker to itself (route_breakers.go).
+	BreakerOverride       BreakerOverride
+	BreakerOverrideReason string
+	// Breaker is the breaker's state as a worker last reported it; zero until one did.
+	Breaker BreakerReport
 }
 
 // RouteControls returns every route an operator has touched; a route absent from the list
@@ -45,7 +51,7 @@ func (s *Runs) PauseRoute(ctx context.Context, route string, paused bool, actor 
 	if paused {
 		action = "pause_route"
 	}
-	return s.routeAction(ctx, route, actor, action, func(tx pgx.Tx, now time.Time) (dbsqlc.RouteControlsRow, error) {
+	return s.routeAction(ctx, route, actor, action, "", func(tx pgx.Tx, now time.Time) (dbsqlc.RouteControlsRow, error) {
 		row, err := queries.PauseRoute(ctx, tx, dbsqlc.PauseRouteParams{Paused: paused, Actor: actor.Name, Now: now, Route: route})
 		return dbsqlc.RouteControlsRow(row), err
 	})
@@ -53,7 +59,7 @@ func (s *Runs) PauseRoute(ctx context.Context, route string, paused bool, actor 
 
 // RequestRun asks the workers of a route to run it now; ErrNotFound as PauseRoute.
 func (s *Runs) RequestRun(ctx context.Context, route string, actor Actor) (RouteControl, error) {
-	return s.routeAction(ctx, route, actor, "request_run", func(tx pgx.Tx, now time.Time) (dbsqlc.RouteControlsRow, error) {
+	return s.routeAction(ctx, route, actor, "request_run", "", func(tx pgx.Tx, now time.Time) (dbsqlc.RouteControlsRow, error) {
 		row, err := queries.RequestRun(ctx, tx, dbsqlc.RequestRunParams{Now: now, Actor: actor.Name, Route: route})
 		return dbsqlc.RouteControlsRow(row), err
 	})
@@ -66,8 +72,8 @@ func (s *Runs) AckRunRequest(ctx context.Context, route string, requestedAt time
 }
 
 // routeAction changes a route control with change, which returns pgx.ErrNoRows for a
-// route no worker registered, and writes its audit row.
-func (s *Runs) routeAction(ctx context.Context, route string, actor Actor, action string,
+// route no worker registered, and writes its audit row with the operator's reason.
+func (s *Runs) routeAction(ctx context.Context, route string, actor Actor, action, reason string,
 	change func(tx pgx.Tx, now time.Time) (dbsqlc.RouteControlsRow, error)) (RouteControl, error) {
 	if route == "" {
 		return RouteControl{}, &ValidationError{Field: "route", Reason: "empty"}
@@ -87,7 +93,7 @@ func (s *Runs) routeAction(ctx context.Context, route string, actor Actor, actio
 			rc = routeControlFromRow(row)
 		}
 		return writeAudit(ctx, tx, AuditEntry{At: now, Actor: actor.Name, RequestID: actor.RequestID, ClientRequestID: actor.ClientRequestID,
-			Action: action, Route: route, Affected: affected, Outcome: outcomeOf(outcome)})
+			Action: action, Route: route, Affected: affected, Outcome: outcomeOf(outcome), Reason: reason})
 	})
 	if err == nil && outcome != nil {
 		err = fmt.Errorf("route %q: %w", route, &refusal{outcome})

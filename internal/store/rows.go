@@ -95,7 +95,10 @@ func marshalNullable[T any](v *T) (json.RawMessage, error) {
 // RouteControlsRow.
 func routeControlFromRow(row dbsqlc.RouteControlsRow) RouteControl {
 	rc := RouteControl{Route: row.Route, Paused: row.Paused, RunRequestedAt: deref(row.RunRequestedAt),
-		UpdatedBy: row.UpdatedBy, UpdatedAt: row.UpdatedAt, NextRunAt: deref(row.NextRunAt)}
-	utc(&rc.RunRequestedAt, &rc.UpdatedAt, &rc.NextRunAt)
+		UpdatedBy: row.UpdatedBy, UpdatedAt: row.UpdatedAt, NextRunAt: deref(row.NextRunAt),
+		BreakerOverride: BreakerOverride(deref(row.BreakerOverride)), BreakerOverrideReason: deref(row.BreakerOverrideReason),
+		Breaker: BreakerReport{State: deref(row.BreakerState), Since: deref(row.BreakerSince),
+			ReturnedRatio: deref(row.BreakerReturnedRatio), ReportedBy: deref(row.BreakerReportedBy)}}
+	utc(&rc.RunRequestedAt, &rc.UpdatedAt, &rc.NextRunAt, &rc.Breaker.Since)
 	return rc
 }

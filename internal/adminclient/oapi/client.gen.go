@@ -198,6 +198,30 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/routes (the `ListRoutes` operationId).
 	ListRoutes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// SetRouteBreakerWithBody Force the route's breaker open or closed, or give it back to the automatic breaker
+	//
+	// `open`: the route redrives nothing, its records wait as scheduled with their retry
+	// counts untouched. `closed`: it redrives whatever comes back, as without a breaker.
+	// `auto`: the automatic breaker decides again, from a fresh window. The override
+	// holds across worker restarts; the audit row carries the operator and the reason.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/routes/{route}/breaker (the `SetRouteBreaker` operationId).
+	SetRouteBreakerWithBody(ctx context.Context, routeName RouteName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetRouteBreaker Force the route's breaker open or closed, or give it back to the automatic breaker
+	//
+	// `open`: the route redrives nothing, its records wait as scheduled with their retry
+	// counts untouched. `closed`: it redrives whatever comes back, as without a breaker.
+	// `auto`: the automatic breaker decides again, from a fresh window. The override
+	// holds across worker restarts; the audit row carries the operator and the reason.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/routes/{route}/breaker (the `SetRouteBreaker` operationId).
+	SetRouteBreaker(ctx context.Context, routeName RouteName, body SetRouteBreakerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PauseRoute Pause a route
 	//
 	// Corresponds with POST /v1/routes/{route}/pause (the `PauseRoute` operationId).
@@ -498,6 +522,50 @@ func (c *Client) RetryRecordNow(ctx context.Context, id RecordID, reqEditors ...
 // Corresponds with GET /v1/routes (the `ListRoutes` operationId).
 func (c *Client) ListRoutes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListRoutesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetRouteBreakerWithBody Force the route's breaker open or closed, or give it back to the automatic breaker
+//
+// `open`: the route redrives nothing, its records wait as scheduled with their retry
+// counts untouched. `closed`: it redrives whatever comes back, as without a breaker.
+// `auto`: the automatic breaker decides again, from a fresh window. The override
+// holds across worker restarts; the audit row carries the operator and the reason.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/routes/{route}/breaker (the `SetRouteBreaker` operationId).
+func (c *Client) SetRouteBreakerWithBody(ctx context.Context, routeName RouteName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetRouteBreakerRequestWithBody(c.Server, routeName, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetRouteBreaker Force the route's breaker open or closed, or give it back to the automatic breaker
+//
+// `open`: the route redrives nothing, its records wait as scheduled with their retry
+// counts untouched. `closed`: it redrives whatever comes back, as without a breaker.
+// `auto`: the automatic breaker decides again, from a fresh window. The override
+// holds across worker restarts; the audit row carries the operator and the reason.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/routes/{route}/breaker (the `SetRouteBreaker` operationId).
+func (c *Client) SetRouteBreaker(ctx context.Context, routeName RouteName, body SetRouteBreakerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetRouteBreakerRequest(c.Server, routeName, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1677,6 +1745,53 @@ func NewListRoutesRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewSetRouteBreakerRequest calls the generic SetRouteBreaker builder with application/json body
+func NewSetRouteBreakerRequest(server string, routeName RouteName, body SetRouteBreakerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetRouteBreakerRequestWithBody(server, routeName, "application/json", bodyReader)
+}
+
+// NewSetRouteBreakerRequestWithBody constructs an http.Request for the SetRouteBreaker method, with any body, and a specified content type
+func NewSetRouteBreakerRequestWithBody(server string, routeName RouteName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "route", routeName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/routes/%s/breaker", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }

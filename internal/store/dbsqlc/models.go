@@ -170,13 +170,19 @@ type ReplayState struct {
 }
 
 type RouteControl struct {
-	Route          string
-	Paused         bool
-	RunRequestedAt *time.Time
-	UpdatedBy      string
-	UpdatedAt      time.Time
-	AllowedTargets []string
-	NextRunAt      *time.Time
+	Route                 string
+	Paused                bool
+	RunRequestedAt        *time.Time
+	UpdatedBy             string
+	UpdatedAt             time.Time
+	AllowedTargets        []string
+	NextRunAt             *time.Time
+	BreakerOverride       *string
+	BreakerOverrideReason *string
+	BreakerState          *string
+	BreakerSince          *time.Time
+	BreakerReturnedRatio  *float64
+	BreakerReportedBy     *string
 }
 
 type RunLedger struct {

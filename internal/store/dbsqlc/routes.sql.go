@@ -28,7 +28,8 @@ func (q *Queries) AckRunRequest(ctx context.Context, db DBTX, arg AckRunRequestP
 const PauseRoute = `-- name: PauseRoute :one
 UPDATE route_controls SET paused = $1, updated_by = $2, updated_at = $3
 	WHERE route = $4
-	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at
+	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at,
+	breaker_override, breaker_override_reason, breaker_state, breaker_since, breaker_returned_ratio, breaker_reported_by
 `
 
 type PauseRouteParams struct {
@@ -39,12 +40,18 @@ type PauseRouteParams struct {
 }
 
 type PauseRouteRow struct {
-	Route          string
-	Paused         bool
-	RunRequestedAt *time.Time
-	UpdatedBy      string
-	UpdatedAt      time.Time
-	NextRunAt      *time.Time
+	Route                 string
+	Paused                bool
+	RunRequestedAt        *time.Time
+	UpdatedBy             string
+	UpdatedAt             time.Time
+	NextRunAt             *time.Time
+	BreakerOverride       *string
+	BreakerOverrideReason *string
+	BreakerState          *string
+	BreakerSince          *time.Time
+	BreakerReturnedRatio  *float64
+	BreakerReportedBy     *string
 }
 
 // PauseRoute updates only routes a worker registered: an unknown name is not found.
@@ -63,6 +70,12 @@ func (q *Queries) PauseRoute(ctx context.Context, db DBTX, arg PauseRouteParams)
 		&i.UpdatedBy,
 		&i.UpdatedAt,
 		&i.NextRunAt,
+		&i.BreakerOverride,
+		&i.BreakerOverrideReason,
+		&i.BreakerState,
+		&i.BreakerSince,
+		&i.BreakerReturnedRatio,
+		&i.BreakerReportedBy,
 	)
 	return i, err
 }
@@ -108,10 +121,36 @@ func (q *Queries) RegisterRoutes(ctx context.Context, db DBTX, arg RegisterRoute
 	return err
 }
 
+const ReportBreaker = `-- name: ReportBreaker :exec
+UPDATE route_controls SET breaker_state = $1::text, breaker_since = $2::timestamptz,
+	breaker_returned_ratio = $3::double precision, breaker_reported_by = $4::text
+	WHERE route = $5
+`
+
+type ReportBreakerParams struct {
+	State         string
+	Since         time.Time
+	ReturnedRatio float64
+	ReportedBy    string
+	Route         string
+}
+
+func (q *Queries) ReportBreaker(ctx context.Context, db DBTX, arg ReportBreakerParams) error {
+	_, err := db.Exec(ctx, ReportBreaker,
+		arg.State,
+		arg.Since,
+		arg.ReturnedRatio,
+		arg.ReportedBy,
+		arg.Route,
+	)
+	return err
+}
+
 const RequestRun = `-- name: RequestRun :one
 UPDATE route_controls SET run_requested_at = $1::timestamptz, updated_by = $2, updated_at = $1
 	WHERE route = $3
-	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at
+	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at,
+	breaker_override, breaker_override_reason, breaker_state, breaker_since, breaker_returned_ratio, breaker_reported_by
 `
 
 type RequestRunParams struct {
@@ -121,12 +160,18 @@ type RequestRunParams struct {
 }
 
 type RequestRunRow struct {
-	Route          string
-	Paused         bool
-	RunRequestedAt *time.Time
-	UpdatedBy      string
-	UpdatedAt      time.Time
-	NextRunAt      *time.Time
+	Route                 string
+	Paused                bool
+	RunRequestedAt        *time.Time
+	UpdatedBy             string
+	UpdatedAt             time.Time
+	NextRunAt             *time.Time
+	BreakerOverride       *string
+	BreakerOverrideReason *string
+	BreakerState          *string
+	BreakerSince          *time.Time
+	BreakerReturnedRatio  *float64
+	BreakerReportedBy     *string
 }
 
 func (q *Queries) RequestRun(ctx context.Context, db DBTX, arg RequestRunParams) (RequestRunRow, error) {
@@ -139,21 +184,34 @@ func (q *Queries) RequestRun(ctx context.Context, db DBTX, arg RequestRunParams)
 		&i.UpdatedBy,
 		&i.UpdatedAt,
 		&i.NextRunAt,
+		&i.BreakerOverride,
+		&i.BreakerOverrideReason,
+		&i.BreakerState,
+		&i.BreakerSince,
+		&i.BreakerReturnedRatio,
+		&i.BreakerReportedBy,
 	)
 	return i, err
 }
 
 const RouteControls = `-- name: RouteControls :many
-SELECT route, paused, run_requested_at, updated_by, updated_at, next_run_at FROM route_controls ORDER BY route
+SELECT route, paused, run_requested_at, updated_by, updated_at, next_run_at,
+	breaker_override, breaker_override_reason, breaker_state, breaker_since, breaker_returned_ratio, breaker_reported_by FROM route_controls ORDER BY route
 `
 
 type RouteControlsRow struct {
-	Route          string
-	Paused         bool
-	RunRequestedAt *time.Time
-	UpdatedBy      string
-	UpdatedAt      time.Time
-	NextRunAt      *time.Time
+	Route                 string
+	Paused                bool
+	RunRequestedAt        *time.Time
+	UpdatedBy             string
+	UpdatedAt             time.Time
+	NextRunAt             *time.Time
+	BreakerOverride       *string
+	BreakerOverrideReason *string
+	BreakerState          *string
+	BreakerSince          *time.Time
+	BreakerReturnedRatio  *float64
+	BreakerReportedBy     *string
 }
 
 func (q *Queries) RouteControls(ctx context.Context, db DBTX) ([]RouteControlsRow, error) {
@@ -172,6 +230,12 @@ func (q *Queries) RouteControls(ctx context.Context, db DBTX) ([]RouteControlsRo
 			&i.UpdatedBy,
 			&i.UpdatedAt,
 			&i.NextRunAt,
+			&i.BreakerOverride,
+			&i.BreakerOverrideReason,
+			&i.BreakerState,
+			&i.BreakerSince,
+			&i.BreakerReturnedRatio,
+			&i.BreakerReportedBy,
 		); err != nil {
 			return nil, err
 		}
@@ -181,6 +245,65 @@ func (q *Queries) RouteControls(ctx context.Context, db DBTX) ([]RouteControlsRo
 		return nil, err
 	}
 	return items, nil
+}
+
+const SetBreakerOverride = `-- name: SetBreakerOverride :one
+UPDATE route_controls SET breaker_override = $1::text, breaker_override_reason = $2::text,
+	updated_by = $3, updated_at = $4
+	WHERE route = $5
+	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at,
+	breaker_override, breaker_override_reason, breaker_state, breaker_since, breaker_returned_ratio, breaker_reported_by
+`
+
+type SetBreakerOverrideParams struct {
+	Override *string
+	Reason   *string
+	Actor    string
+	Now      time.Time
+	Route    string
+}
+
+type SetBreakerOverrideRow struct {
+	Route                 string
+	Paused                bool
+	RunRequestedAt        *time.Time
+	UpdatedBy             string
+	UpdatedAt             time.Time
+	NextRunAt             *time.Time
+	BreakerOverride       *string
+	BreakerOverrideReason *string
+	BreakerState          *string
+	BreakerSince          *time.Time
+	BreakerReturnedRatio  *float64
+	BreakerReportedBy     *string
+}
+
+// SetBreakerOverride forces a route's breaker open or closed, or (override NULL) gives it
+// back to the automatic breaker; only routes a worker registered.
+func (q *Queries) SetBreakerOverride(ctx context.Context, db DBTX, arg SetBreakerOverrideParams) (SetBreakerOverrideRow, error) {
+	row := db.QueryRow(ctx, SetBreakerOverride,
+		arg.Override,
+		arg.Reason,
+		arg.Actor,
+		arg.Now,
+		arg.Route,
+	)
+	var i SetBreakerOverrideRow
+	err := row.Scan(
+		&i.Route,
+		&i.Paused,
+		&i.RunRequestedAt,
+		&i.UpdatedBy,
+		&i.UpdatedAt,
+		&i.NextRunAt,
+		&i.BreakerOverride,
+		&i.BreakerOverrideReason,
+		&i.BreakerState,
+		&i.BreakerSince,
+		&i.BreakerReturnedRatio,
+		&i.BreakerReportedBy,
+	)
+	return i, err
 }
 
 const SetNextRun = `-- name: SetNextRun :exec
