@@ -14,10 +14,12 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dlqops/dlq/internal/adminclient"
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/auth"
+	"github.com/dlqops/dlq/internal/reltime"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -68,6 +70,8 @@ type filterFlags struct {
 	statuses, reasons                                                      []string
 	dlqTopic, originalTopic, errorClass, errorContains, route, key, keyB64 string
 	fingerprint                                                            string
+	// storedFrom and storedTo are as typed (reltime): resolved when the command runs.
+	storedFrom, storedTo string
 }
 
 func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
@@ -87,23 +91,43 @@ func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
 	fl.StringVar(&ff.fingerprint, "fingerprint", "", "the records of one incident (dlq-admin incidents)")
 	fl.StringVar(&ff.key, "key", "", "exact key, as text")
 	fl.StringVar(&ff.keyB64, "key-b64", "", "exact key bytes, in standard base64 (for a key that is not text)")
+	fl.StringVar(&ff.storedFrom, "stored-from", "", "records stored at or after: "+reltime.Syntax)
+	fl.StringVar(&ff.storedTo, "stored-to", "", "records stored before: "+reltime.Syntax)
 	cmd.MarkFlagsMutuallyExclusive("key", "key-b64")
+	// The API's bulk body spells the lists in the plural: either spelling selects the same.
+	fl.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		switch name {
+		case "statuses":
+			name = "status"
+		case "park-reasons":
+			name = "park-reason"
+		}
+		return pflag.NormalizedName(name)
+	})
 }
 
-func (ff *filterFlags) params() api.ListRecordsParams {
+// storedTimes resolves --stored-from and --stored-to against now.
+func (ff *filterFlags) storedTimes(now time.Time) (from, to *string, err error) {
+	from, err1 := flagTime("stored-from", ff.storedFrom, now)
+	to, err2 := flagTime("stored-to", ff.storedTo, now)
+	return from, to, errors.Join(err1, err2)
+}
+
+func (ff *filterFlags) params(now time.Time) (api.ListRecordsParams, error) {
 	set := func(v string) *string {
 		if v == "" {
 			return nil
 		}
 		return &v
 	}
+	from, to, err := ff.storedTimes(now)
 	return api.ListRecordsParams{Status: set(strings.Join(ff.statuses, ",")), Reason: set(strings.Join(ff.reasons, ",")),
 		DLQTopic: set(ff.dlqTopic), OriginalTopic: set(ff.originalTopic), ErrorClass: set(ff.errorClass),
 		ErrorContains: set(ff.errorContains), Fingerprint: set(ff.fingerprint), Route: set(ff.route),
-		Key: set(ff.key), KeyB64: set(ff.keyB64)}
+		Key: set(ff.key), KeyB64: set(ff.keyB64), StoredFrom: from, StoredTo: to}, err
 }
 
-func (ff *filterFlags) filter() *api.Filter {
+func (ff *filterFlags) filter(now time.Time) (*api.Filter, error) {
 	f := &api.Filter{DLQTopic: ff.dlqTopic, OriginalTopic: ff.originalTopic, ErrorClass: ff.errorClass,
 		ErrorContains: ff.errorContains, Fingerprint: ff.fingerprint, Route: ff.route}
 	for _, s := range ff.statuses {
@@ -118,7 +142,17 @@ func (ff *filterFlags) filter() *api.Filter {
 	if ff.keyB64 != "" {
 		f.KeyB64 = &ff.keyB64
 	}
-	return f
+	from, to, err := ff.storedTimes(now)
+	for _, t := range []struct {
+		in  *string
+		out **time.Time
+	}{{from, &f.StoredFrom}, {to, &f.StoredTo}} {
+		if t.in != nil {
+			at, _ := time.Parse(time.RFC3339Nano, *t.in) // flagTime wrote it
+			*t.out = &at
+		}
+	}
+	return f, err
 }
 
 func envOr(name, def string) string {
@@ -212,7 +246,10 @@ func listCommand(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			q := ff.params()
+			q, err := ff.params(time.Now())
+			if err != nil {
+				return err
+			}
 			q.Limit = &limit
 			if cursor != "" {
 				q.Cursor = &cursor
@@ -379,7 +416,9 @@ func bulkCommand(f *clientFlags) *cobra.Command {
 					return err
 				}
 				if req.IDs == nil {
-					req.Filter = ff.filter()
+					if req.Filter, err = ff.filter(time.Now()); err != nil {
+						return err
+					}
 				}
 				ctx, out := cmd.Context(), cmd.OutOrStdout()
 				dry, err := c.BulkDryRun(ctx, kind, req)

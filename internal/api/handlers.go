@@ -17,7 +17,7 @@ import (
 const maxReasonBytes = 1000
 
 func (s *Server) listRecords(c *call) (int, any, error) {
-	f, cursor, limit, err := listingQuery(c.r)
+	f, cursor, limit, err := listingQuery(c.r, s.cfg.Clock())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -35,7 +35,7 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 
 // listIncidents lists the causes of the waiting records the token may see, largest first.
 func (s *Server) listIncidents(c *call) (int, any, error) {
-	f, limit, err := incidentsQuery(c.r)
+	f, limit, err := incidentsQuery(c.r, s.cfg.Clock())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -601,7 +601,7 @@ func (s *Server) listAudit(c *call) (int, any, error) {
 		}
 	}
 	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
-		if *dst, err = parseTime(name, q.Get(name)); err != nil {
+		if *dst, err = parseTime(name, q.Get(name), s.cfg.Clock()); err != nil {
 			return 0, nil, err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dlqops/dlq/internal/reltime"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -79,9 +80,24 @@ var knownStatuses = []store.Status{store.StatusScheduled, store.StatusRedriven, 
 	store.StatusReplaying, store.StatusReplayed, store.StatusDiscarded}
 
 func parseStatuses(field string, vs []store.Status) error {
-	for _, s := range vs {
-		if !slices.Contains(knownStatuses, s) {
-			return badParam(field, "unknown status %q", s)
+	return known(field, "status", vs, knownStatuses)
+}
+
+// parseReasons refuses a reason that does not exist: a typo (exhaust for exhausted) would
+// otherwise select nothing and read as "no records".
+func parseReasons(field string, vs []store.Reason) error {
+	return known(field, "reason", vs, store.Reasons)
+}
+
+// known refuses a value of vs that is not one of allowed, naming the allowed values.
+func known[T ~string](field, what string, vs, allowed []T) error {
+	for _, v := range vs {
+		if !slices.Contains(allowed, v) {
+			names := make([]string, len(allowed))
+			for i, a := range allowed {
+				names[i] = string(a)
+			}
+			return badParam(field, "unknown %s %q; allowed: %s", what, v, strings.Join(names, ", "))
 		}
 	}
 	return nil
@@ -99,19 +115,20 @@ func splitList[T ~string](v string) []T {
 	return out
 }
 
-func parseTime(field, v string) (time.Time, error) {
+// parseTime reads a time filter, absolute or relative to now (reltime).
+func parseTime(field, v string, now time.Time) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, v)
+	t, err := reltime.Parse(v, now)
 	if err != nil {
-		return time.Time{}, badParam(field, "must be an RFC 3339 time")
+		return time.Time{}, badParam(field, "%v", err)
 	}
 	return t, nil
 }
 
 // listingQuery reads a record listing's query: its filter, cursor and page size.
-func listingQuery(r *http.Request) (f store.Filter, cursor string, limit int, err error) {
+func listingQuery(r *http.Request, now time.Time) (f store.Filter, cursor string, limit int, err error) {
 	q, err := query(r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
 		"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to", "cursor", "limit")
 	if err != nil {
@@ -120,13 +137,13 @@ func listingQuery(r *http.Request) (f store.Filter, cursor string, limit int, er
 	if limit, err = limitParam(q); err != nil {
 		return f, "", 0, err
 	}
-	f, err = filterFromQuery(q)
+	f, err = filterFromQuery(q, now)
 	return f, q.Get("cursor"), limit, err
 }
 
 // incidentsQuery reads an incident listing's query: the records' filters (statuses only
 // those an incident counts) and how many incidents.
-func incidentsQuery(r *http.Request) (f store.Filter, limit int, err error) {
+func incidentsQuery(r *http.Request, now time.Time) (f store.Filter, limit int, err error) {
 	q, err := query(r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
 		"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to", "limit")
 	if err != nil {
@@ -135,7 +152,7 @@ func incidentsQuery(r *http.Request) (f store.Filter, limit int, err error) {
 	if limit, err = limitParam(q); err != nil {
 		return f, 0, err
 	}
-	if f, err = filterFromQuery(q); err != nil {
+	if f, err = filterFromQuery(q, now); err != nil {
 		return f, 0, err
 	}
 	for _, st := range f.Statuses {
@@ -147,13 +164,16 @@ func incidentsQuery(r *http.Request) (f store.Filter, limit int, err error) {
 }
 
 // filterFromQuery reads the listing filters of the query.
-func filterFromQuery(q url.Values) (store.Filter, error) {
+func filterFromQuery(q url.Values, now time.Time) (store.Filter, error) {
 	f := store.Filter{
 		Statuses: splitList[store.Status](q.Get("status")), Reasons: splitList[store.Reason](q.Get("reason")),
 		DLQTopic: q.Get("dlq_topic"), OriginalTopic: q.Get("original_topic"), ErrorClass: q.Get("error_class"),
 		ErrorContains: q.Get("error_contains"), Fingerprint: q.Get("fingerprint"), Route: q.Get("route"),
 	}
 	if err := parseStatuses("status", f.Statuses); err != nil {
+		return f, err
+	}
+	if err := parseReasons("reason", f.Reasons); err != nil {
 		return f, err
 	}
 	var keyText, keyB64 *string
@@ -169,8 +189,8 @@ func filterFromQuery(q url.Values) (store.Filter, error) {
 	}
 	f.Key = key
 	var err1, err2 error
-	f.StoredFrom, err1 = parseTime("stored_from", q.Get("stored_from"))
-	f.StoredTo, err2 = parseTime("stored_to", q.Get("stored_to"))
+	f.StoredFrom, err1 = parseTime("stored_from", q.Get("stored_from"), now)
+	f.StoredTo, err2 = parseTime("stored_to", q.Get("stored_to"), now)
 	return f, errors.Join(err1, err2)
 }
 
@@ -228,6 +248,9 @@ func filterFromBody(in *Filter) (store.Filter, error) {
 	}
 	if in.StoredTo != nil {
 		f.StoredTo = *in.StoredTo
+	}
+	if err := parseReasons("filter.reasons", f.Reasons); err != nil {
+		return f, err
 	}
 	return f, parseStatuses("filter.statuses", f.Statuses)
 }

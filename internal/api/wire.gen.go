@@ -444,11 +444,11 @@ type ListAuditParams struct {
 	// JobID entries of this job
 	JobID *int64 `form:"job_id,omitempty" json:"job_id,omitempty"`
 
-	// From entries at or after this time
-	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+	// From entries at or after: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	From *string `form:"from,omitempty" json:"from,omitempty"`
 
-	// To entries before this time
-	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+	// To entries before: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	To *string `form:"to,omitempty" json:"to,omitempty"`
 }
 
 // BulkDiscardParams defines parameters for BulkDiscard.
@@ -466,7 +466,7 @@ type ListIncidentsParams struct {
 	// Status comma-separated: parked, scheduled (default both)
 	Status *string `form:"status,omitempty" json:"status,omitempty"`
 
-	// Reason comma-separated reasons
+	// Reason comma-separated reasons; a reason that does not exist is a 400 naming those that do
 	Reason        *string `form:"reason,omitempty" json:"reason,omitempty"`
 	DLQTopic      *string `form:"dlq_topic,omitempty" json:"dlq_topic,omitempty"`
 	OriginalTopic *string `form:"original_topic,omitempty" json:"original_topic,omitempty"`
@@ -479,10 +479,14 @@ type ListIncidentsParams struct {
 	Key *string `form:"key,omitempty" json:"key,omitempty"`
 
 	// KeyB64 exact key bytes in standard base64; not empty; not together with key
-	KeyB64     *string    `form:"key_b64,omitempty" json:"key_b64,omitempty"`
-	StoredFrom *time.Time `form:"stored_from,omitempty" json:"stored_from,omitempty"`
-	StoredTo   *time.Time `form:"stored_to,omitempty" json:"stored_to,omitempty"`
-	Limit      *int       `form:"limit,omitempty" json:"limit,omitempty"`
+	KeyB64 *string `form:"key_b64,omitempty" json:"key_b64,omitempty"`
+
+	// StoredFrom records stored at or after: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredFrom *string `form:"stored_from,omitempty" json:"stored_from,omitempty"`
+
+	// StoredTo records stored before: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredTo *string `form:"stored_to,omitempty" json:"stored_to,omitempty"`
+	Limit    *int    `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ListJobsParams defines parameters for ListJobs.
@@ -494,10 +498,10 @@ type ListJobsParams struct {
 
 // ListRecordsParams defines parameters for ListRecords.
 type ListRecordsParams struct {
-	// Status comma-separated statuses
+	// Status comma-separated statuses; a status that does not exist is a 400 naming those that do
 	Status *string `form:"status,omitempty" json:"status,omitempty"`
 
-	// Reason comma-separated reasons
+	// Reason comma-separated reasons; a reason that does not exist is a 400 naming those that do
 	Reason        *string `form:"reason,omitempty" json:"reason,omitempty"`
 	DLQTopic      *string `form:"dlq_topic,omitempty" json:"dlq_topic,omitempty"`
 	OriginalTopic *string `form:"original_topic,omitempty" json:"original_topic,omitempty"`
@@ -512,11 +516,15 @@ type ListRecordsParams struct {
 	Key *string `form:"key,omitempty" json:"key,omitempty"`
 
 	// KeyB64 exact key bytes in standard base64, for a key that is not text (invalid base64 is a 400 naming key_b64); not empty; not together with key
-	KeyB64     *string    `form:"key_b64,omitempty" json:"key_b64,omitempty"`
-	StoredFrom *time.Time `form:"stored_from,omitempty" json:"stored_from,omitempty"`
-	StoredTo   *time.Time `form:"stored_to,omitempty" json:"stored_to,omitempty"`
-	Cursor     *string    `form:"cursor,omitempty" json:"cursor,omitempty"`
-	Limit      *int       `form:"limit,omitempty" json:"limit,omitempty"`
+	KeyB64 *string `form:"key_b64,omitempty" json:"key_b64,omitempty"`
+
+	// StoredFrom records stored at or after: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredFrom *string `form:"stored_from,omitempty" json:"stored_from,omitempty"`
+
+	// StoredTo records stored before: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredTo *string `form:"stored_to,omitempty" json:"stored_to,omitempty"`
+	Cursor   *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Limit    *int    `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ReplayRecordParams defines parameters for ReplayRecord.

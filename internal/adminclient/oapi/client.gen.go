@@ -722,7 +722,7 @@ func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request,
 
 		if params.From != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -734,7 +734,7 @@ func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request,
 
 		if params.To != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1018,7 +1018,7 @@ func NewListIncidentsRequest(server string, params *ListIncidentsParams) (*http.
 
 		if params.StoredFrom != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_from", *params.StoredFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_from", *params.StoredFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1030,7 +1030,7 @@ func NewListIncidentsRequest(server string, params *ListIncidentsParams) (*http.
 
 		if params.StoredTo != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_to", *params.StoredTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_to", *params.StoredTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1350,7 +1350,7 @@ func NewListRecordsRequest(server string, params *ListRecordsParams) (*http.Requ
 
 		if params.StoredFrom != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_from", *params.StoredFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_from", *params.StoredFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1362,7 +1362,7 @@ func NewListRecordsRequest(server string, params *ListRecordsParams) (*http.Requ
 
 		if params.StoredTo != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_to", *params.StoredTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_to", *params.StoredTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
