@@ -264,6 +264,7 @@ func listCommand(f *clientFlags) *cobra.Command {
 					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Status, r.Reason, printable(r.Original.Topic),
 						r.RetryCount, truncate(errorText(r.ErrorClass, r.ErrorMessage), 60), ts(&r.StoredAt))
 				}
+				fmt.Fprintln(w, totalLine(page.Total, page.TotalIsEstimate, "records"))
 				if page.NextCursor != "" {
 					fmt.Fprintf(w, "next page: --cursor %s\n", page.NextCursor)
 				}
@@ -274,6 +275,15 @@ func listCommand(f *clientFlags) *cobra.Command {
 	cmd.Flags().StringVar(&cursor, "cursor", "", "the next_cursor of the previous page")
 	cmd.Flags().IntVar(&limit, "limit", 50, "records per page (at most 500)")
 	return cmd
+}
+
+// totalLine says how many a listing's filters select over all its pages; past the API's
+// exact bound it is the database's estimate, and says so.
+func totalLine(n int64, estimate bool, noun string) string {
+	if estimate {
+		return fmt.Sprintf("about %d %s match (an estimate: more than %d)", n, noun, store.ExactTotalBound)
+	}
+	return fmt.Sprintf("%d %s match", n, noun)
 }
 
 func truncate(s string, n int) string {

@@ -31,8 +31,12 @@ func TestCLIFilters(t *testing.T) {
 	require.Equal(t, 0, rows("--stored-to", "-1h"))
 	require.Equal(t, 3, rows("--statuses", "parked", "--park-reasons", "exhausted"))
 	require.Equal(t, 0, rows("--status", "scheduled"))
+	out, err := s.cli(t, "list", "--limit", "1")
+	require.NoError(t, err)
+	require.Equal(t, 1, len(regexpRows.FindAllString(out, -1)))
+	require.Contains(t, out, "\n3 records match\n", "the total of every page")
 
-	out, err := s.cli(t, "bulk", "discard", "--stored-to", "-1h", "--reason", "old ones")
+	out, err = s.cli(t, "bulk", "discard", "--stored-to", "-1h", "--reason", "old ones")
 	require.NoError(t, err)
 	require.Contains(t, out, "0 records selected (dry run)")
 	out, err = s.cli(t, "bulk", "discard", "--stored-from", "-1h", "--reason", "new ones")

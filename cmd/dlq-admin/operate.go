@@ -212,6 +212,7 @@ func auditCommand(f *clientFlags) *cobra.Command {
 					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, ts(&e.At), e.Actor, e.Action, e.Outcome,
 						auditTarget(e), e.Affected, printable(truncate(e.Reason, 60)))
 				}
+				fmt.Fprintln(w, totalLine(list.Total, list.TotalIsEstimate, "entries"))
 				if list.NextBefore != 0 {
 					fmt.Fprintf(w, "next page: --before %d\n", list.NextBefore)
 				}

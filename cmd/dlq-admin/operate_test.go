@@ -91,7 +91,7 @@ func TestCLIOperate(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)\s+ada\s+pause_route\s+\S+\s+route orders\s`, out)
 	require.NotContains(t, out, "retry_now")
-	_, err = s.cli(t, "audit", "--from", "yesterday")
+	_, err = s.cli(t, "audit", "--from", "last week")
 	require.ErrorContains(t, err, "from")
 }
 

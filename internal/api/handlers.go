@@ -26,7 +26,12 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := RecordPage{Records: make([]Record, len(page.Records)), NextCursor: page.NextCursor}
+	total, err := s.cfg.Store.Total(c.r.Context(), f)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := RecordPage{Records: make([]Record, len(page.Records)), NextCursor: page.NextCursor,
+		Total: total.Count, TotalIsEstimate: total.Estimate}
 	for i := range page.Records {
 		out.Records[i] = toRecord(&page.Records[i])
 	}
@@ -387,7 +392,11 @@ func (s *Server) listJobs(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := JobList{Jobs: make([]Job, len(jobs))}
+	total, err := s.cfg.Store.JobsTotal(c.r.Context(), c.principal.Topics...)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := JobList{Jobs: make([]Job, len(jobs)), Total: total.Count, TotalIsEstimate: total.Estimate}
 	for i := range jobs {
 		out.Jobs[i] = toJob(&jobs[i])
 	}
@@ -609,7 +618,11 @@ func (s *Server) listAudit(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := AuditList{Entries: make([]AuditEntry, len(entries))}
+	total, err := s.cfg.Store.AuditTotal(c.r.Context(), f)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := AuditList{Entries: make([]AuditEntry, len(entries)), Total: total.Count, TotalIsEstimate: total.Estimate}
 	for i := range entries {
 		out.Entries[i] = toAudit(&entries[i])
 	}

@@ -36,6 +36,12 @@ type AuditEntry struct {
 type AuditList struct {
 	Entries    []AuditEntry `json:"entries"`
 	NextBefore int64        `json:"next_before,omitempty"`
+
+	// Total how many entries the filters select (all pages): exact up to 10,000, the database planner's estimate past it
+	Total int64 `json:"total"`
+
+	// TotalIsEstimate total is an estimate (more than 10,000 selected)
+	TotalIsEstimate bool `json:"total_is_estimate"`
 }
 
 // BulkDiscardRequest defines model for BulkDiscardRequest.
@@ -239,6 +245,12 @@ type Job struct {
 type JobList struct {
 	Jobs       []Job `json:"jobs"`
 	NextBefore int64 `json:"next_before,omitempty"`
+
+	// Total how many jobs the filters select (all pages): exact up to 10,000, the database planner's estimate past it
+	Total int64 `json:"total"`
+
+	// TotalIsEstimate total is an estimate (more than 10,000 selected)
+	TotalIsEstimate bool `json:"total_is_estimate"`
 }
 
 // Origin where the record was first produced; unknown parts are absent
@@ -317,6 +329,12 @@ type RecordPage struct {
 
 	// NextCursor absent on the last page
 	NextCursor string `json:"next_cursor,omitempty"`
+
+	// Total how many records the filters select (all pages): exact up to 10,000, the database planner's estimate past it
+	Total int64 `json:"total"`
+
+	// TotalIsEstimate total is an estimate (more than 10,000 selected)
+	TotalIsEstimate bool `json:"total_is_estimate"`
 }
 
 // ReplayRequest value and headers, when given, replace what is sent (value null, base64, or utf8 text when base64 is empty); the stored record keeps what was dead-lettered, and the audit row of the job says what changed (value size and SHA-256 before and after, header names added, removed, changed)
