@@ -72,6 +72,8 @@ type filterFlags struct {
 	fingerprint                                                            string
 	// storedFrom and storedTo are as typed (reltime): resolved when the command runs.
 	storedFrom, storedTo string
+	// The content searches: bytes the value, key or a header's value holds.
+	valueContains, valueContainsB64, keyContains, header, headerValueContains string
 }
 
 func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
@@ -93,7 +95,13 @@ func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
 	fl.StringVar(&ff.keyB64, "key-b64", "", "exact key bytes, in standard base64 (for a key that is not text)")
 	fl.StringVar(&ff.storedFrom, "stored-from", "", "records stored at or after: "+reltime.Syntax)
 	fl.StringVar(&ff.storedTo, "stored-to", "", "records stored before: "+reltime.Syntax)
+	fl.StringVar(&ff.valueContains, "value-contains", "", "value holds this text's bytes (case-sensitive; binary values too)")
+	fl.StringVar(&ff.valueContainsB64, "value-contains-b64", "", "value holds these bytes, in standard base64")
+	fl.StringVar(&ff.keyContains, "key-contains", "", "key holds this text's bytes (case-sensitive)")
+	fl.StringVar(&ff.header, "header", "", "has a header of this exact name")
+	fl.StringVar(&ff.headerValueContains, "header-value-contains", "", "with --header: that header's value holds this text's bytes")
 	cmd.MarkFlagsMutuallyExclusive("key", "key-b64")
+	cmd.MarkFlagsMutuallyExclusive("value-contains", "value-contains-b64")
 	// The API's bulk body spells the lists in the plural: either spelling selects the same.
 	fl.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		switch name {
@@ -124,12 +132,22 @@ func (ff *filterFlags) params(now time.Time) (api.ListRecordsParams, error) {
 	return api.ListRecordsParams{Status: set(strings.Join(ff.statuses, ",")), Reason: set(strings.Join(ff.reasons, ",")),
 		DLQTopic: set(ff.dlqTopic), OriginalTopic: set(ff.originalTopic), ErrorClass: set(ff.errorClass),
 		ErrorContains: set(ff.errorContains), Fingerprint: set(ff.fingerprint), Route: set(ff.route),
-		Key: set(ff.key), KeyB64: set(ff.keyB64), StoredFrom: from, StoredTo: to}, err
+		Key: set(ff.key), KeyB64: set(ff.keyB64), StoredFrom: from, StoredTo: to,
+		ValueContains: set(ff.valueContains), ValueContainsB64: set(ff.valueContainsB64), KeyContains: set(ff.keyContains),
+		Header: set(ff.header), HeaderValueContains: set(ff.headerValueContains)}, err
 }
 
 func (ff *filterFlags) filter(now time.Time) (*api.Filter, error) {
+	set := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
 	f := &api.Filter{DLQTopic: ff.dlqTopic, OriginalTopic: ff.originalTopic, ErrorClass: ff.errorClass,
-		ErrorContains: ff.errorContains, Fingerprint: ff.fingerprint, Route: ff.route}
+		ErrorContains: ff.errorContains, Fingerprint: ff.fingerprint, Route: ff.route,
+		ValueContains: set(ff.valueContains), ValueContainsB64: set(ff.valueContainsB64), KeyContains: set(ff.keyContains),
+		Header: ff.header, HeaderValueContains: set(ff.headerValueContains)}
 	for _, s := range ff.statuses {
 		f.Statuses = append(f.Statuses, store.Status(s))
 	}

@@ -43,6 +43,16 @@ func TestCLIFilters(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "3 records selected (dry run)")
 
+	// Content: jobstest.Park's values are {"i":N} (the third record's is null).
+	require.Equal(t, 1, rows("--value-contains", `"i":0}`))
+	require.Equal(t, 0, rows("--value-contains", `"I":0}`), "case-sensitive")
+	require.Equal(t, 3, rows("--header", "trace"))
+	require.Equal(t, 3, rows("--header", "dup", "--header-value-contains", "b"))
+	require.Equal(t, 0, rows("--header", "dup", "--header-value-contains", "c"))
+	out, err = s.cli(t, "bulk", "discard", "--value-contains", `"i":1}`, "--reason", "found")
+	require.NoError(t, err)
+	require.Contains(t, out, "1 records selected (dry run)")
+
 	_, err = s.cli(t, "list", "--stored-from", "last week")
 	require.ErrorContains(t, err, "--stored-from")
 	_, err = s.cli(t, "list", "--park-reason", "exhaust")

@@ -34,7 +34,9 @@ func incidentsCommand(f *clientFlags) *cobra.Command {
 			list, err := c.ListIncidents(cmd.Context(), api.ListIncidentsParams{Status: q.Status, Reason: q.Reason,
 				DLQTopic: q.DLQTopic, OriginalTopic: q.OriginalTopic, ErrorClass: q.ErrorClass,
 				ErrorContains: q.ErrorContains, Fingerprint: q.Fingerprint, Route: q.Route, Key: q.Key, KeyB64: q.KeyB64,
-				StoredFrom: q.StoredFrom, StoredTo: q.StoredTo, Limit: &limit})
+				StoredFrom: q.StoredFrom, StoredTo: q.StoredTo, ValueContains: q.ValueContains,
+				ValueContainsB64: q.ValueContainsB64, KeyContains: q.KeyContains, Header: q.Header,
+				HeaderValueContains: q.HeaderValueContains, Limit: &limit})
 			if err != nil {
 				return err
 			}

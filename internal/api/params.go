@@ -127,10 +127,15 @@ func parseTime(field, v string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
+// filterParams are the query parameters of a record filter, on the records and incidents
+// listings and the export.
+var filterParams = []string{"status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
+	"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to",
+	"value_contains", "value_contains_b64", "key_contains", "header", "header_value_contains"}
+
 // listingQuery reads a record listing's query: its filter, cursor and page size.
 func listingQuery(r *http.Request, now time.Time) (f store.Filter, cursor string, limit int, err error) {
-	q, err := query(r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
-		"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to", "cursor", "limit")
+	q, err := query(r, append(filterParams, "cursor", "limit")...)
 	if err != nil {
 		return f, "", 0, err
 	}
@@ -144,8 +149,7 @@ func listingQuery(r *http.Request, now time.Time) (f store.Filter, cursor string
 // incidentsQuery reads an incident listing's query: the records' filters (statuses only
 // those an incident counts) and how many incidents.
 func incidentsQuery(r *http.Request, now time.Time) (f store.Filter, limit int, err error) {
-	q, err := query(r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
-		"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to", "limit")
+	q, err := query(r, append(filterParams, "limit")...)
 	if err != nil {
 		return f, 0, err
 	}
@@ -188,6 +192,9 @@ func filterFromQuery(q url.Values, now time.Time) (store.Filter, error) {
 		return f, err
 	}
 	f.Key = key
+	if err := contentFromQuery(q, &f); err != nil {
+		return f, err
+	}
 	var err1, err2 error
 	f.StoredFrom, err1 = parseTime("stored_from", q.Get("stored_from"), now)
 	f.StoredTo, err2 = parseTime("stored_to", q.Get("stored_to"), now)
@@ -243,6 +250,9 @@ func filterFromBody(in *Filter) (store.Filter, error) {
 		return f, err
 	}
 	f.Key = key
+	if err := contentFromBody(in, &f); err != nil {
+		return f, err
+	}
 	if in.StoredFrom != nil {
 		f.StoredFrom = *in.StoredFrom
 	}

@@ -170,6 +170,21 @@ type Filter struct {
 
 	// Fingerprint the records of one incident (GET /v1/incidents)
 	Fingerprint string `json:"fingerprint,omitempty"`
+
+	// ValueContains records whose value holds these bytes (the UTF-8 text given), case-sensitively; in a job or audit row, the bytes when they are text
+	ValueContains *string `json:"value_contains,omitempty"`
+
+	// ValueContainsB64 records whose value holds these bytes, in standard base64; not together with value_contains
+	ValueContainsB64 *string `json:"value_contains_b64,omitempty"`
+
+	// KeyContains records whose key holds these bytes (the UTF-8 text given), case-sensitively
+	KeyContains *string `json:"key_contains,omitempty"`
+
+	// Header records with a header of this exact name
+	Header string `json:"header,omitempty"`
+
+	// HeaderValueContains with header: records whose value of that header holds these bytes (the UTF-8 text given)
+	HeaderValueContains *string `json:"header_value_contains,omitempty"`
 }
 
 // Header defines model for Header.
@@ -504,7 +519,22 @@ type ListIncidentsParams struct {
 
 	// StoredTo records stored before: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
 	StoredTo *string `form:"stored_to,omitempty" json:"stored_to,omitempty"`
-	Limit    *int    `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// ValueContains records whose value holds these bytes (the UTF-8 text given), case-sensitively, binary values included; at most 1024 bytes; not together with value_contains_b64
+	ValueContains *string `form:"value_contains,omitempty" json:"value_contains,omitempty"`
+
+	// ValueContainsB64 records whose value holds these bytes, given in standard base64 (to search a binary value for bytes that are not text); at most 1024 bytes
+	ValueContainsB64 *string `form:"value_contains_b64,omitempty" json:"value_contains_b64,omitempty"`
+
+	// KeyContains records whose key holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	KeyContains *string `form:"key_contains,omitempty" json:"key_contains,omitempty"`
+
+	// Header records with a header of this exact name
+	Header *string `form:"header,omitempty" json:"header,omitempty"`
+
+	// HeaderValueContains with header: records whose value of that header holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	HeaderValueContains *string `form:"header_value_contains,omitempty" json:"header_value_contains,omitempty"`
+	Limit               *int    `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ListJobsParams defines parameters for ListJobs.
@@ -541,8 +571,23 @@ type ListRecordsParams struct {
 
 	// StoredTo records stored before: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
 	StoredTo *string `form:"stored_to,omitempty" json:"stored_to,omitempty"`
-	Cursor   *string `form:"cursor,omitempty" json:"cursor,omitempty"`
-	Limit    *int    `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// ValueContains records whose value holds these bytes (the UTF-8 text given), case-sensitively, binary values included; at most 1024 bytes; not together with value_contains_b64
+	ValueContains *string `form:"value_contains,omitempty" json:"value_contains,omitempty"`
+
+	// ValueContainsB64 records whose value holds these bytes, given in standard base64 (to search a binary value for bytes that are not text); at most 1024 bytes
+	ValueContainsB64 *string `form:"value_contains_b64,omitempty" json:"value_contains_b64,omitempty"`
+
+	// KeyContains records whose key holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	KeyContains *string `form:"key_contains,omitempty" json:"key_contains,omitempty"`
+
+	// Header records with a header of this exact name
+	Header *string `form:"header,omitempty" json:"header,omitempty"`
+
+	// HeaderValueContains with header: records whose value of that header holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	HeaderValueContains *string `form:"header_value_contains,omitempty" json:"header_value_contains,omitempty"`
+	Cursor              *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Limit               *int    `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ReplayRecordParams defines parameters for ReplayRecord.
