@@ -247,7 +247,7 @@ func clientCommands(root *cobra.Command, f *clientFlags) {
 	pf.StringVar(&f.token, "token", "", "bearer token (default: the environment's DLQ_ADMIN_TOKEN)")
 	pf.StringVarP(&f.output, "output", "o", "table", "table or json")
 	root.AddCommand(listCommand(f), showCommand(f), replayCommand(f), discardCommand(f), bulkCommand(f),
-		jobsCommand(f), statsCommand(f), incidentsCommand(f), tokenCommand())
+		jobsCommand(f), statsCommand(f), incidentsCommand(f), exportCommand(f), tokenCommand())
 	root.AddCommand(operateCommands(f)...)
 }
 
@@ -312,7 +312,9 @@ func truncate(s string, n int) string {
 }
 
 func showCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var hexDump bool
+	var out string
+	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one record: key, value, headers and their reading",
 		Args:  cobra.ExactArgs(1),
@@ -324,6 +326,13 @@ func showCommand(f *clientFlags) *cobra.Command {
 			d, err := c.GetRecord(cmd.Context(), id)
 			if err != nil {
 				return err
+			}
+			if out != "" {
+				return writeValue(cmd, out, d)
+			}
+			show := preview
+			if hexDump {
+				show = hexBlock
 			}
 			return f.print(cmd.OutOrStdout(), d, func(w *tabwriter.Writer) {
 				r := d.Record
@@ -342,13 +351,17 @@ func showCommand(f *clientFlags) *cobra.Command {
 				if r.JobID != 0 {
 					fmt.Fprintf(w, "job\t%d\n", r.JobID)
 				}
-				fmt.Fprintf(w, "key\t%s\nvalue\t%s\n", preview(d.Key), preview(d.Value))
+				fmt.Fprintf(w, "key\t%s\nvalue\t%s\n", show(d.Key), show(d.Value))
 				for _, h := range d.Headers {
-					fmt.Fprintf(w, "header %s\t%s\n", printable(h.Key), preview(h.Value))
+					fmt.Fprintf(w, "header %s\t%s\n", printable(h.Key), show(h.Value))
 				}
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&hexDump, "hex", false, "show key, value and headers as hex dumps (offset, bytes, printable characters), whole")
+	cmd.Flags().StringVar(&out, "out", "", "write the value's raw bytes to this file instead of showing the record")
+	cmd.MarkFlagsMutuallyExclusive("hex", "out")
+	return cmd
 }
 
 func preview(b api.Bytes) string {

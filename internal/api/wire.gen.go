@@ -590,6 +590,50 @@ type ListRecordsParams struct {
 	Limit               *int    `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ExportRecordsParams defines parameters for ExportRecords.
+type ExportRecordsParams struct {
+	// Status comma-separated statuses; a status that does not exist is a 400 naming those that do
+	Status *string `form:"status,omitempty" json:"status,omitempty"`
+
+	// Reason comma-separated reasons; a reason that does not exist is a 400 naming those that do
+	Reason        *string `form:"reason,omitempty" json:"reason,omitempty"`
+	DLQTopic      *string `form:"dlq_topic,omitempty" json:"dlq_topic,omitempty"`
+	OriginalTopic *string `form:"original_topic,omitempty" json:"original_topic,omitempty"`
+	ErrorClass    *string `form:"error_class,omitempty" json:"error_class,omitempty"`
+	ErrorContains *string `form:"error_contains,omitempty" json:"error_contains,omitempty"`
+
+	// Fingerprint the records of one incident
+	Fingerprint *string `form:"fingerprint,omitempty" json:"fingerprint,omitempty"`
+	Route       *string `form:"route,omitempty" json:"route,omitempty"`
+
+	// Key exact key, as UTF-8 text; not empty; not together with key_b64
+	Key *string `form:"key,omitempty" json:"key,omitempty"`
+
+	// KeyB64 exact key bytes in standard base64, for a key that is not text (invalid base64 is a 400 naming key_b64); not empty; not together with key
+	KeyB64 *string `form:"key_b64,omitempty" json:"key_b64,omitempty"`
+
+	// StoredFrom records stored at or after: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredFrom *string `form:"stored_from,omitempty" json:"stored_from,omitempty"`
+
+	// StoredTo records stored before: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredTo *string `form:"stored_to,omitempty" json:"stored_to,omitempty"`
+
+	// ValueContains records whose value holds these bytes (the UTF-8 text given), case-sensitively, binary values included; at most 1024 bytes; not together with value_contains_b64
+	ValueContains *string `form:"value_contains,omitempty" json:"value_contains,omitempty"`
+
+	// ValueContainsB64 records whose value holds these bytes, given in standard base64 (to search a binary value for bytes that are not text); at most 1024 bytes
+	ValueContainsB64 *string `form:"value_contains_b64,omitempty" json:"value_contains_b64,omitempty"`
+
+	// KeyContains records whose key holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	KeyContains *string `form:"key_contains,omitempty" json:"key_contains,omitempty"`
+
+	// Header records with a header of this exact name
+	Header *string `form:"header,omitempty" json:"header,omitempty"`
+
+	// HeaderValueContains with header: records whose value of that header holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	HeaderValueContains *string `form:"header_value_contains,omitempty" json:"header_value_contains,omitempty"`
+}
+
 // ReplayRecordParams defines parameters for ReplayRecord.
 type ReplayRecordParams struct {
 	// IdempotencyKey a retried request with the same key returns the same job
