@@ -299,9 +299,9 @@ func listCommand(f *clientFlags) *cobra.Command {
 // exact bound it is the database's estimate, and says so.
 func totalLine(n int64, estimate bool, noun string) string {
 	if estimate {
-		return fmt.Sprintf("about %d %s match (an estimate: more than %d)", n, noun, store.ExactTotalBound)
+		return fmt.Sprintf("matching %s: about %d (an estimate: more than %d)", noun, n, store.ExactTotalBound)
 	}
-	return fmt.Sprintf("%d %s match", n, noun)
+	return fmt.Sprintf("matching %s: %d", noun, n)
 }
 
 func truncate(s string, n int) string {

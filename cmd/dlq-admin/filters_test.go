@@ -34,7 +34,7 @@ func TestCLIFilters(t *testing.T) {
 	out, err := s.cli(t, "list", "--limit", "1")
 	require.NoError(t, err)
 	require.Equal(t, 1, len(regexpRows.FindAllString(out, -1)))
-	require.Contains(t, out, "\n3 records match\n", "the total of every page")
+	require.Contains(t, out, "\nmatching records: 3\n", "the total of every page")
 
 	out, err = s.cli(t, "bulk", "discard", "--stored-to", "-1h", "--reason", "old ones")
 	require.NoError(t, err)
