@@ -16,32 +16,34 @@ const exportPageSize = 20
 // exportAuditTimeout bounds writing an export's audit row after its client went away.
 const exportAuditTimeout = 10 * time.Second
 
-// exportRecords streams the records a listing's filters select, within the token's topics,
-// as JSON lines, each line what GET /v1/records/{id} answers for the record (toDetail), oldest
-// first. The selection ends at the request's time, as a bulk job's does, so that records
-// parked meanwhile do not stretch it. The export is audited with its filter and how many
-// records it wrote.
-func (s *Server) exportRecords(c *call) (int, any, error) {
-	now := s.cfg.Clock()
-	q, err := query(c.r, filterParams...)
-	if err != nil {
-		return 0, nil, err
+// exportRecords is the handler that streams the records a listing's filters select,
+// within the token's topics, as JSON lines, each line what GET /v1/records/{id} answers for
+// the record (toDetail), oldest first. The selection ends at the request's time, as a bulk
+// job's does, so that records parked meanwhile do not stretch it. The export is audited
+// with its filter and how many records it wrote.
+func exportRecords(s *Server) handler {
+	return func(c *call) (int, any, error) {
+		now := s.cfg.Clock()
+		q, err := query(c.r, filterParams...)
+		if err != nil {
+			return 0, nil, err
+		}
+		f, err := filterFromQuery(q, now)
+		if err != nil {
+			return 0, nil, err
+		}
+		f.OriginalTopics = c.principal.Topics
+		if f.StoredTo.IsZero() || f.StoredTo.After(now) {
+			f.StoredTo = now
+		}
+		// The first page is read before the answer starts, so that a failing database is a
+		// problem answer rather than an empty export.
+		first, err := s.cfg.Store.ListAfter(c.r.Context(), f, 0, exportPageSize)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, &export{s: s, c: c, f: f, page: first}, nil
 	}
-	f, err := filterFromQuery(q, now)
-	if err != nil {
-		return 0, nil, err
-	}
-	f.OriginalTopics = c.principal.Topics
-	if f.StoredTo.IsZero() || f.StoredTo.After(now) {
-		f.StoredTo = now
-	}
-	// The first page is read before the answer starts, so that a failing database is a
-	// problem answer rather than an empty export.
-	first, err := s.cfg.Store.ListAfter(c.r.Context(), f, 0, exportPageSize)
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, &export{s: s, c: c, f: f, page: first}, nil
 }
 
 // export is the streamed body of an export: serve writes it instead of a JSON value.

@@ -155,7 +155,7 @@ func (s *Server) Routes() []Route {
 	return []Route{
 		{"GET", "/v1/records", auth.Viewer, s.listRecords, false},
 		{"GET", "/v1/incidents", auth.Viewer, s.listIncidents, false},
-		{"GET", "/v1/records/export", auth.Viewer, s.exportRecords, false},
+		{"GET", "/v1/records/export", auth.Viewer, exportRecords(s), false},
 		{"GET", "/v1/records/{id}", auth.Viewer, s.getRecord, false},
 		{"POST", "/v1/records/{id}/replay", auth.Operator, s.replayRecord, false},
 		{"POST", "/v1/records/{id}/discard", auth.Operator, s.discardRecord, false},
