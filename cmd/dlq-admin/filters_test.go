@@ -52,6 +52,14 @@ func TestCLIFilters(t *testing.T) {
 	out, err = s.cli(t, "bulk", "discard", "--value-contains", `"i":1}`, "--reason", "found")
 	require.NoError(t, err)
 	require.Contains(t, out, "1 records selected (dry run)")
+	// The job the worker runs applies the content search too: only that record is discarded.
+	_, err = s.cli(t, "bulk", "discard", "--value-contains", `"i":1}`, "--reason", "found", "--yes")
+	require.NoError(t, err)
+	out, err = s.cli(t, "list", "--status", "discarded")
+	require.NoError(t, err)
+	require.Contains(t, out, "\nmatching records: 1\n")
+	require.Contains(t, out, "\n2 ")
+	require.Equal(t, 2, rows("--status", "parked"))
 
 	_, err = s.cli(t, "list", "--stored-from", "last week")
 	require.ErrorContains(t, err, "--stored-from")
