@@ -34,7 +34,8 @@ func TestListAndShowKeepSendersTextInert(t *testing.T) {
 	out, err := s.cli(t, "list")
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 2, "a header row and the record's row only:\n%s", out)
+	require.Len(t, lines, 3, "a header row, the record's row and the total only:\n%s", out)
+	require.Equal(t, "matching records: 1", lines[2])
 	show, err := s.cli(t, "show", strconv.FormatInt(stored[0].ID, 10))
 	require.NoError(t, err)
 	for _, o := range []string{out, show} {

@@ -14,10 +14,12 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dlqops/dlq/internal/adminclient"
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/auth"
+	"github.com/dlqops/dlq/internal/reltime"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -68,6 +70,10 @@ type filterFlags struct {
 	statuses, reasons                                                      []string
 	dlqTopic, originalTopic, errorClass, errorContains, route, key, keyB64 string
 	fingerprint                                                            string
+	// storedFrom and storedTo are as typed (reltime): resolved when the command runs.
+	storedFrom, storedTo string
+	// The content searches: bytes the value, key or a header's value holds.
+	valueContains, valueContainsB64, keyContains, header, headerValueContains string
 }
 
 func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
@@ -87,25 +93,61 @@ func (ff *filterFlags) add(cmd *cobra.Command, f *clientFlags) {
 	fl.StringVar(&ff.fingerprint, "fingerprint", "", "the records of one incident (dlq-admin incidents)")
 	fl.StringVar(&ff.key, "key", "", "exact key, as text")
 	fl.StringVar(&ff.keyB64, "key-b64", "", "exact key bytes, in standard base64 (for a key that is not text)")
+	fl.StringVar(&ff.storedFrom, "stored-from", "", "records stored at or after: "+reltime.Syntax)
+	fl.StringVar(&ff.storedTo, "stored-to", "", "records stored before: "+reltime.Syntax)
+	fl.StringVar(&ff.valueContains, "value-contains", "", "value holds this text's bytes (case-sensitive; binary values too)")
+	fl.StringVar(&ff.valueContainsB64, "value-contains-b64", "", "value holds these bytes, in standard base64")
+	fl.StringVar(&ff.keyContains, "key-contains", "", "key holds this text's bytes (case-sensitive)")
+	fl.StringVar(&ff.header, "header", "", "has a header of this exact name")
+	fl.StringVar(&ff.headerValueContains, "header-value-contains", "", "with --header: that header's value holds this text's bytes")
 	cmd.MarkFlagsMutuallyExclusive("key", "key-b64")
+	cmd.MarkFlagsMutuallyExclusive("value-contains", "value-contains-b64")
+	// The API's bulk body spells the lists in the plural: either spelling selects the same.
+	fl.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		switch name {
+		case "statuses":
+			name = "status"
+		case "park-reasons":
+			name = "park-reason"
+		}
+		return pflag.NormalizedName(name)
+	})
 }
 
-func (ff *filterFlags) params() api.ListRecordsParams {
+// storedTimes resolves --stored-from and --stored-to against now.
+func (ff *filterFlags) storedTimes(now time.Time) (from, to *string, err error) {
+	from, err1 := flagTime("stored-from", ff.storedFrom, now)
+	to, err2 := flagTime("stored-to", ff.storedTo, now)
+	return from, to, errors.Join(err1, err2)
+}
+
+func (ff *filterFlags) params(now time.Time) (api.ListRecordsParams, error) {
 	set := func(v string) *string {
 		if v == "" {
 			return nil
 		}
 		return &v
 	}
+	from, to, err := ff.storedTimes(now)
 	return api.ListRecordsParams{Status: set(strings.Join(ff.statuses, ",")), Reason: set(strings.Join(ff.reasons, ",")),
 		DLQTopic: set(ff.dlqTopic), OriginalTopic: set(ff.originalTopic), ErrorClass: set(ff.errorClass),
 		ErrorContains: set(ff.errorContains), Fingerprint: set(ff.fingerprint), Route: set(ff.route),
-		Key: set(ff.key), KeyB64: set(ff.keyB64)}
+		Key: set(ff.key), KeyB64: set(ff.keyB64), StoredFrom: from, StoredTo: to,
+		ValueContains: set(ff.valueContains), ValueContainsB64: set(ff.valueContainsB64), KeyContains: set(ff.keyContains),
+		Header: set(ff.header), HeaderValueContains: set(ff.headerValueContains)}, err
 }
 
-func (ff *filterFlags) filter() *api.Filter {
+func (ff *filterFlags) filter(now time.Time) (*api.Filter, error) {
+	set := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
 	f := &api.Filter{DLQTopic: ff.dlqTopic, OriginalTopic: ff.originalTopic, ErrorClass: ff.errorClass,
-		ErrorContains: ff.errorContains, Fingerprint: ff.fingerprint, Route: ff.route}
+		ErrorContains: ff.errorContains, Fingerprint: ff.fingerprint, Route: ff.route,
+		ValueContains: set(ff.valueContains), ValueContainsB64: set(ff.valueContainsB64), KeyContains: set(ff.keyContains),
+		Header: ff.header, HeaderValueContains: set(ff.headerValueContains)}
 	for _, s := range ff.statuses {
 		f.Statuses = append(f.Statuses, store.Status(s))
 	}
@@ -118,7 +160,17 @@ func (ff *filterFlags) filter() *api.Filter {
 	if ff.keyB64 != "" {
 		f.KeyB64 = &ff.keyB64
 	}
-	return f
+	from, to, err := ff.storedTimes(now)
+	for _, t := range []struct {
+		in  *string
+		out **time.Time
+	}{{from, &f.StoredFrom}, {to, &f.StoredTo}} {
+		if t.in != nil {
+			at, _ := time.Parse(time.RFC3339Nano, *t.in) // flagTime wrote it
+			*t.out = &at
+		}
+	}
+	return f, err
 }
 
 func envOr(name, def string) string {
@@ -195,7 +247,7 @@ func clientCommands(root *cobra.Command, f *clientFlags) {
 	pf.StringVar(&f.token, "token", "", "bearer token (default: the environment's DLQ_ADMIN_TOKEN)")
 	pf.StringVarP(&f.output, "output", "o", "table", "table or json")
 	root.AddCommand(listCommand(f), showCommand(f), replayCommand(f), discardCommand(f), bulkCommand(f),
-		jobsCommand(f), statsCommand(f), incidentsCommand(f), tokenCommand())
+		jobsCommand(f), statsCommand(f), incidentsCommand(f), exportCommand(f), tokenCommand())
 	root.AddCommand(operateCommands(f)...)
 }
 
@@ -212,7 +264,10 @@ func listCommand(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			q := ff.params()
+			q, err := ff.params(time.Now())
+			if err != nil {
+				return err
+			}
 			q.Limit = &limit
 			if cursor != "" {
 				q.Cursor = &cursor
@@ -227,6 +282,7 @@ func listCommand(f *clientFlags) *cobra.Command {
 					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Status, r.Reason, printable(r.Original.Topic),
 						r.RetryCount, truncate(errorText(r.ErrorClass, r.ErrorMessage), 60), ts(&r.StoredAt))
 				}
+				fmt.Fprintln(w, totalLine(page.Total, page.TotalIsEstimate, "records"))
 				if page.NextCursor != "" {
 					fmt.Fprintf(w, "next page: --cursor %s\n", page.NextCursor)
 				}
@@ -239,6 +295,15 @@ func listCommand(f *clientFlags) *cobra.Command {
 	return cmd
 }
 
+// totalLine says how many a listing's filters select over all its pages; past the API's
+// exact bound it is the database's estimate, and says so.
+func totalLine(n int64, estimate bool, noun string) string {
+	if estimate {
+		return fmt.Sprintf("matching %s: about %d (an estimate: more than %d)", noun, n, store.ExactTotalBound)
+	}
+	return fmt.Sprintf("matching %s: %d", noun, n)
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -247,7 +312,9 @@ func truncate(s string, n int) string {
 }
 
 func showCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var hexDump bool
+	var out string
+	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one record: key, value, headers and their reading",
 		Args:  cobra.ExactArgs(1),
@@ -259,6 +326,13 @@ func showCommand(f *clientFlags) *cobra.Command {
 			d, err := c.GetRecord(cmd.Context(), id)
 			if err != nil {
 				return err
+			}
+			if out != "" {
+				return writeValue(cmd, out, d)
+			}
+			show := preview
+			if hexDump {
+				show = hexBlock
 			}
 			return f.print(cmd.OutOrStdout(), d, func(w *tabwriter.Writer) {
 				r := d.Record
@@ -277,13 +351,17 @@ func showCommand(f *clientFlags) *cobra.Command {
 				if r.JobID != 0 {
 					fmt.Fprintf(w, "job\t%d\n", r.JobID)
 				}
-				fmt.Fprintf(w, "key\t%s\nvalue\t%s\n", preview(d.Key), preview(d.Value))
+				fmt.Fprintf(w, "key\t%s\nvalue\t%s\n", show(d.Key), show(d.Value))
 				for _, h := range d.Headers {
-					fmt.Fprintf(w, "header %s\t%s\n", printable(h.Key), preview(h.Value))
+					fmt.Fprintf(w, "header %s\t%s\n", printable(h.Key), show(h.Value))
 				}
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&hexDump, "hex", false, "show key, value and headers as hex dumps (offset, bytes, printable characters), whole")
+	cmd.Flags().StringVar(&out, "out", "", "write the value's raw bytes to this file instead of showing the record")
+	cmd.MarkFlagsMutuallyExclusive("hex", "out")
+	return cmd
 }
 
 func preview(b api.Bytes) string {
@@ -404,7 +482,9 @@ func bulkCommand(f *clientFlags) *cobra.Command {
 					return err
 				}
 				if req.IDs == nil {
-					req.Filter = ff.filter()
+					if req.Filter, err = ff.filter(time.Now()); err != nil {
+						return err
+					}
 				}
 				ctx, out := cmd.Context(), cmd.OutOrStdout()
 				dry, err := c.BulkDryRun(ctx, kind, req)

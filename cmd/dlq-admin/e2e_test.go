@@ -131,7 +131,8 @@ func TestCLICommands(t *testing.T) {
 	out, err := s.cli(t, "list", "--original-topic", topic, "--limit", "2")
 	require.NoError(t, err)
 	require.Contains(t, out, "next page: --cursor")
-	require.Equal(t, 4, strings.Count(out, "\n"), out) // header, 2 records, next page
+	require.Contains(t, out, "\nmatching records: 4\n")
+	require.Equal(t, 5, strings.Count(out, "\n"), out) // header, 2 records, the total, next page
 
 	out, err = s.cli(t, "show", "1")
 	require.NoError(t, err)

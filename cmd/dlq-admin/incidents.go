@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,11 +27,16 @@ func incidentsCommand(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			q := ff.params()
+			q, err := ff.params(time.Now())
+			if err != nil {
+				return err
+			}
 			list, err := c.ListIncidents(cmd.Context(), api.ListIncidentsParams{Status: q.Status, Reason: q.Reason,
 				DLQTopic: q.DLQTopic, OriginalTopic: q.OriginalTopic, ErrorClass: q.ErrorClass,
 				ErrorContains: q.ErrorContains, Fingerprint: q.Fingerprint, Route: q.Route, Key: q.Key, KeyB64: q.KeyB64,
-				Limit: &limit})
+				StoredFrom: q.StoredFrom, StoredTo: q.StoredTo, ValueContains: q.ValueContains,
+				ValueContainsB64: q.ValueContainsB64, KeyContains: q.KeyContains, Header: q.Header,
+				HeaderValueContains: q.HeaderValueContains, Limit: &limit})
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlqops/dlq/internal/api"
+	"github.com/dlqops/dlq/internal/reltime"
 )
 
 // operateCommands are the route controls, retry-now, runs and the audit log: with list,
@@ -171,15 +172,12 @@ func (af *auditFilters) params() (api.ListAuditParams, error) {
 		}
 		return &n
 	}
-	at := func(flag, v string) *time.Time {
-		if v == "" {
-			return nil
-		}
-		t, err := time.Parse(time.RFC3339Nano, v)
+	at := func(flag, v string) *string {
+		t, err := flagTime(flag, v, time.Now())
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--%s: %q is not an RFC 3339 time", flag, v))
+			errs = append(errs, err)
 		}
-		return &t
+		return t
 	}
 	p := api.ListAuditParams{Action: text(af.action), Actor: text(af.actor), RecordID: id("record", af.record),
 		JobID: id("job", af.job), Topic: text(af.topic), Route: text(af.route), From: at("from", af.from), To: at("to", af.to)}
@@ -217,6 +215,7 @@ func auditCommand(f *clientFlags) *cobra.Command {
 					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, ts(&e.At), e.Actor, e.Action, e.Outcome,
 						auditTarget(e), e.Affected, printable(truncate(e.Reason, 60)))
 				}
+				fmt.Fprintln(w, totalLine(list.Total, list.TotalIsEstimate, "entries"))
 				if list.NextBefore != 0 {
 					fmt.Fprintf(w, "next page: --before %d\n", list.NextBefore)
 				}
@@ -232,8 +231,8 @@ func auditCommand(f *clientFlags) *cobra.Command {
 	fl.StringVar(&af.job, "job", "", "only this job's entries")
 	fl.StringVar(&af.topic, "topic", "", "only entries about records of this original topic")
 	fl.StringVar(&af.route, "route", "", "only entries about this route")
-	fl.StringVar(&af.from, "from", "", "entries at or after this RFC 3339 time")
-	fl.StringVar(&af.to, "to", "", "entries before this RFC 3339 time")
+	fl.StringVar(&af.from, "from", "", "entries at or after this time: "+reltime.Syntax)
+	fl.StringVar(&af.to, "to", "", "entries before this time: "+reltime.Syntax)
 	return cmd
 }
 

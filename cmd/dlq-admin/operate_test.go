@@ -91,7 +91,7 @@ func TestCLIOperate(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)\s+ada\s+pause_route\s+\S+\s+route orders\s`, out)
 	require.NotContains(t, out, "retry_now")
-	_, err = s.cli(t, "audit", "--from", "yesterday")
+	_, err = s.cli(t, "audit", "--from", "last week")
 	require.ErrorContains(t, err, "from")
 }
 
@@ -136,7 +136,9 @@ func TestProgress(t *testing.T) {
 		"job 7 running: 390/1000 (40.0%) done, 10 failed, 0 skipped, 200/s, ETA 3s\n"+
 		"job 7 succeeded: 980/1000 (100.0%) done, 10 failed, 10 skipped, 200/s, ETA 0s\n", buf.String())
 
-	tty := &progress{tty: true, now: clock, start: now.Add(-2 * time.Second)}
-	line := tty.line(api.Job{ID: 7, Status: store.JobRunning, Total: 1000, Done: 380, Skipped: 20}, 2*time.Second)
+	tty := &progress{tty: true, now: clock}
+	tty.observe(now.Add(-2*time.Second), 0)
+	tty.observe(now, 400)
+	line := tty.line(api.Job{ID: 7, Status: store.JobRunning, Total: 1000, Done: 380, Skipped: 20})
 	require.Equal(t, "job 7 running   ████████████░░░░░░░░░░░░░░░░░░  40.0% 400/1000 failed 0 skipped 20 200/s ETA 3s", line)
 }

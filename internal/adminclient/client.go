@@ -22,6 +22,9 @@ import (
 // Client calls one dlq-admin server with one token.
 type Client struct {
 	api *oapi.Client
+	// streaming is the HTTP client without a whole-answer timeout, for an export, which
+	// takes as long as its records take to stream.
+	streaming *http.Client
 }
 
 // New returns a client of the server at baseURL (e.g. http://127.0.0.1:8080); hc may be
@@ -34,8 +37,11 @@ func New(baseURL, token string, hc *http.Client) *Client {
 		req.Header.Set("Authorization", "Bearer "+token)
 		return nil
 	}
-	return &Client{api: &oapi.Client{Server: strings.TrimRight(baseURL, "/") + "/", Client: hc,
-		RequestEditors: []oapi.RequestEditorFn{bearer}}}
+	streaming := *hc
+	streaming.Timeout = 0
+	server := strings.TrimRight(baseURL, "/") + "/"
+	return &Client{api: &oapi.Client{Server: server, Client: hc, RequestEditors: []oapi.RequestEditorFn{bearer}},
+		streaming: &streaming}
 }
 
 // answer decodes a success into a T, or returns the API's problem.

@@ -146,7 +146,7 @@ func TestListRejects(t *testing.T) {
 		"key_b64=%25%25":          "key_b64",
 		"key=a&key_b64=YQ==":      "key_b64",
 		"key=":                    "key",
-		"stored_from=yesterday":   "stored_from",
+		"stored_from=last+week":   "stored_from",
 		"limit=1&limit=2":         "limit",
 	} {
 		r := b.do("GET", "/v1/records?"+q, viewerToken, nil)

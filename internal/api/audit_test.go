@@ -73,7 +73,7 @@ func TestAuditFilters(t *testing.T) {
 
 	for q, field := range map[string]string{
 		"record_id=abc": "record_id", "record_id=0": "record_id", "job_id=-1": "job_id",
-		"from=yesterday": "from", "to=2026-13-01": "to", "actor=a%00b": "actor", "colour=red": "colour",
+		"from=last+week": "from", "to=2026-13-01": "to", "actor=a%00b": "actor", "colour=red": "colour",
 	} {
 		r := b.do("GET", "/v1/audit?"+q, viewerToken, nil)
 		require.Equal(t, http.StatusBadRequest, r.status, q)

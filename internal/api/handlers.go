@@ -17,7 +17,7 @@ import (
 const maxReasonBytes = 1000
 
 func (s *Server) listRecords(c *call) (int, any, error) {
-	f, cursor, limit, err := listingQuery(c.r)
+	f, cursor, limit, err := listingQuery(c.r, s.cfg.Clock())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -29,7 +29,12 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := RecordPage{Records: make([]Record, len(page.Records)), NextCursor: page.NextCursor}
+	total, err := s.cfg.Store.Total(c.r.Context(), f)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := RecordPage{Records: make([]Record, len(page.Records)), NextCursor: page.NextCursor,
+		Total: total.Count, TotalIsEstimate: total.Estimate}
 	for i := range page.Records {
 		out.Records[i] = toRecord(&page.Records[i])
 	}
@@ -38,7 +43,7 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 
 // listIncidents lists the causes of the waiting records the token may see, largest first.
 func (s *Server) listIncidents(c *call) (int, any, error) {
-	f, limit, err := incidentsQuery(c.r)
+	f, limit, err := incidentsQuery(c.r, s.cfg.Clock())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -401,7 +406,11 @@ func (s *Server) listJobs(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := JobList{Jobs: make([]Job, len(jobs))}
+	total, err := s.cfg.Store.JobsTotal(c.r.Context(), c.principal.Topics...)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := JobList{Jobs: make([]Job, len(jobs)), Total: total.Count, TotalIsEstimate: total.Estimate}
 	for i := range jobs {
 		out.Jobs[i] = toJob(&jobs[i])
 	}
@@ -615,7 +624,7 @@ func (s *Server) listAudit(c *call) (int, any, error) {
 		}
 	}
 	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
-		if *dst, err = parseTime(name, q.Get(name)); err != nil {
+		if *dst, err = parseTime(name, q.Get(name), s.cfg.Clock()); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -623,7 +632,11 @@ func (s *Server) listAudit(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := AuditList{Entries: make([]AuditEntry, len(entries))}
+	total, err := s.cfg.Store.AuditTotal(c.r.Context(), f)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := AuditList{Entries: make([]AuditEntry, len(entries)), Total: total.Count, TotalIsEstimate: total.Estimate}
 	for i := range entries {
 		out.Entries[i] = toAudit(&entries[i], s.cfg.Masking)
 	}

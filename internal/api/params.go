@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dlqops/dlq/internal/reltime"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -79,9 +80,24 @@ var knownStatuses = []store.Status{store.StatusScheduled, store.StatusRedriven, 
 	store.StatusReplaying, store.StatusReplayed, store.StatusDiscarded}
 
 func parseStatuses(field string, vs []store.Status) error {
-	for _, s := range vs {
-		if !slices.Contains(knownStatuses, s) {
-			return badParam(field, "unknown status %q", s)
+	return known(field, "status", vs, knownStatuses)
+}
+
+// parseReasons refuses a reason that does not exist: a typo (exhaust for exhausted) would
+// otherwise select nothing and read as "no records".
+func parseReasons(field string, vs []store.Reason) error {
+	return known(field, "reason", vs, store.Reasons)
+}
+
+// known refuses a value of vs that is not one of allowed, naming the allowed values.
+func known[T ~string](field, what string, vs, allowed []T) error {
+	for _, v := range vs {
+		if !slices.Contains(allowed, v) {
+			names := make([]string, len(allowed))
+			for i, a := range allowed {
+				names[i] = string(a)
+			}
+			return badParam(field, "unknown %s %q; allowed: %s", what, v, strings.Join(names, ", "))
 		}
 	}
 	return nil
@@ -99,44 +115,48 @@ func splitList[T ~string](v string) []T {
 	return out
 }
 
-func parseTime(field, v string) (time.Time, error) {
+// parseTime reads a time filter, absolute or relative to now (reltime).
+func parseTime(field, v string, now time.Time) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, v)
+	t, err := reltime.Parse(v, now)
 	if err != nil {
-		return time.Time{}, badParam(field, "must be an RFC 3339 time")
+		return time.Time{}, badParam(field, "%v", err)
 	}
 	return t, nil
 }
 
+// filterParams are the query parameters of a record filter, on the records and incidents
+// listings and the export.
+var filterParams = []string{"status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
+	"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to",
+	"value_contains", "value_contains_b64", "key_contains", "header", "header_value_contains"}
+
 // listingQuery reads a record listing's query: its filter, cursor and page size.
-func listingQuery(r *http.Request) (f store.Filter, cursor string, limit int, err error) {
-	q, err := query(r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
-		"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to", "cursor", "limit",
-		"masked_field", "masked_value", "masked_hash")
+func listingQuery(r *http.Request, now time.Time) (f store.Filter, cursor string, limit int, err error) {
+	q, err := query(r, append(filterParams, "cursor", "limit", "masked_field", "masked_value", "masked_hash")...)
 	if err != nil {
 		return f, "", 0, err
 	}
 	if limit, err = limitParam(q); err != nil {
 		return f, "", 0, err
 	}
-	f, err = filterFromQuery(q)
+	f, err = filterFromQuery(q, now)
 	return f, q.Get("cursor"), limit, err
 }
 
 // incidentsQuery reads an incident listing's query: the records' filters (statuses only
 // those an incident counts) and how many incidents.
-func incidentsQuery(r *http.Request) (f store.Filter, limit int, err error) {
-	q, err := query(r, "status", "reason", "dlq_topic", "original_topic", "error_class", "error_contains",
-		"fingerprint", "route", "key", "key_b64", "stored_from", "stored_to", "limit")
+func incidentsQuery(r *http.Request, now time.Time) (f store.Filter, limit int, err error) {
+	q, err := query(r, append(filterParams, "limit")...)
 	if err != nil {
 		return f, 0, err
 	}
 	if limit, err = limitParam(q); err != nil {
 		return f, 0, err
 	}
-	if f, err = filterFromQuery(q); err != nil {
+	if f, err = filterFromQuery(q, now); err != nil {
 		return f, 0, err
 	}
 	for _, st := range f.Statuses {
@@ -148,13 +168,16 @@ func incidentsQuery(r *http.Request) (f store.Filter, limit int, err error) {
 }
 
 // filterFromQuery reads the listing filters of the query.
-func filterFromQuery(q url.Values) (store.Filter, error) {
+func filterFromQuery(q url.Values, now time.Time) (store.Filter, error) {
 	f := store.Filter{
 		Statuses: splitList[store.Status](q.Get("status")), Reasons: splitList[store.Reason](q.Get("reason")),
 		DLQTopic: q.Get("dlq_topic"), OriginalTopic: q.Get("original_topic"), ErrorClass: q.Get("error_class"),
 		ErrorContains: q.Get("error_contains"), Fingerprint: q.Get("fingerprint"), Route: q.Get("route"),
 	}
 	if err := parseStatuses("status", f.Statuses); err != nil {
+		return f, err
+	}
+	if err := parseReasons("reason", f.Reasons); err != nil {
 		return f, err
 	}
 	var keyText, keyB64 *string
@@ -169,9 +192,12 @@ func filterFromQuery(q url.Values) (store.Filter, error) {
 		return f, err
 	}
 	f.Key = key
+	if err := contentFromQuery(q, &f); err != nil {
+		return f, err
+	}
 	var err1, err2 error
-	f.StoredFrom, err1 = parseTime("stored_from", q.Get("stored_from"))
-	f.StoredTo, err2 = parseTime("stored_to", q.Get("stored_to"))
+	f.StoredFrom, err1 = parseTime("stored_from", q.Get("stored_from"), now)
+	f.StoredTo, err2 = parseTime("stored_to", q.Get("stored_to"), now)
 	return f, errors.Join(err1, err2)
 }
 
@@ -224,11 +250,17 @@ func filterFromBody(in *Filter) (store.Filter, error) {
 		return f, err
 	}
 	f.Key = key
+	if err := contentFromBody(in, &f); err != nil {
+		return f, err
+	}
 	if in.StoredFrom != nil {
 		f.StoredFrom = *in.StoredFrom
 	}
 	if in.StoredTo != nil {
 		f.StoredTo = *in.StoredTo
+	}
+	if err := parseReasons("filter.reasons", f.Reasons); err != nil {
+		return f, err
 	}
 	return f, parseStatuses("filter.statuses", f.Statuses)
 }

@@ -1,8 +1,11 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,6 +90,26 @@ func TestScopeMatrix(t *testing.T) {
 			var l api.IncidentList
 			b.do("GET", "/v1/incidents?original_topic=payments", scopedToken, nil).decode(t, &l)
 			require.Empty(t, l.Incidents)
+		},
+		"GET /v1/records/export": func(t *testing.T) {
+			topics := func(q string) []string {
+				r := b.do("GET", "/v1/records/export"+q, scopedToken, nil)
+				require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+				var out []string
+				for _, line := range bytes.Split(bytes.TrimSpace(r.body), []byte("\n")) {
+					if len(line) == 0 {
+						continue
+					}
+					var d api.RecordDetail
+					require.NoError(t, json.Unmarshal(line, &d))
+					out = append(out, d.Record.Original.Topic)
+				}
+				return out
+			}
+			got := topics("")
+			require.Len(t, got, len(o))
+			require.Equal(t, []string{"orders"}, slices.Compact(got))
+			require.Empty(t, topics("?original_topic=payments"))
 		},
 		"GET /v1/records/{id}": func(t *testing.T) {
 			notFound(t, b.do("GET", path("/v1/records/%d", p[2]), scopedToken, nil))

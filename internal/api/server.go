@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	pathpkg "path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,10 +126,34 @@ func New(cfg Config) (*Server, error) {
 		allow[rt.Path] = append(allow[rt.Path], rt.Method)
 	}
 	for _, p := range paths {
-		s.mux.Handle(p, s.fallback(probMethod.with("see Allow"), p, strings.Join(allow[p], ", ")))
+		h := s.fallback(probMethod.with("see Allow"), p, strings.Join(allow[p], ", "))
+		if !besideWildcard(p, paths) {
+			s.mux.Handle(p, h)
+			continue
+		}
+		// A fallback for every method would match a GET as the wildcard path's route
+		// does, which the mux refuses: one per other method instead.
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+			http.MethodOptions, http.MethodTrace, http.MethodConnect} {
+			if !slices.Contains(allow[p], m) {
+				s.mux.Handle(m+" "+p, h)
+			}
+		}
 	}
 	s.mux.Handle("/v1/", s.fallback(probNotFound.with("no such endpoint"), "unknown", ""))
 	return s, nil
+}
+
+// besideWildcard reports whether static path p has a sibling with a wildcard in the same
+// place (/v1/records/export beside /v1/records/{id}).
+func besideWildcard(p string, paths []string) bool {
+	dir, _ := pathpkg.Split(p)
+	for _, q := range paths {
+		if qd, last := pathpkg.Split(q); qd == dir && q != p && strings.HasPrefix(last, "{") {
+			return true
+		}
+	}
+	return false
 }
 
 // Routes is the route table; the tests check it against the spec.
@@ -135,6 +161,7 @@ func (s *Server) Routes() []Route {
 	return []Route{
 		{"GET", "/v1/records", auth.Viewer, s.listRecords, false},
 		{"GET", "/v1/incidents", auth.Viewer, s.listIncidents, false},
+		{"GET", "/v1/records/export", auth.Viewer, exportRecords(s), false},
 		{"GET", "/v1/records/{id}", auth.Viewer, s.getRecord, false},
 		{"POST", "/v1/records/{id}/replay", auth.Operator, s.replayRecord, false},
 		{"POST", "/v1/records/{id}/discard", auth.Operator, s.discardRecord, false},
@@ -216,6 +243,10 @@ func (s *Server) endpoint(rt Route) http.Handler {
 			ev = ev.Str("problem", err.Error())
 		}
 		ev.Str("actor", actor).Str("path", r.URL.Path).Int("status", status).Msg("request")
+		var aborted *streamAborted
+		if errors.As(err, &aborted) {
+			panic(http.ErrAbortHandler)
+		}
 	})
 }
 
@@ -277,9 +308,31 @@ func (s *Server) serve(c *call, rt Route) (int, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if st, ok := body.(streamer); ok {
+		if err := st.stream(w); err != nil {
+			if r.Context().Err() != nil {
+				return statusClientClosed, &streamAborted{err}
+			}
+			return http.StatusInternalServerError, &streamAborted{err}
+		}
+		return status, nil
+	}
 	writeJSON(w, status, body)
 	return status, nil
 }
+
+// streamer is a body written as it is read (an export) rather than encoded whole. A
+// failure once it started cannot change the status: the endpoint aborts the connection, so
+// the client sees a truncated transfer, never an answer that looks complete.
+type streamer interface {
+	stream(w http.ResponseWriter) error
+}
+
+// streamAborted is the failure of a streamed body after its status was sent.
+type streamAborted struct{ err error }
+
+func (e *streamAborted) Error() string { return "stream aborted: " + e.err.Error() }
+func (e *streamAborted) Unwrap() error { return e.err }
 
 // fallback answers paths and methods no route serves, as a problem; allow lists the
 // methods of a known path (405). The method label is a fixed value: the client's method

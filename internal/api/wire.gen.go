@@ -95,6 +95,12 @@ type AuditEntry struct {
 type AuditList struct {
 	Entries    []AuditEntry `json:"entries"`
 	NextBefore int64        `json:"next_before,omitempty"`
+
+	// Total how many entries the filters select (all pages): exact up to 10,000, the database planner's estimate past it
+	Total int64 `json:"total"`
+
+	// TotalIsEstimate total is an estimate (more than 10,000 selected)
+	TotalIsEstimate bool `json:"total_is_estimate"`
 }
 
 // BreakerRequest defines model for BreakerRequest.
@@ -247,6 +253,21 @@ type Filter struct {
 
 	// Fingerprint the records of one incident (GET /v1/incidents)
 	Fingerprint string `json:"fingerprint,omitempty"`
+
+	// ValueContains records whose value holds these bytes (the UTF-8 text given), case-sensitively; in a job or audit row, the bytes when they are text
+	ValueContains *string `json:"value_contains,omitempty"`
+
+	// ValueContainsB64 records whose value holds these bytes, in standard base64; not together with value_contains
+	ValueContainsB64 *string `json:"value_contains_b64,omitempty"`
+
+	// KeyContains records whose key holds these bytes (the UTF-8 text given), case-sensitively
+	KeyContains *string `json:"key_contains,omitempty"`
+
+	// Header records with a header of this exact name
+	Header string `json:"header,omitempty"`
+
+	// HeaderValueContains with header: records whose value of that header holds these bytes (the UTF-8 text given)
+	HeaderValueContains *string `json:"header_value_contains,omitempty"`
 }
 
 // Header defines model for Header.
@@ -322,6 +343,12 @@ type Job struct {
 type JobList struct {
 	Jobs       []Job `json:"jobs"`
 	NextBefore int64 `json:"next_before,omitempty"`
+
+	// Total how many jobs the filters select (all pages): exact up to 10,000, the database planner's estimate past it
+	Total int64 `json:"total"`
+
+	// TotalIsEstimate total is an estimate (more than 10,000 selected)
+	TotalIsEstimate bool `json:"total_is_estimate"`
 }
 
 // Origin where the record was first produced; unknown parts are absent
@@ -400,6 +427,12 @@ type RecordPage struct {
 
 	// NextCursor absent on the last page
 	NextCursor string `json:"next_cursor,omitempty"`
+
+	// Total how many records the filters select (all pages): exact up to 10,000, the database planner's estimate past it
+	Total int64 `json:"total"`
+
+	// TotalIsEstimate total is an estimate (more than 10,000 selected)
+	TotalIsEstimate bool `json:"total_is_estimate"`
 }
 
 // ReplayRequest value and headers, when given, replace what is sent (value null, base64, or utf8 text when base64 is empty); the stored record keeps what was dead-lettered, and the audit row of the job says what changed (value size and SHA-256 before and after, header names added, removed, changed)
@@ -536,11 +569,11 @@ type ListAuditParams struct {
 	// JobID entries of this job
 	JobID *int64 `form:"job_id,omitempty" json:"job_id,omitempty"`
 
-	// From entries at or after this time
-	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+	// From entries at or after: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	From *string `form:"from,omitempty" json:"from,omitempty"`
 
-	// To entries before this time
-	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+	// To entries before: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	To *string `form:"to,omitempty" json:"to,omitempty"`
 }
 
 // BulkDiscardParams defines parameters for BulkDiscard.
@@ -558,7 +591,7 @@ type ListIncidentsParams struct {
 	// Status comma-separated: parked, scheduled (default both)
 	Status *string `form:"status,omitempty" json:"status,omitempty"`
 
-	// Reason comma-separated reasons
+	// Reason comma-separated reasons; a reason that does not exist is a 400 naming those that do
 	Reason        *string `form:"reason,omitempty" json:"reason,omitempty"`
 	DLQTopic      *string `form:"dlq_topic,omitempty" json:"dlq_topic,omitempty"`
 	OriginalTopic *string `form:"original_topic,omitempty" json:"original_topic,omitempty"`
@@ -571,10 +604,29 @@ type ListIncidentsParams struct {
 	Key *string `form:"key,omitempty" json:"key,omitempty"`
 
 	// KeyB64 exact key bytes in standard base64; not empty; not together with key
-	KeyB64     *string    `form:"key_b64,omitempty" json:"key_b64,omitempty"`
-	StoredFrom *time.Time `form:"stored_from,omitempty" json:"stored_from,omitempty"`
-	StoredTo   *time.Time `form:"stored_to,omitempty" json:"stored_to,omitempty"`
-	Limit      *int       `form:"limit,omitempty" json:"limit,omitempty"`
+	KeyB64 *string `form:"key_b64,omitempty" json:"key_b64,omitempty"`
+
+	// StoredFrom records stored at or after: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredFrom *string `form:"stored_from,omitempty" json:"stored_from,omitempty"`
+
+	// StoredTo records stored before: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredTo *string `form:"stored_to,omitempty" json:"stored_to,omitempty"`
+
+	// ValueContains records whose value holds these bytes (the UTF-8 text given), case-sensitively, binary values included; at most 1024 bytes; not together with value_contains_b64
+	ValueContains *string `form:"value_contains,omitempty" json:"value_contains,omitempty"`
+
+	// ValueContainsB64 records whose value holds these bytes, given in standard base64 (to search a binary value for bytes that are not text); at most 1024 bytes
+	ValueContainsB64 *string `form:"value_contains_b64,omitempty" json:"value_contains_b64,omitempty"`
+
+	// KeyContains records whose key holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	KeyContains *string `form:"key_contains,omitempty" json:"key_contains,omitempty"`
+
+	// Header records with a header of this exact name
+	Header *string `form:"header,omitempty" json:"header,omitempty"`
+
+	// HeaderValueContains with header: records whose value of that header holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	HeaderValueContains *string `form:"header_value_contains,omitempty" json:"header_value_contains,omitempty"`
+	Limit               *int    `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ListJobsParams defines parameters for ListJobs.
@@ -586,10 +638,10 @@ type ListJobsParams struct {
 
 // ListRecordsParams defines parameters for ListRecords.
 type ListRecordsParams struct {
-	// Status comma-separated statuses
+	// Status comma-separated statuses; a status that does not exist is a 400 naming those that do
 	Status *string `form:"status,omitempty" json:"status,omitempty"`
 
-	// Reason comma-separated reasons
+	// Reason comma-separated reasons; a reason that does not exist is a 400 naming those that do
 	Reason        *string `form:"reason,omitempty" json:"reason,omitempty"`
 	DLQTopic      *string `form:"dlq_topic,omitempty" json:"dlq_topic,omitempty"`
 	OriginalTopic *string `form:"original_topic,omitempty" json:"original_topic,omitempty"`
@@ -604,9 +656,13 @@ type ListRecordsParams struct {
 	Key *string `form:"key,omitempty" json:"key,omitempty"`
 
 	// KeyB64 exact key bytes in standard base64, for a key that is not text (invalid base64 is a 400 naming key_b64); not empty; not together with key
-	KeyB64     *string    `form:"key_b64,omitempty" json:"key_b64,omitempty"`
-	StoredFrom *time.Time `form:"stored_from,omitempty" json:"stored_from,omitempty"`
-	StoredTo   *time.Time `form:"stored_to,omitempty" json:"stored_to,omitempty"`
+	KeyB64 *string `form:"key_b64,omitempty" json:"key_b64,omitempty"`
+
+	// StoredFrom records stored at or after: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredFrom *string `form:"stored_from,omitempty" json:"stored_from,omitempty"`
+
+	// StoredTo records stored before: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredTo *string `form:"stored_to,omitempty" json:"stored_to,omitempty"`
 
 	// MaskedField a masked field to search by exact match: a JSON path of the masking settings without *, or header:<name> of a masked header; with masked_value or masked_hash
 	MaskedField *string `form:"masked_field,omitempty" json:"masked_field,omitempty"`
@@ -616,8 +672,67 @@ type ListRecordsParams struct {
 
 	// MaskedHash the hash a placeholder [masked:<hash>] shows: the records whose masked field holds the same value
 	MaskedHash *string `form:"masked_hash,omitempty" json:"masked_hash,omitempty"`
-	Cursor     *string `form:"cursor,omitempty" json:"cursor,omitempty"`
-	Limit      *int    `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// ValueContains records whose value holds these bytes (the UTF-8 text given), case-sensitively, binary values included; at most 1024 bytes; not together with value_contains_b64
+	ValueContains *string `form:"value_contains,omitempty" json:"value_contains,omitempty"`
+
+	// ValueContainsB64 records whose value holds these bytes, given in standard base64 (to search a binary value for bytes that are not text); at most 1024 bytes
+	ValueContainsB64 *string `form:"value_contains_b64,omitempty" json:"value_contains_b64,omitempty"`
+
+	// KeyContains records whose key holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	KeyContains *string `form:"key_contains,omitempty" json:"key_contains,omitempty"`
+
+	// Header records with a header of this exact name
+	Header *string `form:"header,omitempty" json:"header,omitempty"`
+
+	// HeaderValueContains with header: records whose value of that header holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	HeaderValueContains *string `form:"header_value_contains,omitempty" json:"header_value_contains,omitempty"`
+	Cursor              *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Limit               *int    `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ExportRecordsParams defines parameters for ExportRecords.
+type ExportRecordsParams struct {
+	// Status comma-separated statuses; a status that does not exist is a 400 naming those that do
+	Status *string `form:"status,omitempty" json:"status,omitempty"`
+
+	// Reason comma-separated reasons; a reason that does not exist is a 400 naming those that do
+	Reason        *string `form:"reason,omitempty" json:"reason,omitempty"`
+	DLQTopic      *string `form:"dlq_topic,omitempty" json:"dlq_topic,omitempty"`
+	OriginalTopic *string `form:"original_topic,omitempty" json:"original_topic,omitempty"`
+	ErrorClass    *string `form:"error_class,omitempty" json:"error_class,omitempty"`
+	ErrorContains *string `form:"error_contains,omitempty" json:"error_contains,omitempty"`
+
+	// Fingerprint the records of one incident
+	Fingerprint *string `form:"fingerprint,omitempty" json:"fingerprint,omitempty"`
+	Route       *string `form:"route,omitempty" json:"route,omitempty"`
+
+	// Key exact key, as UTF-8 text; not empty; not together with key_b64
+	Key *string `form:"key,omitempty" json:"key,omitempty"`
+
+	// KeyB64 exact key bytes in standard base64, for a key that is not text (invalid base64 is a 400 naming key_b64); not empty; not together with key
+	KeyB64 *string `form:"key_b64,omitempty" json:"key_b64,omitempty"`
+
+	// StoredFrom records stored at or after: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredFrom *string `form:"stored_from,omitempty" json:"stored_from,omitempty"`
+
+	// StoredTo records stored before: an RFC 3339 time, or relative: -2h, -30m, -90s, -7d (ago), now, today, yesterday (UTC midnight)
+	StoredTo *string `form:"stored_to,omitempty" json:"stored_to,omitempty"`
+
+	// ValueContains records whose value holds these bytes (the UTF-8 text given), case-sensitively, binary values included; at most 1024 bytes; not together with value_contains_b64
+	ValueContains *string `form:"value_contains,omitempty" json:"value_contains,omitempty"`
+
+	// ValueContainsB64 records whose value holds these bytes, given in standard base64 (to search a binary value for bytes that are not text); at most 1024 bytes
+	ValueContainsB64 *string `form:"value_contains_b64,omitempty" json:"value_contains_b64,omitempty"`
+
+	// KeyContains records whose key holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	KeyContains *string `form:"key_contains,omitempty" json:"key_contains,omitempty"`
+
+	// Header records with a header of this exact name
+	Header *string `form:"header,omitempty" json:"header,omitempty"`
+
+	// HeaderValueContains with header: records whose value of that header holds these bytes (the UTF-8 text given), case-sensitively; at most 1024 bytes
+	HeaderValueContains *string `form:"header_value_contains,omitempty" json:"header_value_contains,omitempty"`
 }
 
 // GetRecordParams defines parameters for GetRecord.

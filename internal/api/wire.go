@@ -114,6 +114,7 @@ func toFilter(f *store.Filter) *Filter {
 		OriginalTopics: f.OriginalTopics, ErrorClass: f.ErrorClass, ErrorContains: f.ErrorContains, Route: f.Route,
 		Fingerprint: f.Fingerprint, StoredFrom: optTime(f.StoredFrom), StoredTo: optTime(f.StoredTo),
 	}
+	contentToWire(f, out)
 	// The key as the caller could give it back: text when it is, base64 otherwise.
 	switch k := string(f.Key); {
 	case f.Key == nil:

@@ -150,9 +150,10 @@ func TestConsole(t *testing.T) {
 			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#bulk-count"))
 		require.Equal(t, "1", text(t, ctx, "#bulk-count"), "the bulk form keeps the base64 key")
 
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?key_b64=user!"), chromedp.WaitVisible("#error-status"))
-		require.Equal(t, "400 Invalid parameter", text(t, ctx, "#error-status"))
-		require.Contains(t, text(t, ctx, "main"), "key_b64")
+		// A key that is not base64: the form stays, with the refusal beside the field.
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?key_b64=user!"), chromedp.WaitVisible("#filter-error-key_b64"))
+		require.Contains(t, text(t, ctx, "#filter-error-key_b64"), "base64")
+		require.Equal(t, "user!", run(t, ctx, chromedp.Value(`#filters input[name="key_b64"]`)))
 	})
 
 	t.Run("RecordRendering", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -17,7 +18,8 @@ import (
 // filterParams are the record filters of the API; the console's URLs use the same names,
 // so a console view and an API query share their filters.
 var filterParams = []string{"status", "reason", "dlq_topic", "original_topic", "route", "error_class",
-	"error_contains", "fingerprint", "key", "key_b64", "stored_from", "stored_to"}
+	"error_contains", "fingerprint", "key", "key_b64", "stored_from", "stored_to",
+	"value_contains", "key_contains", "header", "header_value_contains"}
 
 // filterQuery keeps the non-empty record filters of q.
 func filterQuery(q url.Values) url.Values {
@@ -42,6 +44,11 @@ type recordsPage struct {
 	Statuses []store.Status
 	Reasons  []store.Reason
 	Bulk     bulkForm
+	// Total is how many records the filter selects; Errors the API's refusal of a filter
+	// field, shown beside it, by field.
+	Total           int64
+	TotalIsEstimate bool
+	Errors          map[string]string
 }
 
 var (
@@ -65,17 +72,36 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request, sess *session) 
 		}
 	}
 	var page api.RecordPage
+	status := http.StatusOK
+	view := recordsPage{Filter: f, Query: f, Limit: q.Get("limit"), Cursor: q.Get("cursor"),
+		Statuses: statusNames, Reasons: reasonNames, Bulk: bulkForm{Filter: f, ReplayTopics: s.cfg.ReplayTopics}}
 	if _, err := s.call(r, sess, http.MethodGet, "/v1/records", apiQ, nil, &page); err != nil {
-		s.failAPI(w, r, sess, err)
-		return
+		field, detail, ok := filterRefusal(err)
+		if !ok {
+			s.failAPI(w, r, sess, err)
+			return
+		}
+		// The form stays as typed, with the API's refusal beside the field it names.
+		status, view.Errors = http.StatusBadRequest, map[string]string{field: detail}
 	}
-	view := recordsPage{Records: page.Records, Filter: f, Query: f, Limit: q.Get("limit"),
-		Cursor: q.Get("cursor"), Next: page.NextCursor, Statuses: statusNames, Reasons: reasonNames,
-		Bulk: bulkForm{Filter: f, ReplayTopics: s.cfg.ReplayTopics}}
+	view.Records, view.Next, view.Total, view.TotalIsEstimate = page.Records, page.NextCursor, page.Total, page.TotalIsEstimate
 	if view.Limit != "" {
 		view.Query = cloneWith(f, "limit", view.Limit)
 	}
-	s.render(w, sess, http.StatusOK, "records", "Records", "records", view)
+	s.render(w, sess, status, "records", "Records", "records", view)
+}
+
+// filterRefusal is the field and detail of the API's 400 about a filter field of the form.
+func filterRefusal(err error) (field, detail string, ok bool) {
+	var ae *apiError
+	if !errors.As(err, &ae) || ae.problem.Status != http.StatusBadRequest {
+		return "", "", false
+	}
+	field = ae.problem.Field
+	if !slices.Contains(filterParams, field) && field != "limit" && field != "cursor" {
+		return "", "", false
+	}
+	return field, ae.problem.Detail, true
 }
 
 func cloneWith(q url.Values, name, value string) url.Values {
@@ -95,6 +121,9 @@ type recordPage struct {
 	IdempotencyKey string
 	// Edit is the edit-and-replay form's starting point.
 	Edit editForm
+	// Kcat is the command line that produces the record with kcat (kcat.go); KcatWhy
+	// says why there is none.
+	Kcat, KcatWhy string
 	// History is the record's newest audit entries; MoreHistory says there are older ones.
 	// Edits are those of them that replayed an edit, with what each changed.
 	History     []api.AuditEntry
@@ -170,6 +199,13 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 		Headers: viewHeaders(d.Headers), ReplayTopics: s.cfg.ReplayTopics, IdempotencyKey: randomToken(),
 		Edit: newEditForm(&d), History: history.Entries, Edits: historyEdits(&d, history.Entries), MoreHistory: history.NextBefore != 0,
 		NoPayload: d.Record.Reason == store.ReasonSourceUnavailable && d.Key.Null && d.Value.Null}
+	if d.Record.Original.Topic == "" {
+		page.KcatWhy = "The original topic is unknown: there is no topic to produce to."
+	} else if cmd, ok, why := kcatCommand(d.Record.Original.Topic, &d); ok {
+		page.Kcat = cmd
+	} else {
+		page.KcatWhy = "kcat cannot produce this record exactly: " + why + "."
+	}
 	s.render(w, sess, http.StatusOK, "record", "Record "+strconv.FormatInt(d.Record.ID, 10), "records", page)
 }
 

@@ -32,6 +32,15 @@ type Filter struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 	// Masked selects by the keyed hash of a masked field; listings only.
 	Masked *MaskedMatch `json:"-"`
+	// ValueContains and KeyContains match records whose value or key holds these bytes,
+	// case-sensitively and byte for byte, so a binary payload is searched like a text one.
+	// Like ErrorContains they are checked row by row (search.go).
+	ValueContains []byte `json:"value_contains,omitempty"`
+	KeyContains   []byte `json:"key_contains,omitempty"`
+	// Header matches records with a header of this exact name; HeaderValueContains, with
+	// it, those whose value of that header holds these bytes.
+	Header              string `json:"header,omitempty"`
+	HeaderValueContains []byte `json:"header_value_contains,omitempty"`
 }
 
 // where renders the filter as SQL conditions joined by AND, with its values appended to
@@ -109,6 +118,7 @@ func (f *Filter) render(args []any, isLeased string) (string, []any) {
 		cond, args = f.Masked.where(args)
 		conds = append(conds, cond)
 	}
+	conds, args = f.renderContent(conds, args)
 	if len(conds) == 0 {
 		return "true", args
 	}

@@ -153,6 +153,13 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/records (the `ListRecords` operationId).
 	ListRecords(ctx context.Context, params *ListRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ExportRecords Export the records the filters select, as JSON lines
+	//
+	// Streams every record the filters select (the records listing's filters, within the token's topics), oldest first, one JSON object per line, each what GET /v1/records/{id} answers for it (key, value, headers and their reading). The selection ends at the request's time. Memory is bounded: records are read a page at a time. The export is audited (action export_records, with the filter and how many records were written). A failure after the first line aborts the connection, so a truncated export never looks complete.
+	//
+	// Corresponds with GET /v1/records/export (the `ExportRecords` operationId).
+	ExportRecords(ctx context.Context, params *ExportRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetRecord One record with its key, value and headers
 	//
 	// The fields that dlq-admin's masking settings name (JSON members, header values, text matches) read as placeholders "[masked:<hmac>]" unless unmask=true, which needs the unmask permission for the record's topic and writes an unmask_record audit row.
@@ -407,6 +414,23 @@ func (c *Client) CancelJob(ctx context.Context, id JobID, reqEditors ...RequestE
 // Corresponds with GET /v1/records (the `ListRecords` operationId).
 func (c *Client) ListRecords(ctx context.Context, params *ListRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListRecordsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportRecords Export the records the filters select, as JSON lines
+//
+// Streams every record the filters select (the records listing's filters, within the token's topics), oldest first, one JSON object per line, each what GET /v1/records/{id} answers for it (key, value, headers and their reading). The selection ends at the request's time. Memory is bounded: records are read a page at a time. The export is audited (action export_records, with the filter and how many records were written). A failure after the first line aborts the connection, so a truncated export never looks complete.
+//
+// Corresponds with GET /v1/records/export (the `ExportRecords` operationId).
+func (c *Client) ExportRecords(ctx context.Context, params *ExportRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportRecordsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -794,7 +818,7 @@ func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request,
 
 		if params.From != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -806,7 +830,7 @@ func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request,
 
 		if params.To != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1090,7 +1114,7 @@ func NewListIncidentsRequest(server string, params *ListIncidentsParams) (*http.
 
 		if params.StoredFrom != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_from", *params.StoredFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_from", *params.StoredFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1102,7 +1126,67 @@ func NewListIncidentsRequest(server string, params *ListIncidentsParams) (*http.
 
 		if params.StoredTo != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_to", *params.StoredTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_to", *params.StoredTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ValueContains != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "value_contains", *params.ValueContains, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ValueContainsB64 != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "value_contains_b64", *params.ValueContainsB64, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.KeyContains != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "key_contains", *params.KeyContains, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Header != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "header", *params.Header, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HeaderValueContains != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "header_value_contains", *params.HeaderValueContains, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1422,7 +1506,7 @@ func NewListRecordsRequest(server string, params *ListRecordsParams) (*http.Requ
 
 		if params.StoredFrom != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_from", *params.StoredFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_from", *params.StoredFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1434,7 +1518,7 @@ func NewListRecordsRequest(server string, params *ListRecordsParams) (*http.Requ
 
 		if params.StoredTo != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_to", *params.StoredTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_to", *params.StoredTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1480,6 +1564,66 @@ func NewListRecordsRequest(server string, params *ListRecordsParams) (*http.Requ
 
 		}
 
+		if params.ValueContains != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "value_contains", *params.ValueContains, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ValueContainsB64 != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "value_contains_b64", *params.ValueContainsB64, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.KeyContains != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "key_contains", *params.KeyContains, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Header != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "header", *params.Header, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HeaderValueContains != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "header_value_contains", *params.HeaderValueContains, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -1495,6 +1639,252 @@ func NewListRecordsRequest(server string, params *ListRecordsParams) (*http.Requ
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewExportRecordsRequest constructs an http.Request for the ExportRecords method
+func NewExportRecordsRequest(server string, params *ExportRecordsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/records/export")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Reason != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reason", *params.Reason, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DLQTopic != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dlq_topic", *params.DLQTopic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OriginalTopic != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "original_topic", *params.OriginalTopic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ErrorClass != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "error_class", *params.ErrorClass, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ErrorContains != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "error_contains", *params.ErrorContains, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Fingerprint != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "fingerprint", *params.Fingerprint, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Route != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "route", *params.Route, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Key != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "key", *params.Key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.KeyB64 != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "key_b64", *params.KeyB64, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.StoredFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_from", *params.StoredFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.StoredTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stored_to", *params.StoredTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ValueContains != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "value_contains", *params.ValueContains, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ValueContainsB64 != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "value_contains_b64", *params.ValueContainsB64, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.KeyContains != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "key_contains", *params.KeyContains, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Header != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "header", *params.Header, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HeaderValueContains != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "header_value_contains", *params.HeaderValueContains, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -98,3 +98,26 @@
   if (encoding) { encoding.addEventListener("change", validate); }
   validate();
 })();
+
+// A time picker (input[type=datetime-local][data-for=<name>]) writes the time it picks, in
+// the browser's time zone, into the text field <name> as RFC 3339 UTC; the text field is
+// what the form sends, so relative times ("-2h") stay typeable.
+// A button with data-copy="<id>" copies that element's text to the clipboard.
+(function () {
+  "use strict";
+  document.querySelectorAll("input.time-picker[data-for]").forEach(function (picker) {
+    var field = picker.form && picker.form.elements[picker.getAttribute("data-for")];
+    if (!field) { return; }
+    picker.addEventListener("change", function () {
+      var t = new Date(picker.value);
+      if (!isNaN(t.getTime())) { field.value = t.toISOString().replace(".000Z", "Z"); }
+    });
+  });
+  document.querySelectorAll("button[data-copy]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var source = document.getElementById(button.getAttribute("data-copy"));
+      if (!source || !navigator.clipboard) { return; }
+      navigator.clipboard.writeText(source.textContent).then(function () { button.textContent = "Copied"; });
+    });
+  });
+})();
