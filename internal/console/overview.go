@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -76,11 +78,18 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session)
 	if len(sess.principal.Topics) == 0 {
 		gets = append(gets, apiGet{"/v1/routes", nil, &rl}, apiGet{"/v1/runs", url.Values{"limit": {"100"}}, &runs})
 	}
+	// The calls are independent: made at once, the page waits for the slowest, not for
+	// their sum.
+	var g errgroup.Group
 	for _, c := range gets {
-		if _, err := s.call(r, sess, http.MethodGet, c.path, c.q, nil, c.out); err != nil {
-			s.failAPI(w, r, sess, err)
-			return
-		}
+		g.Go(func() error {
+			_, err := s.call(r, sess, http.MethodGet, c.path, c.q, nil, c.out)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		s.failAPI(w, r, sess, err)
+		return
 	}
 	page := overviewPage{OldestParked: st.OldestParked, Scoped: len(sess.principal.Topics) > 0}
 	by := func(rows []tally, name, param string, sc api.StatCount) []tally {

@@ -33,8 +33,10 @@ type view struct {
 }
 
 var funcs = template.FuncMap{
-	"exact": exact,
-	"num":   thousands,
+	"exact":    exact,
+	"num":      thousands,
+	"firstIDs": firstIDs,
+	"moreIDs":  moreIDs,
 	// link returns the URL path?query with name set to value (removed when empty).
 	"link": func(p string, q url.Values, name, value string) string {
 		q2 := url.Values{}

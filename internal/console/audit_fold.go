@@ -1,0 +1,92 @@
+package console
+
+import (
+	"slices"
+	"time"
+
+	"github.com/dlqops/dlq/internal/api"
+)
+
+// A bulk job writes an audit row per batch (a begin and a finish per replayed batch, one
+// per discarded batch): a job of 10k records is hundreds of rows that bury everything
+// else on the audit page. The page folds them: a job's consecutive batch rows are one
+// entry saying how many there are, what they did and how many records they touched,
+// with a link to the job's rows shown one by one.
+
+// batchActions are the audit actions a job writes once per batch.
+var batchActions = map[string]bool{"begin_replay": true, "finish_replay": true, "abort_replay": true, "discard": true}
+
+// isBatchRow reports whether e is one batch of a job that went through; a refused or
+// failed one is never folded away.
+func isBatchRow(e api.AuditEntry) bool {
+	return e.JobID != 0 && batchActions[e.Action] && e.Outcome == "ok"
+}
+
+// auditItem is one row of the audit page: an entry as it is, or a job's batch rows folded.
+type auditItem struct {
+	Entry *api.AuditEntry
+	Fold  *batchFold
+}
+
+// batchFold is a run of consecutive batch rows of one job, newest first.
+type batchFold struct {
+	JobID     int64
+	Rows      int
+	Actions   []actionCount // in the order first met
+	Affected  int64
+	Newest    time.Time
+	Oldest    time.Time
+	Actors    []string
+	NewestID  int64
+	OldestID  int64
+	RecordIDs int // the record ids the rows name, counted
+}
+
+type actionCount struct {
+	Action string
+	Count  int
+}
+
+// foldBatches folds each run of two or more consecutive batch rows of the same job into
+// one item; every other entry stays an item of its own, in the same order.
+func foldBatches(entries []api.AuditEntry) []auditItem {
+	var out []auditItem
+	for i := 0; i < len(entries); {
+		e := &entries[i]
+		j := i + 1
+		if isBatchRow(*e) {
+			for j < len(entries) && isBatchRow(entries[j]) && entries[j].JobID == e.JobID {
+				j++
+			}
+		}
+		if j-i < 2 {
+			out = append(out, auditItem{Entry: e})
+			i++
+			continue
+		}
+		f := &batchFold{JobID: e.JobID, Rows: j - i, Newest: e.At, NewestID: e.ID, Oldest: entries[j-1].At, OldestID: entries[j-1].ID}
+		for _, b := range entries[i:j] {
+			f.Affected += b.Affected
+			f.RecordIDs += len(b.RecordIDs)
+			k := slices.IndexFunc(f.Actions, func(a actionCount) bool { return a.Action == b.Action })
+			if k < 0 {
+				f.Actions = append(f.Actions, actionCount{Action: b.Action})
+				k = len(f.Actions) - 1
+			}
+			f.Actions[k].Count++
+			if !slices.Contains(f.Actors, b.Actor) {
+				f.Actors = append(f.Actors, b.Actor)
+			}
+		}
+		out = append(out, auditItem{Fold: f})
+		i = j
+	}
+	return out
+}
+
+// shownIDs is how many record ids an audit row links to; the rest are counted.
+const shownIDs = 10
+
+func firstIDs(ids []int64) []int64 { return ids[:min(len(ids), shownIDs)] }
+
+func moreIDs(ids []int64) int { return max(0, len(ids)-shownIDs) }
