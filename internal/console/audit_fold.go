@@ -33,18 +33,19 @@ type batchFold struct {
 	JobID     int64
 	Rows      int
 	Actions   []actionCount // in the order first met
-	Affected  int64
 	Newest    time.Time
 	Oldest    time.Time
 	Actors    []string
 	NewestID  int64
 	OldestID  int64
-	RecordIDs int // the record ids the rows name, counted
 }
 
+// actionCount is one action of a fold: how many rows, and the records they affected (a
+// replayed record is in a begin and in a finish row: the actions are counted apart).
 type actionCount struct {
-	Action string
-	Count  int
+	Action   string
+	Count    int
+	Affected int64
 }
 
 // foldBatches folds each run of two or more consecutive batch rows of the same job into
@@ -66,14 +67,13 @@ func foldBatches(entries []api.AuditEntry) []auditItem {
 		}
 		f := &batchFold{JobID: e.JobID, Rows: j - i, Newest: e.At, NewestID: e.ID, Oldest: entries[j-1].At, OldestID: entries[j-1].ID}
 		for _, b := range entries[i:j] {
-			f.Affected += b.Affected
-			f.RecordIDs += len(b.RecordIDs)
 			k := slices.IndexFunc(f.Actions, func(a actionCount) bool { return a.Action == b.Action })
 			if k < 0 {
 				f.Actions = append(f.Actions, actionCount{Action: b.Action})
 				k = len(f.Actions) - 1
 			}
 			f.Actions[k].Count++
+			f.Actions[k].Affected += b.Affected
 			if !slices.Contains(f.Actors, b.Actor) {
 				f.Actors = append(f.Actors, b.Actor)
 			}

@@ -57,7 +57,8 @@ func TestAuditPageFoldsAJobsBatchRows(t *testing.T) {
 		}
 	})
 	require.Contains(t, textOf(fold), "finish_replay ×100, begin_replay ×100")
-	require.Contains(t, textOf(fold), "20,000 in 200 batch rows")
+	require.Contains(t, textOf(fold), "10,000, 10,000")
+	require.Contains(t, textOf(fold), "200 batch rows")
 	require.Contains(t, byID(t, doc, "batch-toggle"), "Show every batch row")
 
 	doc = page("/ui/audit?batches=show")
@@ -65,4 +66,8 @@ func TestAuditPageFoldsAJobsBatchRows(t *testing.T) {
 	require.Equal(t, 0, count(doc, "audit-fold"))
 	require.Equal(t, 200, count(doc, "more-ids"), "each batch row links to its first ids and counts the rest")
 	require.NotContains(t, asked[len(asked)-1], "batches", "the API is asked for the same entries either way")
+
+	doc = page("/ui/audit?job_id=3")
+	require.Equal(t, 0, count(doc, "audit-fold"), "a view of one job's entries shows each")
+	require.Equal(t, 202, count(doc, "audit-row"))
 }

@@ -103,9 +103,13 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, sess *session) {
 		s.failAPI(w, r, sess, err)
 		return
 	}
+	// A view of one record's or one job's entries shows each of them: that is what it was
+	// asked for.
 	page := auditPage{ShowBatches: r.URL.Query().Get("batches") == "show", NextBefore: list.NextBefore, Filter: f}
-	if page.ShowBatches {
-		f.Set("batches", "show") // kept by the form and the paging link
+	if page.ShowBatches || f.Has("record_id") || f.Has("job_id") {
+		if page.ShowBatches {
+			f.Set("batches", "show") // kept by the form and the paging link
+		}
 		for i := range list.Entries {
 			page.Items = append(page.Items, auditItem{Entry: &list.Entries[i]})
 		}
