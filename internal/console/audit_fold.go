@@ -30,14 +30,14 @@ type auditItem struct {
 
 // batchFold is a run of consecutive batch rows of one job, newest first.
 type batchFold struct {
-	JobID     int64
-	Rows      int
-	Actions   []actionCount // in the order first met
-	Newest    time.Time
-	Oldest    time.Time
-	Actors    []string
-	NewestID  int64
-	OldestID  int64
+	JobID    int64
+	Rows     int
+	Actions  []actionCount // in the order first met
+	Newest   time.Time
+	Oldest   time.Time
+	Actors   []string
+	NewestID int64
+	OldestID int64
 }
 
 // actionCount is one action of a fold: how many rows, and the records they affected (a
