@@ -105,3 +105,28 @@ func findAttr(n *html.Node, key string) *html.Attribute {
 	}
 	return nil
 }
+
+// A record parked target_not_allowed names the rule that parked it: its route's
+// allowed_targets, which its original topic matches none of.
+func TestRecordPageNamesTheParkingRule(t *testing.T) {
+	details := map[string]api.RecordDetail{
+		"/v1/records/8": {Record: api.Record{ID: 8, Status: store.StatusParked, Reason: store.ReasonTargetNotAllowed, Route: "orders-route",
+			Original: api.Origin{Topic: "payments"}}, Key: bytesOf([]byte("k")), Value: bytesOf([]byte("v"))},
+		"/v1/records/9": {Record: api.Record{ID: 9, Status: store.StatusParked, Reason: store.ReasonExhausted, Route: "orders-route",
+			Original: api.Origin{Topic: "payments"}}, Key: bytesOf([]byte("k")), Value: bytesOf([]byte("v"))},
+	}
+	fake := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		var answer any = api.AuditList{}
+		if d, ok := details[r.URL.Path]; ok {
+			answer = d
+		}
+		require.NoError(t, json.NewEncoder(w).Encode(answer))
+	})
+	page := signedInConsole(t, fake)
+	require.Equal(t, "the allowed_targets of route orders-route: its original topic payments matches none of them, so it leaves only by a replay to an allowed topic",
+		byID(t, page("/ui/records/8"), "parking-rule"))
+	var rule bool
+	walk(page("/ui/records/9"), func(n *html.Node) { rule = rule || attr(n, "id") == "parking-rule" })
+	require.False(t, rule, "an exhausted record was parked by no delivery rule")
+}
