@@ -34,7 +34,8 @@ type viewport struct {
 	mobile        bool
 }
 
-var viewports = []viewport{{"desktop", 1440, 900, false}, {"phone", 390, 844, true}}
+// The console is laid out for screens down to 360 px wide.
+var viewports = []viewport{{"desktop", 1440, 900, false}, {"phone", 390, 844, true}, {"small-phone", 360, 740, true}}
 
 // springStack is a Spring Kafka stack-trace header as a DeadLetterPublishingRecoverer
 // writes it: many lines, each frame on its own.
@@ -109,8 +110,8 @@ func checkFocus(t *testing.T, ctx context.Context, page string) {
 	}
 }
 
-// TestConsoleLayout opens every page of the console at a desktop (1440×900) and a phone
-// (390×844) viewport, in the light and the dark colour scheme, and checks each: no
+// TestConsoleLayout opens every page of the console at a desktop (1440×900) and phone
+// (390×844, 360×740) viewports, in the light and the dark colour scheme, and checks each: no
 // horizontal overflow, landmarks, a skip link, headings, table header scopes, form
 // labels, aria-current in the nav, AA contrast of all its text, a visible focus ring. The
 // pages hold what makes a layout break: long unbroken names, Spring dead letters with
