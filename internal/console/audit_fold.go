@@ -3,8 +3,6 @@ package console
 import (
 	"slices"
 	"time"
-
-	"github.com/dlqops/dlq/internal/api"
 )
 
 // A bulk job writes an audit row per batch (a begin and a finish per replayed batch, one
@@ -18,13 +16,13 @@ var batchActions = map[string]bool{"begin_replay": true, "finish_replay": true, 
 
 // isBatchRow reports whether e is one batch of a job that went through; a refused or
 // failed one is never folded away.
-func isBatchRow(e api.AuditEntry) bool {
+func isBatchRow(e auditRow) bool {
 	return e.JobID != 0 && batchActions[e.Action] && e.Outcome == "ok"
 }
 
 // auditItem is one row of the audit page: an entry as it is, or a job's batch rows folded.
 type auditItem struct {
-	Entry *api.AuditEntry
+	Entry *auditRow
 	Fold  *batchFold
 }
 
@@ -50,7 +48,7 @@ type actionCount struct {
 
 // foldBatches folds each run of two or more consecutive batch rows of the same job into
 // one item; every other entry stays an item of its own, in the same order.
-func foldBatches(entries []api.AuditEntry) []auditItem {
+func foldBatches(entries []auditRow) []auditItem {
 	var out []auditItem
 	for i := 0; i < len(entries); {
 		e := &entries[i]
@@ -87,6 +85,25 @@ func foldBatches(entries []api.AuditEntry) []auditItem {
 // shownIDs is how many record ids an audit row links to; the rest are counted.
 const shownIDs = 10
 
-func firstIDs(ids []int64) []int64 { return ids[:min(len(ids), shownIDs)] }
+// firstIDs are the ids an audit row links to: of an api.AuditEntry's []int64 (a record's
+// history) or of the audit page's shownRecordIDs.
+func firstIDs(ids any) []int64 {
+	switch v := ids.(type) {
+	case []int64:
+		return v[:min(len(v), shownIDs)]
+	case shownRecordIDs:
+		return v.First
+	}
+	return nil
+}
 
-func moreIDs(ids []int64) int { return max(0, len(ids)-shownIDs) }
+// moreIDs is how many ids of an audit row are counted, not linked.
+func moreIDs(ids any) int {
+	switch v := ids.(type) {
+	case []int64:
+		return max(0, len(v)-shownIDs)
+	case shownRecordIDs:
+		return v.Total - len(v.First)
+	}
+	return 0
+}

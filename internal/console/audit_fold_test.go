@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -14,10 +15,11 @@ import (
 // stays an item of its own, in order.
 func TestFoldBatches(t *testing.T) {
 	at := time.Date(2026, 3, 10, 16, 0, 0, 0, time.UTC)
-	var entries []api.AuditEntry
+	var entries []auditRow
 	add := func(action string, job int64, outcome string, ids ...int64) {
-		entries = append(entries, api.AuditEntry{ID: int64(100 - len(entries)), At: at.Add(-time.Duration(len(entries)) * time.Second),
-			Actor: "ada", Action: action, JobID: job, Outcome: outcome, RecordIDs: ids, Affected: int64(len(ids))})
+		entries = append(entries, auditRow{AuditEntry: api.AuditEntry{ID: int64(100 - len(entries)), At: at.Add(-time.Duration(len(entries)) * time.Second),
+			Actor: "ada", Action: action, JobID: job, Outcome: outcome, Affected: int64(len(ids))},
+			RecordIDs: shownRecordIDs{First: ids, Total: len(ids)}})
 	}
 	add("finish_job", 7, "ok")
 	for range 3 {
@@ -51,4 +53,20 @@ func TestAuditRowsLinkTheFirstIDs(t *testing.T) {
 	require.Equal(t, 15, moreIDs(ids))
 	require.Len(t, firstIDs(ids[:3]), 3)
 	require.Equal(t, 0, moreIDs(ids[:3]))
+
+	// The audit page reads the first ids of the API's answer and counts the rest.
+	var row auditRow
+	require.NoError(t, json.Unmarshal([]byte(`{"id":9,"action":"finish_replay","record_ids":[1, 2,3,4,5,6,7,8,9,10,11,12]}`), &row))
+	require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, firstIDs(row.RecordIDs))
+	require.Equal(t, 2, moreIDs(row.RecordIDs))
+	require.Equal(t, "finish_replay", row.Action)
+	for raw, want := range map[string]shownRecordIDs{`null`: {}, `[]`: {}, `[7]`: {First: []int64{7}, Total: 1}} {
+		var s shownRecordIDs
+		require.NoError(t, json.Unmarshal([]byte(raw), &s), raw)
+		require.Equal(t, want, s, raw)
+	}
+	for _, raw := range []string{`[1,,2]`, `["1"]`, `{}`, `[1,]`} {
+		var s shownRecordIDs
+		require.Error(t, json.Unmarshal([]byte(raw), &s), raw)
+	}
 }

@@ -98,7 +98,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, sess *session) {
 	for k, v := range f {
 		q[k] = v
 	}
-	var list api.AuditList
+	var list auditRows
 	if _, err := s.call(r, sess, http.MethodGet, "/v1/audit", q, nil, &list); err != nil {
 		s.failAPI(w, r, sess, err)
 		return
