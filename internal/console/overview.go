@@ -60,6 +60,11 @@ type overviewPage struct {
 	Scoped bool
 }
 
+// overviewCalls bounds the overview's API calls in progress at once: each counts against
+// its token's limits.console_max_concurrent (16 by default), which five overviews loading
+// at once in an operator's tabs still fit.
+const overviewCalls = 3
+
 func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session) {
 	var st api.Stats
 	var over api.ParkedOverTime
@@ -78,9 +83,10 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session)
 	if len(sess.principal.Topics) == 0 {
 		gets = append(gets, apiGet{"/v1/routes", nil, &rl}, apiGet{"/v1/runs", url.Values{"limit": {"100"}}, &runs})
 	}
-	// The calls are independent: made at once, the page waits for the slowest, not for
-	// their sum.
+	// The calls are independent: made overviewCalls at a time, the page waits for about
+	// the two slowest, not for their sum.
 	var g errgroup.Group
+	g.SetLimit(overviewCalls)
 	for _, c := range gets {
 		g.Go(func() error {
 			_, err := s.call(r, sess, http.MethodGet, c.path, c.q, nil, c.out)
