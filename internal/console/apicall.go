@@ -63,8 +63,11 @@ func (s *Server) call(r *http.Request, sess *session, method, path string, q url
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if k := r.PostFormValue("idempotency_key"); k != "" {
-		req.Header.Set("Idempotency-Key", k)
+	// A page's reads may run at once (the overview's); only a state change reads its form.
+	if method != http.MethodGet {
+		if k := r.PostFormValue("idempotency_key"); k != "" {
+			req.Header.Set("Idempotency-Key", k)
+		}
 	}
 	rec := &recorder{header: http.Header{}}
 	s.cfg.API.ServeHTTP(rec, req)

@@ -16,7 +16,10 @@ import (
 // bulkForm is a bulk replay or discard of a records view's filter, from its first form
 // through the dry run's count to the typed confirmation.
 type bulkForm struct {
-	Filter         url.Values
+	Filter url.Values
+	// IDs are the records ticked on the records page; when there are any, the job takes
+	// them instead of Filter.
+	IDs            []int64
 	Action         string // "replay" or "discard"
 	TargetTopic    string
 	ResetRetry     bool
@@ -87,12 +90,23 @@ func (s *Server) bulk(w http.ResponseWriter, r *http.Request, sess *session) {
 		s.fail(w, r, sess, http.StatusBadRequest, "Choose replay or discard.")
 		return
 	}
-	f, err := filterBody(form.Filter)
-	if err != nil {
-		s.fail(w, r, sess, http.StatusBadRequest, err.Error())
+	ids, ok := selectedIDs(r.PostForm)
+	if !ok {
+		s.fail(w, r, sess, http.StatusBadRequest, "A selected record is not a record id.")
 		return
 	}
-	req := api.BulkRequest{Filter: f}
+	var req api.BulkRequest
+	if len(ids) > 0 {
+		form.IDs, form.Filter, req.IDs = ids, nil, ids
+	} else {
+		f, err := filterBody(form.Filter)
+		if err != nil {
+			s.fail(w, r, sess, http.StatusBadRequest, err.Error())
+			return
+		}
+		req.Filter = f
+	}
+	var err error
 	if form.Action == "replay" {
 		req.TargetTopic, req.ResetRetry = form.TargetTopic, form.ResetRetry
 		if form.Rate != "" {

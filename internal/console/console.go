@@ -98,7 +98,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registerer == nil {
 		cfg.Registerer = prometheus.NewRegistry()
 	}
-	tmpl, err := parsePages()
+	tmpl, err := parsePages(cfg.Clock)
 	if err != nil {
 		return nil, err
 	}

@@ -361,7 +361,11 @@ func TestConsole(t *testing.T) {
 		do(t, ctx, chromedp.Navigate(e.url+"/ui/audit"), chromedp.WaitVisible("#audit-filters"))
 		all := actions("#audit")
 		require.Contains(t, all, "discard")
-		require.Contains(t, all, "begin_replay")
+		require.Contains(t, eval[string](t, ctx, `Array.from(document.querySelectorAll("#audit tr.audit-fold .audit-action")).map(c => c.textContent).join()`),
+			"begin_replay ×1", "a job's batch rows are folded into one entry")
+		do(t, ctx, chromedp.Click("#show-batches"), chromedp.WaitVisible("#fold-batches"))
+		require.Contains(t, actions("#audit"), "begin_replay", "and shown one by one on demand")
+		do(t, ctx, chromedp.Navigate(e.url+"/ui/audit"), chromedp.WaitVisible("#audit-filters"))
 		do(t, ctx, chromedp.SendKeys(`#audit-filters input[name="action"]`, "discard"),
 			chromedp.SendKeys(`#audit-filters input[name="actor"]`, "otto"), chromedp.Click("#apply-audit-filters"))
 		waitTrue(t, ctx, `new URLSearchParams(location.search).get("action") === "discard" && document.readyState === "complete" && !!document.querySelector("#audit")`)

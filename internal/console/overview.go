@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/dlqops/dlq/internal/api"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -60,6 +62,11 @@ type overviewPage struct {
 	Breakers []breakerBanner
 }
 
+// overviewCalls bounds the overview's API calls in progress at once: each counts against
+// its token's limits.console_max_concurrent (16 by default), which five overviews loading
+// at once in an operator's tabs still fit.
+const overviewCalls = 3
+
 func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session) {
 	var st api.Stats
 	var over api.ParkedOverTime
@@ -78,11 +85,19 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess *session)
 	if len(sess.principal.Topics) == 0 {
 		gets = append(gets, apiGet{"/v1/routes", nil, &rl}, apiGet{"/v1/runs", url.Values{"limit": {"100"}}, &runs})
 	}
+	// The calls are independent: made overviewCalls at a time, the page waits for about
+	// the two slowest, not for their sum.
+	var g errgroup.Group
+	g.SetLimit(overviewCalls)
 	for _, c := range gets {
-		if _, err := s.call(r, sess, http.MethodGet, c.path, c.q, nil, c.out); err != nil {
-			s.failAPI(w, r, sess, err)
-			return
-		}
+		g.Go(func() error {
+			_, err := s.call(r, sess, http.MethodGet, c.path, c.q, nil, c.out)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		s.failAPI(w, r, sess, err)
+		return
 	}
 	page := overviewPage{OldestParked: st.OldestParked, Scoped: len(sess.principal.Topics) > 0, Breakers: breakerBanners(rl.Routes)}
 	by := func(rows []tally, name, param string, sc api.StatCount) []tally {

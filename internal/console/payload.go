@@ -94,6 +94,11 @@ type headerRow struct {
 	Null          bool
 	Value         string
 	ValueHex      bool
+	// Number is a 4- or 8-byte value that is not text read as a big-endian integer.
+	Number string
+	// FirstLine and Lines fold a value of several lines (a stack trace) behind its first.
+	FirstLine string
+	Lines     int
 }
 
 func viewHeaders(hs []api.Header) []headerRow {
@@ -108,8 +113,10 @@ func viewHeaders(hs []api.Header) []headerRow {
 		if v := decodeBytes(h.Value); !row.Null {
 			if printable(v) {
 				row.Value = string(v)
+				row.FirstLine, row.Lines = foldLines(row.Value)
 			} else {
 				row.Value, row.ValueHex = hex.EncodeToString(v), true
+				row.Number, _ = bigEndianNumber(v)
 			}
 		}
 		out[i] = row

@@ -27,25 +27,16 @@ type view struct {
 	CanBulk    bool // admin: bulk replay and discard
 	CSRF       string
 	Flash      string
-	Data       any
+	// FlashRefused: Flash says why the API refused the last action (an alert), not what it did.
+	FlashRefused bool
+	Data         any
 }
 
 var funcs = template.FuncMap{
-	"when": func(t any) string {
-		switch v := t.(type) {
-		case time.Time:
-			if v.IsZero() {
-				return "—"
-			}
-			return v.UTC().Format("2006-01-02 15:04:05Z")
-		case *time.Time:
-			if v == nil || v.IsZero() {
-				return "—"
-			}
-			return v.UTC().Format("2006-01-02 15:04:05Z")
-		}
-		return "—"
-	},
+	"exact":    exact,
+	"num":      thousands,
+	"firstIDs": firstIDs,
+	"moreIDs":  moreIDs,
 	// link returns the URL path?query with name set to value (removed when empty).
 	"link": func(p string, q url.Values, name, value string) string {
 		q2 := url.Values{}
@@ -72,7 +63,8 @@ var funcs = template.FuncMap{
 }
 
 // parsePages parses each page template with the layout.
-func parsePages() (map[string]*template.Template, error) {
+// when, in every page, is a time reading relatively to now, the console's clock.
+func parsePages(now func() time.Time) (map[string]*template.Template, error) {
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -83,7 +75,7 @@ func parsePages() (map[string]*template.Template, error) {
 		if base == "layout.html" || strings.HasPrefix(base, "_") {
 			continue // parsed with every page: the layout, and the parts (_*.html) pages share
 		}
-		t, err := template.New(base).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html", n)
+		t, err := template.New(base).Funcs(funcs).Funcs(template.FuncMap{"when": timeElement(now)}).ParseFS(templateFS, "templates/layout.html", "templates/_*.html", n)
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", base, err)
 		}
@@ -104,7 +96,8 @@ type renderer struct {
 func (s *renderer) render(w http.ResponseWriter, sess *session, status int, page, title, nav string, data any) {
 	v := view{Title: title, Nav: nav, Data: data}
 	if sess != nil {
-		v.Signed, v.Principal, v.CSRF, v.Flash = true, sess.principal, sess.csrf, sess.takeFlash()
+		f := sess.takeFlash()
+		v.Signed, v.Principal, v.CSRF, v.Flash, v.FlashRefused = true, sess.principal, sess.csrf, f.msg, f.refused
 		v.CanOperate = sess.principal.Role.Allows(auth.Operator)
 		v.CanBulk = sess.principal.Role.Allows(auth.Admin)
 	}
@@ -161,7 +154,7 @@ func (s *renderer) actionDone(w http.ResponseWriter, r *http.Request, sess *sess
 		if p.Detail != "" {
 			msg += ": " + p.Detail
 		}
-		sess.setFlash(msg)
+		sess.setRefusal(msg)
 	default:
 		s.failAPI(w, r, sess, err)
 		return

@@ -81,8 +81,10 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request, sess *session) {
 var auditParams = []string{"action", "actor", "route", "topic", "record_id", "job_id", "from", "to"}
 
 type auditPage struct {
-	Entries    []api.AuditEntry
-	NextBefore int64
+	// Items are the entries, a job's batch rows folded unless ShowBatches.
+	Items       []auditItem
+	ShowBatches bool
+	NextBefore  int64
 	// Filter is the view's filter, for the form and the paging link.
 	Filter url.Values
 }
@@ -98,10 +100,23 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, sess *session) {
 	for k, v := range f {
 		q[k] = v
 	}
-	var list api.AuditList
+	var list auditRows
 	if _, err := s.call(r, sess, http.MethodGet, "/v1/audit", q, nil, &list); err != nil {
 		s.failAPI(w, r, sess, err)
 		return
 	}
-	s.render(w, sess, http.StatusOK, "audit", "Audit log", "audit", auditPage{Entries: list.Entries, NextBefore: list.NextBefore, Filter: f})
+	// A view of one record's or one job's entries shows each of them: that is what it was
+	// asked for.
+	page := auditPage{ShowBatches: r.URL.Query().Get("batches") == "show", NextBefore: list.NextBefore, Filter: f}
+	if page.ShowBatches || f.Has("record_id") || f.Has("job_id") {
+		if page.ShowBatches {
+			f.Set("batches", "show") // kept by the form and the paging link
+		}
+		for i := range list.Entries {
+			page.Items = append(page.Items, auditItem{Entry: &list.Entries[i]})
+		}
+	} else {
+		page.Items = foldBatches(list.Entries)
+	}
+	s.render(w, sess, http.StatusOK, "audit", "Audit log", "audit", page)
 }

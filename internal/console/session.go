@@ -67,7 +67,14 @@ type session struct {
 	expires         time.Time
 
 	mu    sync.Mutex
-	flash string // a one-shot message for the next page
+	flash flash // a one-shot message for the next page
+}
+
+// flash is the message the page after an action shows: what was done, or why the API
+// refused it (shown as an alert, in another colour).
+type flash struct {
+	msg     string
+	refused bool
 }
 
 // sessions holds the sign-ins of this process. Expired ones are dropped when met and at
@@ -138,13 +145,19 @@ func (s *session) checkCSRF(r *http.Request) bool {
 func (s *session) setFlash(msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.flash = msg
+	s.flash = flash{msg: msg}
 }
 
-func (s *session) takeFlash() string {
+func (s *session) setRefusal(msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	msg := s.flash
-	s.flash = ""
-	return msg
+	s.flash = flash{msg: msg, refused: true}
+}
+
+func (s *session) takeFlash() flash {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flash
+	s.flash = flash{}
+	return f
 }
