@@ -32,6 +32,9 @@ type metrics struct {
 	breakerState       *prometheus.GaugeVec
 	breakerTransitions *prometheus.CounterVec
 	breakerHeld        *prometheus.CounterVec
+	// transactions counts an exactly_once route's Kafka transactions by outcome:
+	// committed, or failed (the route stops; its records wait uncommitted in the DLQ).
+	transactions *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -72,9 +75,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Transitions of the route's breaker, by the state entered: open, half_open, closed."}, []string{"route", "state"}),
 		breakerHeld: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_route_breaker_held_total",
 			Help: "Records due for a redrive that the route's open breaker kept in PostgreSQL as scheduled instead."}, []string{"route"}),
+		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_transactions_total",
+			Help: "Kafka transactions of exactly_once routes (redrives and DLQ offsets), by outcome: committed, failed."}, []string{"route", "outcome"}),
 	}
 	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.sourceSeeks, m.headerWarnings, m.readPath,
-		m.breakerState, m.breakerTransitions, m.breakerHeld} {
+		m.breakerState, m.breakerTransitions, m.breakerHeld, m.transactions} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
