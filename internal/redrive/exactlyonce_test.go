@@ -2,7 +2,10 @@ package redrive_test
 
 import (
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,4 +114,68 @@ func readCommitted(t *testing.T, bootstrap, topic string) []*kafka.Message {
 		}
 	}
 	return out
+}
+
+// A zombie: an exactly_once worker frozen (SIGSTOP) mid-run with a transaction open,
+// replaced by another worker that finishes the DLQ, then thawed. The replacement fences
+// it, by the transactional.id when both share the worker identity (group_instance_id),
+// by the group's generation otherwise: the zombie's transaction never commits, so a
+// read_committed consumer sees each record exactly once.
+func TestExactlyOnceZombieCannotCommit(t *testing.T) {
+	t.Parallel()
+	for name, identity := range map[string]string{"same identity": "eos-zombie", "another identity": ""} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const (
+				records    = 12000
+				partitions = 3
+			)
+			bs := testenv.KafkaBootstrap(t)
+			dlq, orders := seedProcessDLQ(t, bs, records, partitions, 64)
+			st, dbURL := storetest.NewWithURL(t)
+			route := testenv.UniqueName("eos-zombie-")
+			group := "dlq-worker." + route
+			gi := identity
+			if gi != "" {
+				gi = testenv.UniqueName(identity + "-")
+			}
+			cfg := proctest.WorkerConfig{DatabaseURL: dbURL, Bootstrap: bs, Route: route, Topic: dlq, MaxInFlight: 500, RateLimit: 1000,
+				GroupInstance: gi, Delivery: routes.DeliveryExactlyOnce}.Write(t, t.TempDir())
+			dir := t.TempDir()
+			targetEnd := watermarks(t, bs, orders)
+			committed := committedOffsets(t, bs, dlq, group, partitions)
+
+			zombie := startWorker(t, cfg, filepath.Join(dir, "zombie.log"))
+			require.Eventually(t, func() bool { return kafkatest.Total(targetEnd()) >= records/4 }, 2*time.Minute, 10*time.Millisecond)
+			zombie.Signal(syscall.SIGSTOP)
+			frozenAt := committed()
+
+			next := startWorker(t, cfg, filepath.Join(dir, "next.log"))
+			waitCommitted(t, committed, watermarks(t, bs, dlq), 3*time.Minute)
+			zombie.Signal(syscall.SIGCONT)
+			// The zombie learns it is fenced at its next request to the cluster: its
+			// producer is fenced, or its partitions were lost (the group moved on) and
+			// its transaction, if one was open, fails.
+			require.Eventually(t, func() bool {
+				b, err := os.ReadFile(filepath.Join(dir, "zombie.log"))
+				log := strings.ToLower(string(b))
+				return err == nil && (strings.Contains(log, "fenced") || strings.Contains(log, "partition lost"))
+			}, 2*time.Minute, 100*time.Millisecond, "the zombie never learned it was fenced; logs in %s", dir)
+			_ = zombie.Term(workerGrace) // fenced: it may exit non-zero
+			require.NoError(t, next.Term(workerGrace), "graceful shutdown exits 0; logs in %s", dir)
+
+			seen := map[headers.Coordinates]int{}
+			for _, m := range readCommitted(t, bs, orders) {
+				seen[redriveID(t, m)]++
+			}
+			for id, n := range seen {
+				require.Equal(t, 1, n, "record %v seen %d times by a read_committed consumer; logs in %s", id, n, dir)
+			}
+			require.Len(t, seen, records*9/10)
+			rep := requireConserved(t, st, dlq, group)
+			require.Equal(t, records, rep.Checked)
+			require.Empty(t, rep.Duplicated)
+			t.Logf("frozen at committed %v; %d records once on the target; %s", frozenAt, len(seen), rep)
+		})
+	}
 }

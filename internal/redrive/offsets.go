@@ -50,14 +50,15 @@ type ledger struct {
 	group    string
 	route    string
 	onJump   string // the route's on_offset_jump
-	// transactional: delivery exactly_once, where offsets commit only in the route's
-	// transactions (txn.go) and a position past the committed offset is a transaction
-	// that did not commit.
-	transactional bool
 	log      zerolog.Logger
 	health   *health
 	metrics  *metrics // errors, offsetResets
 	life     lifecycle.Base
+
+	// transactional: delivery exactly_once, where offsets commit only in the route's
+	// transactions (txn.go) and a position past the committed offset is a transaction
+	// that did not commit.
+	transactional bool
 
 	// The position writer's input and output: one batch at a time (posBusy).
 	posIn         chan *positionBatch

@@ -53,9 +53,10 @@ type Config struct {
 	// the ledger (a reset to latest: records skipped unread): rewind reads the skipped
 	// range again, alarm only logs, counts and records it as lost.
 	OnOffsetJump string `yaml:"on_offset_jump"`
-	// Delivery is at_least_once (a crash may send a record twice; consumers de-duplicate
-	// on the redrive id) or exactly_once (redrives and the DLQ offsets commit in one Kafka
-	// transaction: consumers reading read_committed see each record once).
+	// Delivery is the guarantee of the route's redrives: at_least_once (a crash may send a
+	// record twice; consumers de-duplicate on the redrive id) or exactly_once (redrives and
+	// the DLQ offsets commit in one Kafka transaction: consumers reading read_committed
+	// see each record once).
 	Delivery string `yaml:"delivery"`
 	// NotRetryable are error classes no redrive can cure: a record whose error class
 	// matches an entry (the full class, its simple name, or a ^regex on the full class) is
