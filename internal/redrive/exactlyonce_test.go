@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -178,4 +179,113 @@ func TestExactlyOnceZombieCannotCommit(t *testing.T) {
 			t.Logf("frozen at committed %v; %d records once on the target; %s", frozenAt, len(seen), rep)
 		})
 	}
+}
+
+// The broker (DLQ, target, group and transaction coordinator in one) stops for 20 s in
+// the middle of an exactly_once run, under a supervisor that restarts the worker whenever
+// it exits (a transaction the outage made fail stops the route, and the worker with it):
+// once the broker is back the DLQ is committed to its end, and a read_committed consumer
+// sees every redriven record exactly once.
+func TestExactlyOnceBrokerRestartMidRun(t *testing.T) {
+	t.Parallel()
+	const (
+		records    = 9000
+		partitions = 3
+	)
+	b := kafkatest.StartBroker(t)
+	bs := b.Bootstrap()
+	dlq, orders := seedProcessDLQ(t, bs, records, partitions, 64)
+	st, dbURL := storetest.NewWithURL(t)
+	route := testenv.UniqueName("eos-broker-")
+	group := "dlq-worker." + route
+	cfg := proctest.WorkerConfig{DatabaseURL: dbURL, Bootstrap: bs, Route: route, Topic: dlq, MaxInFlight: 500, RateLimit: 500,
+		Delivery: routes.DeliveryExactlyOnce}.Write(t, t.TempDir())
+	dir := t.TempDir()
+	sup := superviseWorker(t, cfg, filepath.Join(dir, "worker.log"))
+	targetEnd := watermarks(t, bs, orders)
+	require.Eventually(t, func() bool { return kafkatest.Total(targetEnd()) >= records/4 }, 2*time.Minute, 10*time.Millisecond)
+
+	dlqEnd, committed := watermarks(t, bs, dlq)(), kafkatest.Committed(t, bs, dlq, group, partitions)
+	down := time.Now()
+	b.Stop()
+	waitOutage(down, 20*time.Second)
+	b.Start()
+
+	require.Eventually(t, func() bool {
+		got, err := committed() // the group coordinator may still be loading
+		if err != nil {
+			return false
+		}
+		for p, end := range dlqEnd {
+			if got[p] < end {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Minute, 200*time.Millisecond, "the group never committed up to %v; log in %s", dlqEnd, dir)
+	starts := sup.stop()
+
+	seen := map[headers.Coordinates]int{}
+	for _, m := range readCommitted(t, bs, orders) {
+		seen[redriveID(t, m)]++
+	}
+	for id, n := range seen {
+		require.Equal(t, 1, n, "record %v seen %d times by a read_committed consumer; log in %s", id, n, dir)
+	}
+	require.Len(t, seen, records*9/10)
+	rep := requireConservedOn(t, kafkaclient.Config{BootstrapServers: bs}, st, dlq, group)
+	require.Equal(t, records, rep.Checked)
+	require.Empty(t, rep.Duplicated)
+	t.Logf("worker started %d times; %d records once on the target; %s", starts, len(seen), rep)
+}
+
+// supervisor restarts a worker process whenever it exits, as a service manager would.
+type supervisor struct {
+	quit chan struct{}
+	done chan int // the number of starts, once stopped
+}
+
+// superviseWorker runs dlq-worker with cfg under a supervisor, its output appended to
+// logPath; the test must stop it.
+func superviseWorker(t *testing.T, cfg, logPath string) *supervisor {
+	t.Helper()
+	bin := buildWorker(t)
+	var env []string
+	if path := testenv.ReadPath(); path != "" {
+		env = append(env, "DLQ_WORKER_READ_PATH="+path)
+	}
+	s := &supervisor{quit: make(chan struct{}), done: make(chan int, 1)}
+	go func() {
+		starts := 0
+		for {
+			p, err := proctest.Spawn(logPath, env, bin, "run", "--config", cfg)
+			if err != nil {
+				s.done <- starts
+				return
+			}
+			starts++
+			select {
+			case <-p.Done():
+				time.Sleep(time.Second) // a service manager's restart delay
+			case <-s.quit:
+				_ = p.Term(workerGrace)
+				s.done <- starts
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-s.quit:
+		default:
+			s.stop()
+		}
+	})
+	return s
+}
+
+// stop ends the supervised worker gracefully and returns how often it was started.
+func (s *supervisor) stop() int {
+	close(s.quit)
+	return <-s.done
 }

@@ -22,8 +22,9 @@ import (
 
 const (
 	// txnEvery is how long a transaction stays open while records flow: a record
-	// redriven reaches read_committed consumers up to this much (plus the commit) later.
-	txnEvery = commitInterval
+	// redriven reaches read_committed consumers up to this much (plus the commit) later,
+	// and each commit holds new records back until the ones taken are acknowledged.
+	txnEvery = 500 * time.Millisecond
 	// txnCallTimeout bounds one transactional call (offsets, commit, abort): the
 	// coordinator answers within a request timeout, a flush of the transaction's records
 	// within their delivery timeout.
