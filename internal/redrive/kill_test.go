@@ -153,6 +153,6 @@ func seedProcessDLQ(t *testing.T, bs string, records, partitions, valueSize int)
 		msgs[i] = &kafka.Message{TopicPartition: kafka.TopicPartition{Partition: int32(i % partitions)}, Key: []byte(strconv.Itoa(i)),
 			Value: make([]byte, valueSize), Headers: []kafka.Header{hdr("retryCount", retry), hdr("originalTopic", target)}}
 	}
-	produce(t, dlq, msgs...)
+	produceTo(t, bs, dlq, msgs...)
 	return dlq, target
 }

@@ -35,6 +35,9 @@ type metrics struct {
 	// The breakers of causes held apart (breaker_cause.go), by fingerprint: 1 open, 2
 	// half-open; a closed one's series is deleted.
 	causeBreakerState *prometheus.GaugeVec
+	// transactions counts an exactly_once route's Kafka transactions by outcome:
+	// committed, or failed (the route stops; its records wait uncommitted in the DLQ).
+	transactions *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -77,9 +80,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Records due for a redrive that the route's open breaker kept in PostgreSQL as scheduled instead."}, []string{"route"}),
 		causeBreakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_cause_breaker_state",
 			Help: "The breaker of one cause (fingerprint, as in GET /v1/incidents) that most of what came back to the route shared: 1 open (its records wait as scheduled, other causes flow), 2 half-open (probing); absent once closed. At most 8 per route."}, []string{"route", "fingerprint"}),
+		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_transactions_total",
+			Help: "Kafka transactions of exactly_once routes (redrives and DLQ offsets), by outcome: committed, failed."}, []string{"route", "outcome"}),
 	}
 	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.sourceSeeks, m.headerWarnings, m.readPath,
-		m.breakerState, m.breakerTransitions, m.breakerHeld, m.causeBreakerState} {
+		m.breakerState, m.breakerTransitions, m.breakerHeld, m.causeBreakerState, m.transactions} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -55,6 +55,11 @@ type ledger struct {
 	metrics  *metrics // errors, offsetResets
 	life     lifecycle.Base
 
+	// transactional: delivery exactly_once, where offsets commit only in the route's
+	// transactions (txn.go) and a position past the committed offset is a transaction
+	// that did not commit.
+	transactional bool
+
 	// The position writer's input and output: one batch at a time (posBusy).
 	posIn         chan *positionBatch
 	posOut        chan *positionBatch
@@ -72,7 +77,8 @@ type ledger struct {
 }
 
 func newLedger(c *kafka.Consumer, st ledgerStore, r route, log zerolog.Logger, h *health, m *metrics) *ledger {
-	return &ledger{consumer: c, store: st, group: r.Group, route: r.Name, onJump: r.OnOffsetJump, log: log, health: h, metrics: m,
+	return &ledger{consumer: c, store: st, group: r.Group, route: r.Name, onJump: r.OnOffsetJump, transactional: r.Delivery == routes.DeliveryExactlyOnce,
+		log: log, health: h, metrics: m,
 		posIn: make(chan *positionBatch, 1), posOut: make(chan *positionBatch, 1),
 		flushIn: make(chan *positionBatch, 1), flushOut: make(chan *positionBatch, 1), windowMax: int64(max(r.MaxInFlight, windowStart))}
 }
@@ -139,6 +145,9 @@ func serveBatches(ctx context.Context, in <-chan *positionBatch, out chan<- *pos
 // storeOffsets hands librdkafka (which commits them) the new watermarks the ledger already
 // holds flushed, writes the others to the ledger first and has the landed ones flushed.
 func (l *ledger) storeOffsets(parts *partitions) {
+	if l.transactional {
+		return // the route's transactions commit (txn.go)
+	}
 	l.flushLedger(parts)
 	// Until the first commit of a life, every turn: a crash loop should commit its first
 	// acknowledged range as soon as it exists. Then once per ledgerEvery: the next life
@@ -360,8 +369,8 @@ func (l *ledger) assigned(tps []kafka.TopicPartition) (ps, ahead []*partition) {
 			if start, ok := l.checkAssigned(p, int64(committed[i].Offset), positions); ok {
 				p.trk, p.stored = tracker.New(start), start
 				tps[i].Offset = kafka.Offset(start)
-				if start > int64(committed[i].Offset) && start == p.ledgered {
-					ahead = append(ahead, p) // resumed at the ledger: committed below
+				if start > int64(committed[i].Offset) && (start == p.ledgered || l.transactional) {
+					ahead = append(ahead, p) // resumed at the ledger (or the log start): committed below
 				}
 				if _, known := positions[p.key]; !known {
 					p.ledgered = start
@@ -427,12 +436,30 @@ func (l *ledger) checkAssigned(p *partition, committed int64, positions map[part
 		pl.Warn().Int64("ledger_offset", pos).
 			Msg("no committed offset (expired or deleted?); resuming where the ledger says the group committed")
 		start = pos
+	case committed < 0 && l.transactional:
+		// Committed at once (worker.assign): the ledger never holds a position of a
+		// partition without a committed offset, which a transaction that did not commit
+		// would leave ahead of records never visible.
+		l.offsetReset(p, "not_found")
+		low, _, err := l.consumer.QueryWatermarkOffsets(p.key.topic, p.key.partition, int(callTimeout/time.Millisecond))
+		if err != nil {
+			pl.Error().Err(err).Msg("no committed offset and none in the ledger, and the log start unknown: reading from the earliest offset, uncommitted until the first transaction")
+			return 0, false
+		}
+		pl.Warn().Int64("log_start_offset", low).Msg("no committed offset and none in the ledger (a new group?); reading from the log start, committed now")
+		return low, true
 	case committed < 0:
 		l.offsetReset(p, "not_found")
 		pl.Warn().Msg("no committed offset and none in the ledger (a new group?); reading from the earliest offset, records already redriven may be redriven again")
 		return 0, false
 	case known && committed > pos:
 		start = l.forwardJump(p, pos, committed)
+	case known && committed < pos && l.transactional:
+		// The ledger takes a transaction's offsets before it commits: behind the ledger
+		// is a transaction that never committed, its records never visible to
+		// read_committed consumers, so they are read again.
+		pl.Info().Int64("ledger_offset", pos).Int64("records", pos-committed).
+			Msg("committed offset behind the ledger: a transaction that did not commit (exactly_once); reading its records again")
 	case known && committed < pos:
 		// The ledger holds only watermarks (every record below redriven, parked or
 		// scheduled) and positions it adopted: reading the range again would only
@@ -583,6 +610,9 @@ func (l *ledger) commitNow(ps []*partition) error {
 // commitLedgered stores and synchronously commits the watermarks of ps up to the
 // ledger's durable positions.
 func (l *ledger) commitLedgered(ps []*partition) error {
+	if l.transactional {
+		return nil // only the route's transactions commit (txn.go)
+	}
 	var tps []kafka.TopicPartition
 	for _, p := range ps {
 		if p.trk != nil && min(p.trk.Watermark(), p.durable) > 0 {

@@ -30,6 +30,7 @@ type clients struct {
 	records  *kafkafast.Queue    // the consumer's records (partitions routes them at each resume); nil: Poll hands them out
 	producer *kafka.Producer     // Ready asks it for metadata
 	fast     *kafkafast.Producer // nil on read_path poll
+	tx       *kafka.Producer     // transactional, the sender's on delivery exactly_once (txn.go); else nil
 }
 
 // openReadPath sets up how the route's records go through librdkafka (read_path) and
@@ -79,13 +80,17 @@ func (w *clients) openFastPath(pc kafka.ConfigMap) error {
 	return nil
 }
 
-// redriveReports is where the redrives' delivery reports come on the queue path; nil
-// (a channel never ready) on the poll path, where they come on the producer's Events.
+// redriveReports is where the redrives' delivery reports come on the queue path and on
+// delivery exactly_once; nil (a channel never ready) on the poll path, where they come
+// on the producer's Events.
 func (w *clients) redriveReports() chan kafka.Event {
-	if w.fast == nil {
-		return nil
+	switch {
+	case w.tx != nil:
+		return w.tx.Events()
+	case w.fast != nil:
+		return w.fast.Events()
 	}
-	return w.fast.Events()
+	return nil
 }
 
 // closeClients closes the clients newWorker opened, for a worker whose loop never
@@ -97,6 +102,9 @@ func (w *clients) closeClients() {
 	w.consumer.Close()
 	if w.fast != nil {
 		w.fast.Close()
+	}
+	if w.tx != nil {
+		w.tx.Close()
 	}
 	w.producer.Close()
 }

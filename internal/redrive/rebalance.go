@@ -6,6 +6,7 @@ package redrive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -27,7 +28,12 @@ func (w *worker) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 
 func (w *worker) assign(tps []kafka.TopicPartition) {
 	ps, ahead := w.ledger.assigned(tps)
-	if err := w.parts.assign(tps, ps); err == nil {
+	if err := w.parts.assign(tps, ps); err == nil && w.txn != nil && len(ahead) > 0 {
+		for _, p := range ahead {
+			p.stored = -1 // committed by the next transaction, now
+		}
+		w.settleBy(time.Now().Add(revokeGrace))
+	} else if err == nil {
 		if err := w.ledger.commitNow(ahead); err != nil {
 			w.health.warnEvery("commit", err, "cannot commit the ledger's position at assignment; the next commit moves past it")
 		}
@@ -55,8 +61,19 @@ func (w *worker) revoke(tps []kafka.TopicPartition) {
 	if lost && w.run != nil {
 		w.lostMidRun(ps)
 	}
+	if lost && w.txn != nil && w.txn.open {
+		// The group fenced this generation: the transaction could not commit its offsets.
+		w.txn.fail(errors.New("partitions lost (the group session expired) with a transaction open"))
+	}
 	if !lost {
-		w.drainFor(ps, time.Now().Add(revokeGrace))
+		if w.txn != nil {
+			// Every partition's records, not only the revoked ones': the transaction
+			// commits them all, and after the revocation it could not commit the
+			// revoked partitions' offsets.
+			w.settleBy(time.Now().Add(revokeGrace))
+		} else {
+			w.drainFor(ps, time.Now().Add(revokeGrace))
+		}
 		if err := w.ledger.commitNow(ps); err != nil {
 			w.health.warnEvery("commit", err, "commit on revoke failed")
 		}
@@ -99,15 +116,20 @@ func (w *worker) lostMidRun(ps []*partition) {
 // the deadline passes (what is left is abandoned: not committed, read again by the next
 // owner).
 func (w *worker) drainFor(ps []*partition, deadline time.Time) {
-	open := func() bool {
+	w.drainWhile(func() bool {
 		for _, p := range ps {
 			if p.trk != nil && p.trk.Open() > 0 {
 				return true
 			}
 		}
 		return false
-	}
-	for open() && time.Now().Before(deadline) && w.fatal == nil {
+	}, deadline)
+}
+
+// drainWhile processes acknowledgements and stored batches while busy says so, until the
+// deadline.
+func (w *worker) drainWhile(busy func() bool, deadline time.Time) {
+	for busy() && time.Now().Before(deadline) && w.fatal == nil {
 		w.park.flush()
 		w.walk.retryProduces()
 		select {

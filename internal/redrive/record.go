@@ -63,6 +63,7 @@ type walk struct {
 	park     *parker
 	claims   *claims
 	breaker  *breaker
+	txn      *txn // txn.go: an exactly_once route's transactions; nil on at_least_once
 }
 
 // onMessage takes one DLQ record from the consumer.
@@ -168,6 +169,12 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 		case !ok:
 			d = decision{act: actPark, reason: store.ReasonUnknownTopic, detail: "topic " + dec.Envelope.OriginalTopic + " does not exist"}
 		default:
+			if w.txn != nil {
+				if err := w.txn.begin(); err != nil {
+					w.fatal = err
+					return
+				}
+			}
 			mustAdd(p, m)
 			w.inFlight++
 			o := &inflight{part: p, src: m, topic: dec.Envelope.OriginalTopic, target: target, again: dec.Envelope.RedriveID != nil}
@@ -246,6 +253,11 @@ func (w *walk) onRedriveAck(o *inflight, ack *kafka.Message) {
 		w.redrivenCount.Inc()
 		w.breaker.redriven(o.from(), o.again, w.clock())
 		w.health.unstall()
+		return
+	}
+	if w.txn != nil {
+		// The broker refused a record of the transaction: it can only abort.
+		w.txn.fail(fmt.Errorf("redrive of %s/%d@%d to %s: %w", o.part.key.topic, o.part.key.partition, o.src.TopicPartition.Offset, o.topic, err))
 		return
 	}
 	w.onProduceFailure(o, err)

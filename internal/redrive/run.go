@@ -87,6 +87,7 @@ type runner struct {
 	ledger   *ledger
 	claims   *claims
 	breaker  *breaker
+	txn      *txn // txn.go: nil on at_least_once
 }
 
 func (w *runner) startRun(ctx context.Context, reply chan error) {
@@ -258,6 +259,9 @@ func (w *runner) progressRun(ctx context.Context) {
 				return
 			}
 			w.endRebalancing(r)
+		}
+		if w.txn != nil && !w.txn.settle(w.parts) {
+			return // the run's last records commit before its ledger rows say they are done
 		}
 		w.finishRun(ctx)
 	}

@@ -22,6 +22,9 @@ type throttle struct {
 	on     bool           // not taking records until in-flight work drains
 	at     time.Time      // when the throttle began
 	paused bool           // the throttle outlasted throttleHold and paused the reading partitions
+	// barrier: an exactly_once route's transaction is closing (txn.go); no record starts
+	// until it committed.
+	barrier bool
 }
 
 func newThrottle(maxInFlight int, rateLimit float64, parts *partitions) *throttle {
@@ -36,7 +39,7 @@ func newThrottle(maxInFlight int, rateLimit float64, parts *partitions) *throttl
 // window past the ledger (none when p is nil: a claimed row, or a revoked partition's
 // record, which is dropped), the rate limit.
 func (t *throttle) admit(p *partition, off int64, inFlight int) bool {
-	if inFlight >= t.maxInFlight || p != nil && !p.inWindow(off) {
+	if t.barrier || inFlight >= t.maxInFlight || p != nil && !p.inWindow(off) {
 		return false
 	}
 	return t.limiter == nil || t.limiter.Allow()

@@ -1,6 +1,7 @@
 package redrive
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,6 +106,7 @@ type worker struct {
 	breaker  *breaker         // breaker.go: holds the route's redrives while they come back
 	walk     *walk            // record.go: each record's walk and the answers to it
 	runner   *runner          // run.go: a run's phases
+	txn      *txn             // txn.go: an exactly_once route's transactions; nil on at_least_once
 
 	// consumerFatal: the consumer itself reported the fatal error, so Close would never return.
 	consumerFatal bool
@@ -143,6 +145,11 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	// off); librdkafka commits what is stored every commitInterval, on revoke and on close.
 	cc["enable.auto.commit"] = true
 	cc["auto.commit.interval.ms"] = int(commitInterval / time.Millisecond)
+	exactlyOnce := r.Delivery == routes.DeliveryExactlyOnce
+	if exactlyOnce {
+		cc["enable.auto.commit"] = false // offsets commit in the route's transactions
+		delete(cc, "auto.commit.interval.ms")
+	}
 	cc["enable.partition.eof"] = true // a run ends at end of log even when markers hide the last offset
 	cc["client.id"] = e.instanceID
 	if e.groupInst != "" {
@@ -159,8 +166,15 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		w.consumer.Close()
 		return nil, fmt.Errorf("route %s: producer: %w", r.Name, err)
 	}
-	produce, err := w.openReadPath(e.readPath, pc)
-	if err != nil {
+	var produce produceFunc
+	if exactlyOnce {
+		identity := cmp.Or(e.groupInst, e.instanceID)
+		if w.tx, err = openTxnProducer(pc, txnID(identity, r.Name)); err != nil {
+			w.closeClients()
+			return nil, fmt.Errorf("route %s: transactional producer: %w", r.Name, err)
+		}
+		produce = w.openTxnPath(e.readPath)
+	} else if produce, err = w.openReadPath(e.readPath, pc); err != nil {
 		w.closeClients()
 		return nil, fmt.Errorf("route %s: %w", r.Name, err)
 	}
@@ -187,6 +201,10 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	w.runner = &runner{loopState: w.loopState, route: r, log: w.log, clock: e.clock, store: e.store, metrics: e.metrics,
 		instanceID: e.instanceID, consumer: w.consumer, paused: &w.requests.paused, health: w.health, topicsOK: w.topicsOK,
 		parts: w.parts, throttle: w.throttle, sources: w.sources, park: w.park, ledger: w.ledger, claims: w.claims, breaker: w.breaker}
+	if exactlyOnce {
+		w.txn = newTxn(w)
+		w.walk.txn, w.runner.txn = w.txn, w.txn
+	}
 	return w, nil
 }
 
@@ -275,7 +293,11 @@ func (w *worker) step(ctx context.Context) {
 		w.runner.progressRun(ctx)
 	}
 	w.headroom.probe(w.parts)
-	w.ledger.storeOffsets(w.parts)
+	if w.txn != nil {
+		w.txn.progress(w.parts)
+	} else {
+		w.ledger.storeOffsets(w.parts)
+	}
 	w.inFlightGauge.Set(float64(w.inFlight))
 	if w.throttle.holdPolling() {
 		w.waitWork()
@@ -380,8 +402,15 @@ func (w *worker) shutdown(ctx context.Context) error {
 	for _, p := range w.parts.byKey {
 		parts = append(parts, p)
 	}
-	err := w.ledger.commitNow(parts)
-	if err != nil {
+	var err error
+	if w.txn != nil {
+		by := time.Now().Add(revokeGrace)
+		if dl, ok := ctx.Deadline(); ok {
+			by = dl
+		}
+		w.settleBy(by)
+		w.txn.abort() // after a failure: nothing of it becomes visible
+	} else if err = w.ledger.commitNow(parts); err != nil {
 		w.log.Warn().Err(err).Msg("final commit failed: the records after the last commit will be read again")
 	}
 	if w.records != nil {
@@ -419,6 +448,10 @@ func (w *worker) shutdown(ctx context.Context) error {
 	if w.fast != nil {
 		left += w.fast.Flush(max(0, int(time.Until(deadline)/time.Millisecond)))
 		w.fast.Close()
+	}
+	if w.tx != nil {
+		left += w.tx.Flush(max(0, int(time.Until(deadline)/time.Millisecond)))
+		w.tx.Close()
 	}
 	if left > 0 {
 		w.log.Warn().Int("records", left).Msg("records still unacknowledged at shutdown: they stay uncommitted in the DLQ")

@@ -53,6 +53,11 @@ type Config struct {
 	// the ledger (a reset to latest: records skipped unread): rewind reads the skipped
 	// range again, alarm only logs, counts and records it as lost.
 	OnOffsetJump string `yaml:"on_offset_jump"`
+	// Delivery is the guarantee of the route's redrives: at_least_once (a crash may send a
+	// record twice; consumers de-duplicate on the redrive id) or exactly_once (redrives and
+	// the DLQ offsets commit in one Kafka transaction: consumers reading read_committed
+	// see each record once).
+	Delivery string `yaml:"delivery"`
 	// NotRetryable are error classes no redrive can cure: a record whose error class
 	// matches an entry (the full class, its simple name, or a ^regex on the full class) is
 	// parked as not_retryable when first read, its retry count untouched.
@@ -66,6 +71,12 @@ type Config struct {
 const (
 	OnJumpRewind = "rewind"
 	OnJumpAlarm  = "alarm"
+)
+
+// A route's delivery guarantee.
+const (
+	DeliveryAtLeastOnce = "at_least_once"
+	DeliveryExactlyOnce = "exactly_once"
 )
 
 // Backoff is the YAML form of backoff.Policy; the scalar `none` disables backoff.
@@ -154,6 +165,9 @@ func (r *Config) WithDefaults() {
 	if r.OnOffsetJump == "" {
 		r.OnOffsetJump = OnJumpRewind
 	}
+	if r.Delivery == "" {
+		r.Delivery = DeliveryAtLeastOnce
+	}
 	r.Breaker.withDefaults()
 }
 
@@ -207,6 +221,9 @@ func (r *Config) Validate() error {
 	}
 	if r.OnOffsetJump != OnJumpRewind && r.OnOffsetJump != OnJumpAlarm {
 		errs = append(errs, at("on_offset_jump", "must be %q or %q, got %q", OnJumpRewind, OnJumpAlarm, r.OnOffsetJump))
+	}
+	if r.Delivery != DeliveryAtLeastOnce && r.Delivery != DeliveryExactlyOnce {
+		errs = append(errs, at("delivery", "must be %q or %q, got %q", DeliveryAtLeastOnce, DeliveryExactlyOnce, r.Delivery))
 	}
 	errs = append(errs, r.Breaker.validate(at)...)
 	return errors.Join(errs...)

@@ -32,6 +32,8 @@ func TestRouteValidation(t *testing.T) {
 		"named days":        {func(rc *Config) { rc.Schedule = "0 9 * * MON-FRI/2" }, ""},
 		"with time zone":    {func(rc *Config) { rc.Schedule = "CRON_TZ=UTC */90 * * * *" }, "minutes field"},
 		"alarm on jump":     {func(rc *Config) { rc.OnOffsetJump = OnJumpAlarm }, ""},
+		"bad delivery":      {func(rc *Config) { rc.Delivery = "exactly-once" }, `routes[r].delivery: must be "at_least_once" or "exactly_once", got "exactly-once"`},
+		"exactly once":      {func(rc *Config) { rc.Delivery = DeliveryExactlyOnce }, ""},
 		"bad not-retryable": {func(rc *Config) { rc.NotRetryable = []string{"Timeout", "^(("} }, `routes[r].not_retryable: pattern "^(("`},
 		"not-retryable":     {func(rc *Config) { rc.NotRetryable = []string{"Timeout", "^com\\.acme\\."} }, ""},
 	} {

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/auth"
+	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 	"github.com/dlqops/dlq/internal/testenv/proctest"
@@ -43,8 +44,8 @@ var scenarios = []scenario{
 	{"downstream outage: flood held by the breaker", downstreamFlood},
 }
 
-// TestSoak runs every scenario on one private broker and PostgreSQL server, prints the
-// table, and fails when a verdict does.
+// TestSoak runs every scenario in both delivery modes on one private broker and
+// PostgreSQL server, prints the table, and fails when a verdict does.
 func TestSoak(t *testing.T) {
 	if os.Getenv("DLQ_SOAK") != "1" {
 		t.Skip("the soak runs with `make soak` (DLQ_SOAK=1)")
@@ -54,24 +55,27 @@ func TestSoak(t *testing.T) {
 	s := &soak{bin: buildBinaries(t), tmp: t.TempDir(), logs: logs, broker: kafkatest.StartBroker(t), pg: testenv.StartPGServer(t)}
 	var rows []row
 	began := time.Now()
-	for _, sc := range scenarios {
-		r := row{scenario: sc.name}
-		start, ran := time.Now(), false
-		passed := t.Run(sc.name, func(t *testing.T) { ran = true; sc.run(t, s, &r) })
-		if !ran { // left out by -run
-			continue
+	for _, delivery := range []string{routes.DeliveryAtLeastOnce, routes.DeliveryExactlyOnce} {
+		s.delivery = delivery
+		for _, sc := range scenarios {
+			r := row{scenario: sc.name, delivery: delivery}
+			start, ran := time.Now(), false
+			passed := t.Run(delivery+"/"+sc.name, func(t *testing.T) { ran = true; sc.run(t, s, &r) })
+			if !ran { // left out by -run
+				continue
+			}
+			if !passed && r.verdict == "" {
+				r.verdict = "FAIL: the scenario did not finish (see its log)"
+			}
+			r.note = strings.TrimPrefix(r.note+fmt.Sprintf("; %s", time.Since(start).Round(time.Second)), "; ")
+			rows = append(rows, r)
 		}
-		if !passed && r.verdict == "" {
-			r.verdict = "FAIL: the scenario did not finish (see its log)"
-		}
-		r.note = strings.TrimPrefix(r.note+fmt.Sprintf("; %s", time.Since(start).Round(time.Second)), "; ")
-		rows = append(rows, r)
 	}
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tRECORDS\tMISSING\tDUPLICATED\tVERDICT\tAUDIT\tNOTE")
+	fmt.Fprintln(tw, "SCENARIO\tDELIVERY\tRECORDS\tMISSING\tDUPLICATED\tVERDICT\tAUDIT\tNOTE")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.scenario, r.records, r.missing, r.duplicated, r.verdict, r.audit, r.note)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.scenario, r.delivery, r.records, r.missing, r.duplicated, r.verdict, r.audit, r.note)
 	}
 	tw.Flush()
 	fmt.Printf("\nsoak: %d scenarios in %s (logs in %s)\n%s", len(rows), time.Since(began).Round(time.Second), logs, b.String())
@@ -86,17 +90,18 @@ func TestSoak(t *testing.T) {
 type route struct {
 	name, group, dlq, target, db string
 	partitions                   int
+	delivery                     string // the soak's current mode
 }
 
 func (s *soak) route(t *testing.T, prefix string, partitions int) route {
 	t.Helper()
 	name := testenv.UniqueName(prefix)
-	return route{name: name, group: "dlq-worker." + name, partitions: partitions, db: s.schema(t),
+	return route{name: name, group: "dlq-worker." + name, partitions: partitions, db: s.schema(t), delivery: s.delivery,
 		dlq: kafkatest.CreateTopic(t, s.bootstrap(), partitions, nil), target: kafkatest.CreateTopic(t, s.bootstrap(), partitions, nil)}
 }
 
 func (rt route) opts() proctest.WorkerConfig {
-	return proctest.WorkerConfig{Route: rt.name, Topic: rt.dlq, DatabaseURL: rt.db, MaxInFlight: 1000}
+	return proctest.WorkerConfig{Route: rt.name, Topic: rt.dlq, DatabaseURL: rt.db, MaxInFlight: 1000, Delivery: rt.delivery}
 }
 
 // killNine kills the worker with SIGKILL 30 times at random points of a 100,000-record

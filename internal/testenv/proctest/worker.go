@@ -21,6 +21,7 @@ type WorkerConfig struct {
 	RateLimit     int    // records per second; 0 is unlimited
 	Schedule      string // "@every 1s" when ""
 	MaxRetries    int    // the route's default when 0
+	Delivery      string // the route's delivery; its default when ""
 }
 
 // Write writes c as worker.yaml in dir and returns its path.
@@ -39,6 +40,9 @@ func (c WorkerConfig) Write(t testing.TB, dir string) string {
 	retries := ""
 	if c.MaxRetries != 0 {
 		retries = fmt.Sprintf("    max_retries: %d\n", c.MaxRetries)
+	}
+	if c.Delivery != "" {
+		retries += fmt.Sprintf("    delivery: %s\n", c.Delivery)
 	}
 	path := filepath.Join(dir, "worker.yaml")
 	err := os.WriteFile(path, []byte(fmt.Sprintf(`log: {level: info, format: json}
