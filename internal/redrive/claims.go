@@ -132,12 +132,17 @@ func (cl *claims) lease(ctx context.Context, limit int) (*claimState, error) {
 func (cl *claims) produce(c *claimState, rec store.Record) (bool, error) {
 	dec := headers.DecodeOf(rec.Headers)
 	from := recordFrom(rec)
-	topic, refused := cl.route.rules.Target(rec.Origin.Topic, "")
+	to, refused := cl.route.rules.Redrive(rec.Origin.Topic, dec.Envelope.Group)
 	if refused != nil {
 		c.park[refused.Reason] = append(c.park[refused.Reason], rec.ID)
 		return false, nil
 	}
-	target, ok, err := cl.topics.Partition(topic, rec.Origin.Partition, rec.Key)
+	topic := to.Topic
+	original := int32(-1)
+	if topic == rec.Origin.Topic {
+		original = rec.Origin.Partition
+	}
+	target, ok, err := cl.topics.Partition(topic, original, rec.Key)
 	switch {
 	case err != nil:
 		cl.health.stall("metadata", err, "cannot look up the original topic of a scheduled record")
@@ -150,9 +155,11 @@ func (cl *claims) produce(c *claimState, rec store.Record) (bool, error) {
 		c.release = append(c.release, rec.ID)
 		return false, nil
 	}
+	env := dec.Envelope.DeadLetteredAt(rec.Timestamp).Redriven(from, cl.clock())
+	env.TargetGroup = to.Group
 	err = delivery.Produce(&cl.enc, cl.producer, nil, delivery.Destination{Topic: topic, Partition: target},
 		delivery.Source[store.Header]{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: rec.Headers},
-		dec.Envelope.DeadLetteredAt(rec.Timestamp).Redriven(from, cl.clock()), cl.route.rules.Encode, &claimed{c: c, rec: rec, again: dec.Envelope.RedriveID != nil})
+		env, cl.route.rules.Encode, &claimed{c: c, rec: rec, again: dec.Envelope.RedriveID != nil})
 	if err != nil {
 		return false, cl.failed(c, rec, err)
 	}

@@ -27,7 +27,8 @@ type inflight struct {
 	src    *kafka.Message
 	topic  string
 	target int32
-	again  bool // the record came back after an earlier redrive (breaker.go)
+	group  string // the consumer group the hop is addressed to (dlq-target-group), "" for all
+	again  bool   // the record came back after an earlier redrive (breaker.go)
 }
 
 // from is the DLQ position the record was read at.
@@ -146,7 +147,7 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 		d = decision{act: actSchedule, reason: store.ReasonBackoff, due: w.breaker.holdUntil(now)}
 	}
 	if d.act == actRedrive {
-		target, ok, err := w.topics.Partition(dec.Envelope.OriginalTopic, dec.Envelope.OriginalPartition, m.Key)
+		target, ok, err := w.topics.Partition(d.to.Topic, originalPartition(d.to.Topic, dec.Envelope), m.Key)
 		switch {
 		case err != nil:
 			// The cluster does not answer: stall this partition, read the record again later.
@@ -156,11 +157,11 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 			w.requeueRead(p)
 			return
 		case !ok:
-			d = decision{act: actPark, reason: store.ReasonUnknownTopic, detail: "topic " + dec.Envelope.OriginalTopic + " does not exist"}
+			d = decision{act: actPark, reason: store.ReasonUnknownTopic, detail: "topic " + d.to.Topic + " does not exist"}
 		default:
 			mustAdd(p, m)
 			w.inFlight++
-			o := &inflight{part: p, src: m, topic: dec.Envelope.OriginalTopic, target: target, again: dec.Envelope.RedriveID != nil}
+			o := &inflight{part: p, src: m, topic: d.to.Topic, target: target, group: d.to.Group, again: dec.Envelope.RedriveID != nil}
 			w.send.queue(sendJob{o: o, env: dec.Envelope, now: now})
 			return
 		}
@@ -168,6 +169,15 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 	mustAdd(p, m)
 	w.inFlight++
 	w.park.enqueue(p, m, dec.Envelope, d)
+}
+
+// originalPartition is the partition a redrive to topic keeps: the original one on the
+// original topic, none (by key) on another, a group's own topic among them.
+func originalPartition(topic string, e headers.Envelope) int32 {
+	if topic == e.OriginalTopic {
+		return e.OriginalPartition
+	}
+	return -1
 }
 
 func mustAdd(p *partition, m *kafka.Message) {
