@@ -25,7 +25,7 @@ type decision struct {
 	act    action
 	reason store.Reason // for actSchedule and actPark
 	detail string
-	due    time.Time // for actSchedule
+	due    time.Time     // for actSchedule
 	to     rules.Address // for actRedrive: the topic and the group it is addressed to
 }
 
