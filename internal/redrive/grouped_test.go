@@ -6,15 +6,18 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/audit"
 	"github.com/dlqops/dlq/internal/headers"
+	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
+	"github.com/dlqops/dlq/internal/testenv/metrictest"
 )
 
 // groupDeadLetters are dead letters of topic failed by svc-a, written at at (the DLQ
@@ -77,7 +80,9 @@ func TestGroupTopicRouteRedrivesToTheFailingGroupsTopic(t *testing.T) {
 	rc := route("grouped", dlq)
 	rc.RedriveTo = routes.RedriveToGroupTopic
 	rc.AllowedTargets = []string{orders, `^` + orders + `\.redrive\..+`}
-	e := startEngine(t, st, clock, rc)
+	rc.MetricGroups = []string{"svc-a"}
+	reg := prometheus.NewRegistry()
+	e := startEngineWith(t, redrive.Options{Clock: clock.Now, Store: st, Kafka: kcfg(t), Registry: reg}, rc)
 	require.Eventually(t, func() bool {
 		runNow(t, e, "grouped")
 		n, err := st.Count(context.Background(), store.Filter{})
@@ -103,6 +108,9 @@ func TestGroupTopicRouteRedrivesToTheFailingGroupsTopic(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK(), rep.String())
 	require.Equal(t, 2, rep.OnTarget, "the audit finds the records on the group's topic")
+	require.Equal(t, 2.0, metrictest.Sum(t, reg, "dlq_worker_group_redriven_total",
+		map[string]string{"route": "grouped", "group": "svc-a", "redrive_to": routes.RedriveToGroupTopic}))
+	require.Equal(t, 1.0, metrictest.Sum(t, reg, "dlq_worker_parked_total", map[string]string{"route": "grouped", "reason": "unknown_group"}))
 }
 
 // On a group_header route the records go back to the source topic addressed to the
@@ -118,7 +126,8 @@ func TestGroupHeaderRouteAddressesTheFailingGroup(t *testing.T) {
 
 	rc := route("addressed", dlq)
 	rc.RedriveTo = routes.RedriveToGroupHeader
-	e := startEngine(t, st, clock, rc)
+	reg := prometheus.NewRegistry()
+	e := startEngineWith(t, redrive.Options{Clock: clock.Now, Store: st, Kafka: kcfg(t), Registry: reg}, rc)
 	require.Eventually(t, func() bool {
 		runNow(t, e, "addressed")
 		n, err := st.Count(context.Background(), store.Filter{})
@@ -134,6 +143,10 @@ func TestGroupHeaderRouteAddressesTheFailingGroup(t *testing.T) {
 	}
 	require.Equal(t, map[string]store.Reason{"nobody": store.ReasonUnknownGroup}, parkedReasons(t, st))
 	requireConserved(t, st, dlq, rc.Group)
+	require.Equal(t, 2.0, metrictest.Sum(t, reg, "dlq_worker_group_redriven_total",
+		map[string]string{"route": "addressed", "group": routes.MetricGroupOther, "redrive_to": routes.RedriveToGroupHeader}),
+		"a group metric_groups does not list is no label of its own")
+	require.Empty(t, metrictest.Samples(t, reg, "dlq_worker_group_redriven_total", map[string]string{"group": "svc-a"}))
 }
 
 // A group topic that does not exist parks the record unknown_topic: the worker never

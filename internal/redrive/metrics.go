@@ -32,6 +32,8 @@ type metrics struct {
 	breakerState       *prometheus.GaugeVec
 	breakerTransitions *prometheus.CounterVec
 	breakerHeld        *prometheus.CounterVec
+	// groupRedriven counts redrives by the consumer group that failed them (groupmetrics.go).
+	groupRedriven *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -72,9 +74,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Transitions of the route's breaker, by the state entered: open, half_open, closed."}, []string{"route", "state"}),
 		breakerHeld: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_route_breaker_held_total",
 			Help: "Records due for a redrive that the route's open breaker kept in PostgreSQL as scheduled instead."}, []string{"route"}),
+		groupRedriven: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_group_redriven_total",
+			Help: "Records redriven, by the consumer group that failed them (the route's metric_groups by name, any other as other, none named as unknown) and the route's redrive_to."}, []string{"route", "group", "redrive_to"}),
 	}
 	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.sourceSeeks, m.headerWarnings, m.readPath,
-		m.breakerState, m.breakerTransitions, m.breakerHeld} {
+		m.breakerState, m.breakerTransitions, m.breakerHeld, m.groupRedriven} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

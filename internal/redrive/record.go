@@ -28,6 +28,7 @@ type inflight struct {
 	topic  string
 	target int32
 	group  string // the consumer group the hop is addressed to (dlq-target-group), "" for all
+	label  string // the label of its failing group (groupmetrics.go)
 	again  bool   // the record came back after an earlier redrive (breaker.go)
 }
 
@@ -52,6 +53,7 @@ type walk struct {
 	log           zerolog.Logger
 	clock         func() time.Time
 	redrivenCount prometheus.Counter
+	groupCount    *groupRedriven
 
 	health   *health
 	parts    *partitions
@@ -161,7 +163,8 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 		default:
 			mustAdd(p, m)
 			w.inFlight++
-			o := &inflight{part: p, src: m, topic: d.to.Topic, target: target, group: d.to.Group, again: dec.Envelope.RedriveID != nil}
+			o := &inflight{part: p, src: m, topic: d.to.Topic, target: target, group: d.to.Group,
+				label: w.groupCount.label(dec.Envelope.Group), again: dec.Envelope.RedriveID != nil}
 			w.send.queue(sendJob{o: o, env: dec.Envelope, now: now})
 			return
 		}
@@ -244,6 +247,7 @@ func (w *walk) onRedriveAck(o *inflight, ack *kafka.Message) {
 		o.part.trk.Done(int64(o.src.TopicPartition.Offset))
 		o.part.counts.redriven++
 		w.redrivenCount.Inc()
+		w.groupCount.inc(o.label)
 		w.breaker.redriven(o.from(), o.again, w.clock())
 		w.health.unstall()
 		return
