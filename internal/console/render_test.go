@@ -39,7 +39,7 @@ func TestRecordPageRendersWhatTheAPIAnswers(t *testing.T) {
 			Headers: []api.Header{{Key: "bin\x00\x01", Value: bytesOf([]byte{0, 1, 2})}, {Key: "nullvalue", Value: api.Bytes{Null: true}}}},
 		"/v1/records/3": {Record: api.Record{ID: 3, Status: store.StatusParked, ErrorClass: hostileClass, ErrorMessage: hostileError},
 			Key: bytesOf([]byte(hostileKey)), Value: bytesOf([]byte(hostileValue)),
-			Headers: []api.Header{{Key: hostileHeader, Value: bytesOf([]byte(hostileValue))}},
+			Headers:  []api.Header{{Key: hostileHeader, Value: bytesOf([]byte(hostileValue))}},
 			Envelope: api.Envelope{ConsumerGroup: hostileKey}},
 	}
 	fake := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
