@@ -82,7 +82,9 @@ func (s *Server) getRecord(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, toDetail(&rec), nil
+	out := toDetail(&rec)
+	s.withDecoded(&out, &rec)
+	return http.StatusOK, out, nil
 }
 
 // checkTarget allows a replay target: the record's original topic, or a configured replay
@@ -128,6 +130,19 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if len(req.ValueJSON) > 0 {
+		if req.Value != nil {
+			return 0, nil, badParam("value_json", "give value or value_json, not both")
+		}
+		v, err := s.valueFromJSON(&rec, req.ValueJSON)
+		if err != nil {
+			return 0, nil, err
+		}
+		if edit == nil {
+			edit = &store.Edit{}
+		}
+		edit.ValueSet, edit.Value = true, v
+	}
 	if rec.NoPayload() && (edit == nil || !edit.ValueSet) {
 		return 0, nil, noPayloadRecord()
 	}
@@ -138,6 +153,9 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	}
 	if edit != nil {
 		jr.Reason = editDiff(&rec, edit)
+		if len(req.ValueJSON) > 0 {
+			jr.Reason += "; value_json " + auditJSON(req.ValueJSON)
+		}
 	}
 	if err := s.checkDestinations(c, &jr); err != nil {
 		return 0, nil, err

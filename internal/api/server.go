@@ -20,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/dlqops/dlq/internal/auth"
+	"github.com/dlqops/dlq/internal/schemas"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	Registerer   prometheus.Registerer
 	// Limits bound what callers may consume; zero values take the defaults.
 	Limits Limits
+	// Schemas decodes keys and values in the Schema Registry wire format and encodes
+	// value_json edits; nil when no schema_registry is configured.
+	Schemas *schemas.Registry
 	// Clock bounds bulk selections to the records stored before the request and drives
 	// the rate limits; time.Now when nil.
 	Clock func() time.Time

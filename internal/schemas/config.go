@@ -1,11 +1,15 @@
 package schemas
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 )
@@ -74,8 +78,40 @@ func (c *Config) clientConfig() (*schemaregistry.Config, error) {
 		cc.BearerAuthCredentialsSource = "STATIC_TOKEN"
 		cc.BearerAuthToken = token
 	}
-	cc.SslCaLocation, cc.SslCertificateLocation, cc.SslKeyLocation = c.CAFile, c.CertFile, c.KeyFile
+	tlsConfig, err := c.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	// Our own transport, so that Close can drop its idle connections.
+	cc.HTTPClient = &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: tlsConfig, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}}
 	return cc, nil
+}
+
+// tlsConfig reads the CA and the client certificate; nil when neither is given.
+func (c *Config) tlsConfig() (*tls.Config, error) {
+	if c.CAFile == "" && c.CertFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("schema_registry.ca_file: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("schema_registry.ca_file: %s holds no PEM certificate", c.CAFile)
+		}
+	}
+	if c.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("schema_registry.cert_file and key_file: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
 }
 
 // readSecret reads a one-line secret file, without its trailing line break.

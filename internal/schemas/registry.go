@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -39,6 +40,7 @@ type Decoded struct {
 // Registry decodes and encodes through one Schema Registry.
 type Registry struct {
 	client  schemaregistry.Client
+	http    *http.Client
 	mu      sync.Mutex
 	parsed  map[int]*schema
 	decodes *prometheus.CounterVec
@@ -58,7 +60,7 @@ func New(cfg Config, reg prometheus.Registerer) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema_registry: %w", err)
 	}
-	r := &Registry{client: client, parsed: map[int]*schema{},
+	r := &Registry{client: client, http: cc.HTTPClient, parsed: map[int]*schema{},
 		decodes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dlq_admin_schema_decodes_total",
 			Help: "Keys and values in the Schema Registry wire format by format and outcome (decoded, unknown_schema, undecodable).",
@@ -69,6 +71,13 @@ func New(cfg Config, reg prometheus.Registerer) (*Registry, error) {
 		}
 	}
 	return r, nil
+}
+
+// Close drops the connections to the registry.
+func (r *Registry) Close() {
+	if r != nil {
+		r.http.CloseIdleConnections()
+	}
 }
 
 // Decode decodes b when it is in the wire format; nil when it is not. A schema the

@@ -45,6 +45,7 @@ func newRegistry(t *testing.T, url string) *schemas.Registry {
 	t.Helper()
 	r, err := schemas.New(schemas.Config{URL: url}, prometheus.NewRegistry())
 	require.NoError(t, err)
+	t.Cleanup(r.Close)
 	return r
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/logging"
 	"github.com/dlqops/dlq/internal/ops"
+	"github.com/dlqops/dlq/internal/schemas"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -36,6 +37,9 @@ type Config struct {
 	// https there makes the console's cookies Secure and __Host- prefixed and adds HSTS
 	// behind a TLS-terminating proxy. Optional.
 	PublicURL string `yaml:"public_url"`
+	// SchemaRegistry is the Confluent-compatible Schema Registry that decodes keys and
+	// values in its wire format and encodes value_json edits. Optional.
+	SchemaRegistry schemas.Config `yaml:"schema_registry"`
 	// AllowDevTokens accepts the well-known development tokens of the example
 	// configuration; `make dev` sets it, nothing else should.
 	AllowDevTokens bool `yaml:"allow_dev_tokens"`
@@ -67,7 +71,7 @@ func (a *Config) WithDefaults() {
 
 // Validate implements config.Validatable.
 func (a *Config) Validate() error {
-	errs := []error{a.Log.Validate(), a.HTTP.Validate(), a.Database.Validate(), config.ValidateGrace(a.ShutdownGrace), a.Limits.Validate()}
+	errs := []error{a.Log.Validate(), a.HTTP.Validate(), a.Database.Validate(), config.ValidateGrace(a.ShutdownGrace), a.Limits.Validate(), a.SchemaRegistry.Validate()}
 	if !a.HTTP.Loopback() && a.HTTP.TLSCertFile == "" && !a.HTTP.AllowInsecure {
 		// Bearer tokens would cross the network in clear.
 		errs = append(errs, fmt.Errorf("http.listen: %q is not a loopback address: set http.tls_cert_file and "+

@@ -5,6 +5,10 @@ package schematest
 
 import (
 	"encoding/binary"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
@@ -23,7 +27,10 @@ type Registry struct {
 func Connect(t testing.TB) *Registry {
 	t.Helper()
 	url := testenv.SchemaRegistryURL(t)
-	c, err := schemaregistry.NewClient(schemaregistry.NewConfig(url))
+	cfg := schemaregistry.NewConfig(url)
+	cfg.HTTPClient = &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(cfg.HTTPClient.CloseIdleConnections)
+	c, err := schemaregistry.NewClient(cfg)
 	require.NoError(t, err)
 	return &Registry{URL: url, client: c}
 }
@@ -33,6 +40,8 @@ func Connect(t testing.TB) *Registry {
 func (r *Registry) Register(t testing.TB, schemaType, text string) (id int, subject string) {
 	t.Helper()
 	subject = testenv.UniqueName("dlq-test-") + "-value"
+	unlock := registering(t)
+	defer unlock()
 	id, err := r.client.Register(subject, schemaregistry.SchemaInfo{Schema: text, SchemaType: schemaType}, false)
 	require.NoError(t, err, "register %s schema", schemaType)
 	return id, subject
@@ -43,4 +52,19 @@ func Wire(id int, data []byte) []byte {
 	out := []byte{0, 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(out[1:], uint32(id))
 	return append(out, data...)
+}
+
+// registering holds a lock shared by every test process: the stack's registry keeps its
+// schemas in an in-memory H2 whose sequence table deadlocks two registrations at once
+// (each waits on the other's lock until H2 times out and the registry answers 500).
+// Reads, all that dlq-admin does, are not affected.
+func registering(t testing.TB) (unlock func()) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "dlq-schema-registry-register.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	require.NoError(t, err)
+	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}
 }
