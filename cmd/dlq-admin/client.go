@@ -277,7 +277,10 @@ func showCommand(f *clientFlags) *cobra.Command {
 				if r.JobID != 0 {
 					fmt.Fprintf(w, "job\t%d\n", r.JobID)
 				}
-				fmt.Fprintf(w, "key\t%s\nvalue\t%s\n", preview(d.Key), preview(d.Value))
+				fmt.Fprintf(w, "key\t%s\n", preview(d.Key))
+				printDecoded(w, "key", d.KeyDecoded)
+				fmt.Fprintf(w, "value\t%s\n", preview(d.Value))
+				printDecoded(w, "value", d.ValueDecoded)
 				for _, h := range d.Headers {
 					fmt.Fprintf(w, "header %s\t%s\n", printable(h.Key), preview(h.Value))
 				}
@@ -298,7 +301,7 @@ func preview(b api.Bytes) string {
 
 func replayCommand(f *clientFlags) *cobra.Command {
 	var req api.ReplayRequest
-	var key, value, valueB64 string
+	var key, value, valueB64, valueJSON string
 	var wait bool
 	cmd := &cobra.Command{
 		Use:   "replay ID",
@@ -316,6 +319,9 @@ func replayCommand(f *clientFlags) *cobra.Command {
 				req.Value = &api.Bytes{UTF8: &value}
 			case fl.Changed("value-b64"):
 				req.Value = &api.Bytes{Base64: valueB64}
+			}
+			if cmd.Flags().Changed("value-json") {
+				req.ValueJSON = json.RawMessage(valueJSON)
 			}
 			job, err := c.Replay(cmd.Context(), id, req, key)
 			if err != nil {
@@ -336,6 +342,8 @@ func replayCommand(f *clientFlags) *cobra.Command {
 	cmd.Flags().StringVar(&value, "value", "", "replay with this value (UTF-8 text) instead of the stored one: "+
 		"how a record without payload is replayed")
 	cmd.Flags().StringVar(&valueB64, "value-b64", "", "replay with this value (standard base64) instead of the stored one")
+	cmd.Flags().StringVar(&valueJSON, "value-json", "", "replay with this value as JSON (the shape `show -o json` gives in "+
+		"value_decoded.json), encoded with the record's Schema Registry schema")
 	return cmd
 }
 
