@@ -15,14 +15,18 @@ import (
 var probSchemaMismatch = Problem{Type: typePrefix + "schema-mismatch", Status: http.StatusUnprocessableEntity,
 	Title: "Replay refused: value_json does not fit the record's schema", outcome: "schema_mismatch"}
 
+// decoding reads and writes record payloads through the Schema Registry (nil registry:
+// none is configured).
+type decoding struct{ registry *schemas.Registry }
+
 // decoded is the registry's reading of a key or value; nil without a registry or for
 // bytes outside the wire format. Built where the record's representation is built, so
 // whatever applies to that representation applies to the decoded fields too.
-func (s *Server) decoded(b []byte) *Decoded {
-	if s.cfg.Schemas == nil {
+func (s decoding) decoded(b []byte) *Decoded {
+	if s.registry == nil {
 		return nil
 	}
-	d := s.cfg.Schemas.Decode(b)
+	d := s.registry.Decode(b)
 	if d == nil {
 		return nil
 	}
@@ -31,22 +35,22 @@ func (s *Server) decoded(b []byte) *Decoded {
 }
 
 // withDecoded adds the decoded key and value to a record's representation.
-func (s *Server) withDecoded(out *RecordDetail, rec *store.Record) {
+func (s decoding) withDecoded(out *RecordDetail, rec *store.Record) {
 	out.KeyDecoded, out.ValueDecoded = s.decoded(rec.Key), s.decoded(rec.Value)
 }
 
 // valueFromJSON encodes an operator's JSON as the record's value: under the schema id
 // (and Protobuf message) of the value it replaces.
-func (s *Server) valueFromJSON(rec *store.Record, doc json.RawMessage) ([]byte, error) {
+func (s decoding) valueFromJSON(rec *store.Record, doc json.RawMessage) ([]byte, error) {
 	refuse := func(field, detail string) *Problem {
 		p := probSchemaMismatch.with(detail)
 		p.Field = field
 		return p
 	}
-	if s.cfg.Schemas == nil {
+	if s.registry == nil {
 		return nil, refuse("value_json", "no schema_registry is configured: give the value as bytes")
 	}
-	out, err := s.cfg.Schemas.Encode(rec.Value, doc)
+	out, err := s.registry.Encode(rec.Value, doc)
 	var fe *schemas.FieldError
 	switch {
 	case err == nil:

@@ -83,7 +83,7 @@ func (s *Server) getRecord(c *call) (int, any, error) {
 		return 0, nil, err
 	}
 	out := toDetail(&rec)
-	s.withDecoded(&out, &rec)
+	s.payloads.withDecoded(&out, &rec)
 	return http.StatusOK, out, nil
 }
 
@@ -134,7 +134,7 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 		if req.Value != nil {
 			return 0, nil, badParam("value_json", "give value or value_json, not both")
 		}
-		v, err := s.valueFromJSON(&rec, req.ValueJSON)
+		v, err := s.payloads.valueFromJSON(&rec, req.ValueJSON)
 		if err != nil {
 			return 0, nil, err
 		}

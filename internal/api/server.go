@@ -56,6 +56,8 @@ type Server struct {
 	gate *fairGate
 	// refusals.go: the audit rows of refused requests and sign-ins.
 	*refusalAudit
+	// decoded.go: payloads through the Schema Registry.
+	payloads decoding
 }
 
 // Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
@@ -85,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg,
+		cfg: cfg, payloads: decoding{registry: cfg.Schemas},
 		log: cfg.Log.With().Str("component", "api").Logger(),
 		mux: http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
