@@ -41,6 +41,12 @@ func TestAdminRejects(t *testing.T) {
 		"cert without key":        {tok + "http: {listen: '10.1.2.3:8080', tls_cert_file: /x.crt}\n", "http.tls_cert_file, http.tls_key_file"},
 		"zero timeout":            {tok + "http: {read_timeout: -1s}\n", "http.read_timeout"},
 		"no connections":          {tok + "http: {max_conns: -1}\n", "http.max_conns"},
+		"registry not a URL":      {tok + "schema_registry: {url: 'registry:8081'}\n", "schema_registry.url"},
+		"registry auth, no url":   {tok + "schema_registry: {token_file: /t}\n", "schema_registry.url: required"},
+		"registry user, no pass":  {tok + "schema_registry: {url: 'http://r:8081', username: u}\n", "schema_registry.username and schema_registry.password_file"},
+		"registry basic and bearer": {tok + "schema_registry: {url: 'http://r:8081', username: u, password_file: /p, token_file: /t}\n",
+			"schema_registry.token_file"},
+		"registry cert without key": {tok + "schema_registry: {url: 'https://r:8081', cert_file: /c}\n", "schema_registry.cert_file"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var a Config
