@@ -33,8 +33,15 @@ type ConsumerConfig struct {
 	RetryBackoff time.Duration
 	Log          zerolog.Logger
 	// Registerer, when set, receives the dlq_consumer_records_total counter, by
-	// outcome: handled, dead_lettered, publish_failed.
+	// outcome: handled, dead_lettered, publish_failed, skipped_other_group.
 	Registerer prometheus.Registerer
+	// GroupTopicTemplate names this group's own redrive topic of each of Topics, as the
+	// worker's route does (group_topic_template; default {topic}.redrive.{group}). The
+	// consumer reads those topics too, so that a route with redrive_to group_topic
+	// reaches this group alone.
+	GroupTopicTemplate string
+	// NoGroupTopics leaves the group's redrive topics out of the subscription.
+	NoGroupTopics bool
 }
 
 // Consumer consumes topics, hands each record to a Handler and dead-letters the records
@@ -69,6 +76,9 @@ func NewConsumer(cfg ConsumerConfig, pub *Publisher, h Handler) (*Consumer, erro
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = time.Second
 	}
+	if cfg.GroupTopicTemplate == "" {
+		cfg.GroupTopicTemplate = DefaultGroupTopicTemplate
+	}
 	cm := kafka.ConfigMap{}
 	for k, v := range cfg.Kafka {
 		cm[k] = v
@@ -84,7 +94,7 @@ func NewConsumer(cfg ConsumerConfig, pub *Publisher, h Handler) (*Consumer, erro
 	if err != nil {
 		return nil, fmt.Errorf("deadletter: consumer: %w", err)
 	}
-	if err := c.SubscribeTopics(cfg.Topics, nil); err != nil {
+	if err := c.SubscribeTopics(subscriptions(cfg.Topics, cfg.Group, cfg.GroupTopicTemplate, !cfg.NoGroupTopics), nil); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("deadletter: subscribe: %w", err)
 	}
@@ -121,14 +131,24 @@ func (c *Consumer) Run(ctx context.Context) error {
 }
 
 // process handles m and stores its offset, or rewinds to it when it could be neither
-// handled nor dead-lettered, so it is handled again after a backoff.
+// handled nor dead-lettered, so it is handled again after a backoff. A redrive addressed
+// to another group is not handled: its offset is stored as it is.
 func (c *Consumer) process(ctx context.Context, m *kafka.Message) {
+	if addressedElsewhere(m, c.cfg.Group) {
+		c.records.WithLabelValues(outcomeOtherGroup).Inc()
+		c.store(m)
+		return
+	}
 	herr := c.handle(ctx, m)
 	outcome := "handled"
 	if herr != nil {
 		outcome = "dead_lettered"
+		group := c.pub.group
+		if group == "" {
+			group = c.cfg.Group
+		}
 		pctx, cancel := context.WithTimeout(ctx, c.cfg.PublishTimeout)
-		at, err := c.pub.Publish(pctx, m, herr)
+		at, err := c.pub.publish(pctx, m, herr, group)
 		cancel()
 		if err != nil {
 			c.records.WithLabelValues("publish_failed").Inc()
@@ -141,6 +161,11 @@ func (c *Consumer) process(ctx context.Context, m *kafka.Message) {
 	}
 	c.records.WithLabelValues(outcome).Inc()
 	c.failed = 0
+	c.store(m)
+}
+
+// store stores m's offset: auto commit commits it.
+func (c *Consumer) store(m *kafka.Message) {
 	if _, err := c.c.StoreMessage(m); err != nil {
 		// The partition was revoked meanwhile: its new owner starts from the last
 		// commit, at or before this record.

@@ -273,3 +273,29 @@ type classed struct{ class string }
 
 func (c classed) Error() string      { return "downstream is down" }
 func (c classed) ErrorClass() string { return c.class }
+
+// A publisher names its consumer group in every dead letter; a redrive's address to a
+// group is not carried into the next dead letter.
+func TestPublishNamesTheFailingGroup(t *testing.T) {
+	t.Parallel()
+	bootstrap := testenv.KafkaBootstrap(t)
+	source := kafkatest.CreateTopic(t, bootstrap, 1, nil)
+	dlq := kafkatest.CreateTopic(t, bootstrap, 1, nil)
+	pub, err := deadletter.NewPublisher(deadletter.PublisherConfig{BootstrapServers: bootstrap, Topic: dlq, Group: "svc-a"})
+	require.NoError(t, err)
+	t.Cleanup(func() { pub.Close(5 * time.Second) })
+	addressed := headers.Encode(nil, headers.Envelope{RetryCount: 1, OriginalTopic: source, OriginalPartition: 0, OriginalOffset: 3,
+		Group: "svc-a", TargetGroup: "svc-a"}, headers.EncodeOptions{})
+	failed := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &source, Partition: 0, Offset: 7},
+		Key: []byte("k"), Value: []byte("v"), Headers: headers.To[kafka.Header](addressed)}
+	_, err = pub.Publish(context.Background(), failed, errors.New("boom"))
+	require.NoError(t, err)
+
+	got := readAll(t, bootstrap, dlq, 1)
+	e := headers.Decode(headers.From(got[0].Headers)).Envelope
+	require.Equal(t, "svc-a", e.Group)
+	require.Empty(t, e.TargetGroup, "a dead letter is addressed to nobody")
+	for _, h := range got[0].Headers {
+		require.NotEqual(t, headers.KeyTargetGroup, h.Key)
+	}
+}

@@ -27,12 +27,17 @@ type PublisherConfig struct {
 	Kafka kafka.ConfigMap
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Group is the consumer group whose failures this publisher sends, written in
+	// dlq-consumer-group so that a route with redrive_to group_topic or group_header
+	// redrives them to that group alone. A Consumer's own group is written when empty.
+	Group string
 }
 
 // Publisher sends failed records to a DLQ topic, synchronously confirmed.
 type Publisher struct {
 	producer *kafka.Producer
 	topic    string
+	group    string
 	now      func() time.Time
 	done     chan struct{}
 }
@@ -71,7 +76,7 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 		p.Close()
 		return nil, fmt.Errorf("deadletter: DLQ topic %q: %w", cfg.Topic, err)
 	}
-	pub := &Publisher{producer: p, topic: cfg.Topic, now: cfg.Now, done: make(chan struct{})}
+	pub := &Publisher{producer: p, topic: cfg.Topic, group: cfg.Group, now: cfg.Now, done: make(chan struct{})}
 	if pub.now == nil {
 		pub.now = time.Now
 	}
@@ -94,9 +99,16 @@ func (p *Publisher) Topic() string { return p.topic }
 // kept; the orchestrator's headers carry the original coordinates (those of the first
 // failure when failed was itself redriven), the retry count and first-failure time carried
 // forward from failed's headers, the last-failure time, and the error's class and
-// (truncated) message, and whether cause was marked Permanent. When Publish returns an error the record may or may not be in the
+// (truncated) message, whether cause was marked Permanent, and the failing consumer
+// group (PublisherConfig.Group). When Publish returns an error the record may or may not be in the
 // DLQ: the caller must not commit failed's offset, and will publish again.
 func (p *Publisher) Publish(ctx context.Context, failed *kafka.Message, cause error) (kafka.TopicPartition, error) {
+	return p.publish(ctx, failed, cause, p.group)
+}
+
+// publish is Publish naming group ("" keeps the group the headers name) as the one that
+// failed the record.
+func (p *Publisher) publish(ctx context.Context, failed *kafka.Message, cause error, group string) (kafka.TopicPartition, error) {
 	in := headers.From(failed.Headers)
 	env := headers.Decode(in).Envelope
 	now := p.now()
@@ -112,6 +124,10 @@ func (p *Publisher) Publish(ctx context.Context, failed *kafka.Message, cause er
 	env.LastFailure = now
 	env.ErrorClass, env.ErrorMessage = classify(cause)
 	env.Permanent = IsPermanent(cause)
+	if group != "" {
+		env.Group = group
+	}
+	env.TargetGroup = "" // the address was the redrive's; a dead letter is for the worker
 	out := headers.Encode(in, env, headers.EncodeOptions{})
 	msg := &kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &p.topic, Partition: kafka.PartitionAny},

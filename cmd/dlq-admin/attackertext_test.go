@@ -23,7 +23,7 @@ func TestListAndShowKeepSendersTextInert(t *testing.T) {
 		DLQ:    store.Coordinates{Topic: "orders.dlq", Offset: 7},
 		Origin: store.Origin{Topic: "orders" + evil, Partition: -1, Offset: -1}, RetryCount: 5,
 		ErrorClass: "Evil" + evil, ErrorMessage: "bad" + evil,
-		Headers: []store.Header{{Key: "x-evil" + evil, Value: []byte("v")}},
+		Headers: []store.Header{{Key: "x-evil" + evil, Value: []byte("v")}, {Key: "dlq-consumer-group", Value: []byte("svc" + evil)}},
 		Reason:  store.ReasonExhausted, Status: store.StatusParked, Route: "orders",
 	}}, nil)
 	require.NoError(t, err)
@@ -45,4 +45,6 @@ func TestListAndShowKeepSendersTextInert(t *testing.T) {
 		require.NotContains(t, o, "\nFAKE ROW")
 	}
 	require.Contains(t, show, "Evil\uFFFD[2J")
+	require.Contains(t, show, "failing group", "show names the group that failed the record")
+	require.Contains(t, show, "svc\uFFFD[2J", "as inert text")
 }

@@ -351,6 +351,9 @@ func showCommand(f *clientFlags) *cobra.Command {
 				if r.JobID != 0 {
 					fmt.Fprintf(w, "job\t%d\n", r.JobID)
 				}
+				if g := d.Envelope.ConsumerGroup; g != "" {
+					fmt.Fprintf(w, "failing group\t%s\n", printable(g)) // header text: kept inert
+				}
 				fmt.Fprintf(w, "key\t%s\nvalue\t%s\n", show(d.Key), show(d.Value))
 				for _, h := range d.Headers {
 					fmt.Fprintf(w, "header %s\t%s\n", printable(h.Key), show(h.Value))

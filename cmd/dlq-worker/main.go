@@ -158,7 +158,13 @@ func auditCommand(load func() (*workerconfig.Config, error)) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			rep, err := audit.Run(cmd.Context(), cfg.Kafka, st, topic, group)
+			var opts []audit.Option
+			for _, rc := range cfg.Routes {
+				if rc.Group == group && rc.RedriveTo == routes.RedriveToGroupTopic {
+					opts = append(opts, audit.WithGroupTopics(rc.GroupTopicTemplate))
+				}
+			}
+			rep, err := audit.Run(cmd.Context(), cfg.Kafka, st, topic, group, opts...)
 			if err != nil {
 				return err
 			}

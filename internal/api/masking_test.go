@@ -1,8 +1,10 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
@@ -221,3 +223,22 @@ func TestEditInHistory(t *testing.T) {
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// TestExportIsMasked: an export line is the record's masked answer for every token, an
+// admin's included: unmasking is one audited record at a time, never a whole export.
+func TestExportIsMasked(t *testing.T) {
+	t.Parallel()
+	b, m, orders, _ := setupMasked(t)
+	card, token := m.Placeholder([]byte(clearCard)), m.Placeholder([]byte(clearToken))
+	for _, tok := range []string{viewerToken, operatorToken, adminToken, scopedToken} {
+		r := b.do("GET", "/v1/records/export?original_topic=orders", tok, nil)
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		require.NotContains(t, string(r.body), clearCard)
+		require.NotContains(t, string(r.body), "s3cr3t")
+		var d api.RecordDetail
+		require.NoError(t, json.Unmarshal(bytes.TrimSpace(r.body), &d))
+		require.Equal(t, orders, d.Record.ID)
+		require.Equal(t, `{"card": {"number": "`+card+`"}, "name": "Ann"}`, *d.Value.UTF8)
+		require.Equal(t, token, *d.Headers[len(d.Headers)-1].Value.UTF8)
+	}
+}

@@ -215,6 +215,9 @@ type Envelope struct {
 	Convention        string       `json:"convention"`
 	Problem           *Reasoned    `json:"problem,omitempty"`
 	Warnings          []string     `json:"warnings"`
+
+	// ConsumerGroup the consumer group that failed the record, as its headers name it (dlq-consumer-group, a share group's __dlq.errors.group, Spring's kafka_dlt-original-consumer-group, or connect-<connector> for Kafka Connect); absent when none does
+	ConsumerGroup string `json:"consumer_group,omitempty"`
 }
 
 // Replay defines model for Envelope.replay.

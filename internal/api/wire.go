@@ -83,6 +83,7 @@ func toDetail(rec *store.Record, m *masking.Masker) RecordDetail {
 		RetryCount: e.RetryCount, OriginalTopic: e.OriginalTopic,
 		OriginalTimestamp: optTime(e.OriginalTimestamp), FirstFailure: optTime(e.FirstFailure), LastFailure: optTime(e.LastFailure),
 		ErrorClass: e.ErrorClass, ErrorMessage: e.ErrorMessage, Convention: e.Convention, Warnings: make([]string, len(d.Warnings)),
+		ConsumerGroup: e.Group,
 	}
 	for i, w := range d.Warnings {
 		out.Envelope.Warnings[i] = w.Detail

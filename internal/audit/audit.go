@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/kafkaclient"
+	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -126,8 +127,26 @@ type Store interface {
 	LedgerPositions(ctx context.Context, group string) ([]store.Coordinates, error)
 }
 
+// Option widens what Run reads.
+type Option func(*options)
+
+type options struct {
+	groupTopics []string // group_topic_template of the route
+}
+
+// WithGroupTopics makes Run look for redriven records on the failing groups' own topics
+// too, named by template (a route's group_topic_template): a route that redrives to them
+// (redrive_to group_topic) puts its records there, not on their original topic.
+func WithGroupTopics(template string) Option {
+	return func(o *options) { o.groupTopics = append(o.groupTopics, template) }
+}
+
 // Run audits dlqTopic for group.
-func Run(ctx context.Context, kcfg kafkaclient.Config, st Store, dlqTopic, group string) (Report, error) {
+func Run(ctx context.Context, kcfg kafkaclient.Config, st Store, dlqTopic, group string, opts ...Option) (Report, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	rep := Report{Topic: dlqTopic, Group: group, InStore: map[store.Status]int{}, Duplicated: map[store.Coordinates]int{}}
 	if dlqTopic == "" || group == "" {
 		return rep, fmt.Errorf("audit: a DLQ topic and a consumer group are required")
@@ -158,8 +177,14 @@ func Run(ctx context.Context, kcfg kafkaclient.Config, st Store, dlqTopic, group
 			return
 		}
 		pending = append(pending, c)
-		if t := headers.Decode(headers.From(m.Headers)).Envelope.OriginalTopic; headers.ValidTopicName(t) {
+		env := headers.DecodeOf(m.Headers).Envelope
+		if t := env.OriginalTopic; headers.ValidTopicName(t) {
 			targets[t] = true
+			for _, template := range o.groupTopics {
+				if g := routes.GroupTopic(template, t, env.Group); env.Group != "" && headers.ValidTopicName(g) {
+					targets[g] = true
+				}
+			}
 		}
 	})
 	if err != nil {

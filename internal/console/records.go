@@ -56,7 +56,7 @@ var (
 		store.StatusReplayed, store.StatusRedriven, store.StatusDiscarded}
 	reasonNames = []store.Reason{store.ReasonExhausted, store.ReasonUnroutable, store.ReasonInvalidRetryCount,
 		store.ReasonNotRetryable, store.ReasonTooLarge, store.ReasonUnknownTopic, store.ReasonUnauthorized, store.ReasonSourceUnavailable,
-		store.ReasonTargetNotAllowed, store.ReasonManual, store.ReasonBackoff}
+		store.ReasonTargetNotAllowed, store.ReasonUnknownGroup, store.ReasonManual, store.ReasonBackoff}
 )
 
 func (s *Server) records(w http.ResponseWriter, r *http.Request, sess *session) {

@@ -39,7 +39,8 @@ func TestRecordPageRendersWhatTheAPIAnswers(t *testing.T) {
 			Headers: []api.Header{{Key: "bin\x00\x01", Value: bytesOf([]byte{0, 1, 2})}, {Key: "nullvalue", Value: api.Bytes{Null: true}}}},
 		"/v1/records/3": {Record: api.Record{ID: 3, Status: store.StatusParked, ErrorClass: hostileClass, ErrorMessage: hostileError},
 			Key: bytesOf([]byte(hostileKey)), Value: bytesOf([]byte(hostileValue)),
-			Headers: []api.Header{{Key: hostileHeader, Value: bytesOf([]byte(hostileValue))}}},
+			Headers:  []api.Header{{Key: hostileHeader, Value: bytesOf([]byte(hostileValue))}},
+			Envelope: api.Envelope{ConsumerGroup: hostileKey}},
 	}
 	fake := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -75,6 +76,7 @@ func TestRecordPageRendersWhatTheAPIAnswers(t *testing.T) {
 	require.Equal(t, hostileKey, byID(t, doc, "key-payload"))
 	require.Equal(t, hostileError, byID(t, doc, "error-text"))
 	require.Equal(t, hostileClass, byID(t, doc, "error-class"))
+	require.Equal(t, hostileKey, byID(t, doc, "consumer-group"), "the failing group a header names, as text")
 	require.Contains(t, byID(t, doc, "headers"), hostileHeader)
 	var scripts []string
 	walk(doc, func(n *html.Node) {

@@ -34,6 +34,9 @@ const (
 	fDeliveries // a share group's delivery count: information, never the retry count
 	fGroup      // the share group that dead-lettered the record
 	fPermanent  // our writer's mark of a failure no redrive cures
+	fFailed     // the consumer group that failed the record
+	fConnector  // the Kafka Connect connector that failed it: group connect-<name>
+	fTarget     // the consumer group a redrive is addressed to
 	numFields
 )
 
@@ -56,7 +59,7 @@ var conventions = [...]convention{
 		fFirstFailure: KeyFirstFailure, fLastFailure: KeyLastFailure,
 		fClass: KeyErrorClass, fMessage: KeyErrorMessage, fRedrive: KeyRedriveID,
 		fActor: KeyReplayActor, fJob: KeyReplayJob, fReplayID: KeyReplayID,
-		fPermanent: KeyErrorPermanent,
+		fPermanent: KeyErrorPermanent, fFailed: KeyConsumerGroup, fTarget: KeyTargetGroup,
 	}},
 	// Kafka writes these two itself when it dead-letters a record, after any header it
 	// copies from the source, so they describe this DLQ record better than a foreign
@@ -77,6 +80,7 @@ var conventions = [...]convention{
 		fClass: "kafka_dlt-exception-fqcn", fCause: "kafka_dlt-exception-cause-fqcn",
 		fMessage: "kafka_dlt-exception-message",
 		fRetry:   "retry_topic-attempts", fNotBefore: "retry_topic-backoff-timestamp",
+		fFailed: "kafka_dlt-original-consumer-group",
 	}},
 	{name: "spring-original", binary: true, keys: [numFields]string{
 		fTopic: "kafka_original-topic", fPartition: "kafka_original-partition",
@@ -87,7 +91,7 @@ var conventions = [...]convention{
 	{name: "connect", keys: [numFields]string{
 		fTopic: "__connect.errors.topic", fPartition: "__connect.errors.partition",
 		fOffset: "__connect.errors.offset", fClass: "__connect.errors.exception.class.name",
-		fMessage: "__connect.errors.exception.message",
+		fMessage: "__connect.errors.exception.message", fConnector: "__connect.errors.connector.name",
 	}},
 	{name: "karafka", keys: [numFields]string{
 		fTopic: "source_topic", fPartition: "source_partition",
@@ -141,18 +145,24 @@ func ourField(key string) (field, bool) {
 			return fRetry, true
 		}
 		return fClass, key == KeyErrorClass
-	case len(KeyLastFailure): // and KeyReplayActor
-		if key == KeyLastFailure {
+	case len(KeyLastFailure): // and KeyReplayActor, KeyTargetGroup
+		switch key {
+		case KeyLastFailure:
 			return fLastFailure, true
+		case KeyReplayActor:
+			return fActor, true
 		}
-		return fActor, key == KeyReplayActor
+		return fTarget, key == KeyTargetGroup
 	case len(KeyFirstFailure): // and KeyErrorMessage
 		if key == KeyFirstFailure {
 			return fFirstFailure, true
 		}
 		return fMessage, key == KeyErrorMessage
-	case len(KeyOriginalTopic):
-		return fTopic, key == KeyOriginalTopic
+	case len(KeyOriginalTopic): // and KeyConsumerGroup
+		if key == KeyOriginalTopic {
+			return fTopic, true
+		}
+		return fFailed, key == KeyConsumerGroup
 	case len(KeyOriginalOffset): // and KeyErrorPermanent
 		if key == KeyOriginalOffset {
 			return fOffset, true
@@ -279,7 +289,28 @@ func decode[H Shape](hs []H) Decoded {
 		}
 	}
 	e.ShareGroup = dec.firstText(fGroup)
+	e.Group = dec.failedGroup()
+	e.TargetGroup = dec.text(ours, fTarget)
 	return dec.d
+}
+
+// failedGroup is the consumer group that failed the record, "" when no header names it:
+// ours, a share group's, Spring's, or a Kafka Connect connector's (whose sink consumer
+// group is connect-<name>), in precedence order.
+func (dec *decoder[H]) failedGroup() string {
+	for m := dec.seen; m != 0; m &= m - 1 {
+		c := bits.TrailingZeros16(m)
+		if v, ok := dec.value(c, fFailed); ok && len(v) > 0 {
+			return dec.text(c, fFailed)
+		}
+		if v, ok := dec.value(c, fGroup); ok && len(v) > 0 {
+			return dec.text(c, fGroup)
+		}
+		if v, ok := dec.value(c, fConnector); ok && len(v) > 0 {
+			return "connect-" + dec.text(c, fConnector)
+		}
+	}
+	return ""
 }
 
 // permanent reads our permanent mark: "true", or absent; any other value is a warning
@@ -385,7 +416,8 @@ func (dec *decoder[H]) text(c int, f field) string {
 }
 
 // isText marks the fields read with text.
-var isText = [numFields]bool{fTopic: true, fClass: true, fCause: true, fMessage: true, fActor: true, fJob: true, fReplayID: true, fGroup: true}
+var isText = [numFields]bool{fTopic: true, fClass: true, fCause: true, fMessage: true, fActor: true, fJob: true, fReplayID: true, fGroup: true,
+	fFailed: true, fConnector: true, fTarget: true}
 
 // retryCount reads the retry count; an empty (or null) value counts as absent, as it does
 // for text fields, so the next convention's count applies, or none.

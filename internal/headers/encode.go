@@ -93,7 +93,7 @@ func AppendEncoded[H, F Shape](dst []H, s *Scratch, hs []F, e Envelope, opts Enc
 // append moves the buffer.
 func appendOurs[H Shape](dst []H, s *Scratch, e *Envelope) []H {
 	buf := s.buf[:0]
-	if need := 256 + len(e.OriginalTopic) + len(e.ErrorClass) + len(e.ErrorMessage); cap(buf) < need {
+	if need := 256 + len(e.OriginalTopic) + len(e.ErrorClass) + len(e.ErrorMessage) + len(e.Group) + len(e.TargetGroup); cap(buf) < need {
 		buf = make([]byte, 0, need)
 	}
 	// add makes buf[start:] the value of key. Full slice expressions: a caller appending
@@ -148,6 +148,8 @@ func appendOurs[H Shape](dst []H, s *Scratch, e *Envelope) []H {
 		buf = strconv.AppendInt(buf, r.Offset, 10)
 		add(KeyRedriveID, start)
 	}
+	addText(KeyConsumerGroup, e.Group)
+	addText(KeyTargetGroup, e.TargetGroup)
 	if r := e.Replay; r != nil {
 		addText(KeyReplayActor, r.Actor)
 		addText(KeyReplayJob, r.JobID)

@@ -53,7 +53,7 @@ func TestEncodeWritesEveryCanonicalHeader(t *testing.T) {
 		ErrorClass: "db.Timeout", ErrorMessage: "boom",
 		RedriveID: &Coordinates{Topic: "orders.dlq", Partition: 1, Offset: 7},
 		Replay:    &Replay{Actor: "alice", JobID: "j1", ReplayID: "r1"},
-		NotBefore: t0, Convention: "spring",
+		NotBefore: t0, Convention: "spring", Group: "svc-a", TargetGroup: "svc-b",
 	}
 
 	out := Encode(nil, e, EncodeOptions{})
@@ -69,6 +69,8 @@ func TestEncodeWritesEveryCanonicalHeader(t *testing.T) {
 		h(KeyErrorClass, "db.Timeout"),
 		h(KeyErrorMessage, "boom"),
 		h(KeyRedriveID, "orders.dlq/1/7"),
+		h(KeyConsumerGroup, "svc-a"),
+		h(KeyTargetGroup, "svc-b"),
 		h(KeyReplayActor, "alice"),
 		h(KeyReplayJob, "j1"),
 		h(KeyReplayID, "r1"),
@@ -165,13 +167,17 @@ func TestRedriven(t *testing.T) {
 	require.Equal(t, Envelope{RetryCount: 2, FirstFailure: nowMillis, LastFailure: nowMillis, RedriveID: &from}, replayedBefore,
 		"one de-duplication id per hop: an earlier replay's is dropped")
 	require.Equal(t, math.MaxInt32, saturated.RetryCount)
+
+	addressed := Envelope{RetryCount: 1, FirstFailure: t0, LastFailure: want, Group: "svc-a", TargetGroup: "svc-a"}.Redriven(from, now)
+	require.Equal(t, Envelope{RetryCount: 2, FirstFailure: t0, LastFailure: want, RedriveID: &from, Group: "svc-a"}, addressed,
+		"the failing group travels on; the address belongs to one hop, set again by the route")
 }
 
 func TestReplayed(t *testing.T) {
 	from := Coordinates{Topic: "orders.dlq", Partition: 2, Offset: 9}
 	r := Replay{Actor: "ada", JobID: "7", ReplayID: "7-42"}
-	got := Envelope{RetryCount: 3, OriginalTopic: "orders", RedriveID: &from}.Replayed(r)
-	require.Equal(t, Envelope{RetryCount: 3, OriginalTopic: "orders", Replay: &r}, got,
+	got := Envelope{RetryCount: 3, OriginalTopic: "orders", RedriveID: &from, Group: "svc-a", TargetGroup: "svc-a"}.Replayed(r)
+	require.Equal(t, Envelope{RetryCount: 3, OriginalTopic: "orders", Replay: &r, Group: "svc-a"}, got,
 		"one de-duplication id per hop: the earlier redrive's is dropped")
 }
 
@@ -298,6 +304,12 @@ func randomEnvelope(r *rand.Rand) Envelope {
 		if maybe() {
 			e.Replay.ReplayID = randomText(r)
 		}
+	}
+	if maybe() {
+		e.Group = randomText(r)
+	}
+	if maybe() {
+		e.TargetGroup = randomText(r)
 	}
 	return e
 }

@@ -64,6 +64,12 @@ const (
 	// KeyErrorPermanent, "true", says the writer knows no redrive can cure the failure
 	// (deadletter.Permanent): the worker parks the record as not_retryable on every route.
 	KeyErrorPermanent = "dlq-error-permanent"
+	// KeyConsumerGroup is the consumer group that failed the record (the deadletter
+	// library writes it); every hop keeps it, so a redrive can go to that group alone.
+	KeyConsumerGroup = "dlq-consumer-group"
+	// KeyTargetGroup addresses a redriven record on its source topic to one consumer
+	// group (route redrive_to group_header): the other groups skip it.
+	KeyTargetGroup = "dlq-target-group"
 )
 
 // KeyShareTopic is the original topic a share group's dead letter points at
@@ -135,6 +141,14 @@ type Envelope struct {
 	DeliveryCount int
 	// ShareGroup is the share group that dead-lettered the record ("" when none).
 	ShareGroup string
+	// Group is the consumer group that failed the record, "" when unknown: ours
+	// (dlq-consumer-group), a share group's, Spring's kafka_dlt-original-consumer-group,
+	// or connect-<name> for a Kafka Connect connector. It is written on every hop.
+	Group string
+	// TargetGroup is the one consumer group a redriven record is for ("" for every
+	// group). It belongs to one hop: a redrive or a replay clears it, and the route or
+	// the operator sets it again.
+	TargetGroup string
 	// Convention names who supplied the routing: "dlq", "share-group",
 	// "streams", "plain", "spring", "spring-original", "connect" or "karafka";
 	// "" when nobody did.
@@ -160,6 +174,7 @@ func (e Envelope) Redriven(from Coordinates, now time.Time) Envelope {
 	e.RedriveID = &from
 	e.Replay = nil
 	e.Permanent = false
+	e.TargetGroup = ""
 	return e
 }
 
@@ -170,6 +185,7 @@ func (e Envelope) Replayed(r Replay) Envelope {
 	e.Replay = &r
 	e.RedriveID = nil
 	e.Permanent = false
+	e.TargetGroup = ""
 	return e
 }
 

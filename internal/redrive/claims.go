@@ -31,7 +31,8 @@ type claimState struct {
 type claimed struct {
 	c     *claimState
 	rec   store.Record
-	again bool // the record came back after an earlier redrive (breaker.go)
+	again bool   // the record came back after an earlier redrive (breaker.go)
+	group string // the label of its failing group (groupmetrics.go)
 }
 
 // claimStore is what the claims need of the records (store.Records): a lease of due
@@ -56,6 +57,7 @@ type claims struct {
 	health     *health
 	parked     *prometheus.CounterVec // dlq_worker_parked_total{route,reason}
 	redriven   prometheus.Counter     // the route's dlq_worker_redriven_total
+	groups     *groupRedriven         // the route's dlq_worker_group_redriven_total
 	breaker    *breaker               // while open, nothing is claimed; while half-open, its probes
 	enc        delivery.Encoder       // builds scheduled records on the loop; the sender has its own
 }
@@ -132,12 +134,17 @@ func (cl *claims) lease(ctx context.Context, limit int) (*claimState, error) {
 func (cl *claims) produce(c *claimState, rec store.Record) (bool, error) {
 	dec := headers.DecodeOf(rec.Headers)
 	from := recordFrom(rec)
-	topic, refused := cl.route.rules.Target(rec.Origin.Topic, "")
+	to, refused := cl.route.rules.Redrive(rec.Origin.Topic, dec.Envelope.Group)
 	if refused != nil {
 		c.park[refused.Reason] = append(c.park[refused.Reason], rec.ID)
 		return false, nil
 	}
-	target, ok, err := cl.topics.Partition(topic, rec.Origin.Partition, rec.Key)
+	topic := to.Topic
+	original := int32(-1)
+	if topic == rec.Origin.Topic {
+		original = rec.Origin.Partition
+	}
+	target, ok, err := cl.topics.Partition(topic, original, rec.Key)
 	switch {
 	case err != nil:
 		cl.health.stall("metadata", err, "cannot look up the original topic of a scheduled record")
@@ -150,9 +157,11 @@ func (cl *claims) produce(c *claimState, rec store.Record) (bool, error) {
 		c.release = append(c.release, rec.ID)
 		return false, nil
 	}
+	env := dec.Envelope.DeadLetteredAt(rec.Timestamp).Redriven(from, cl.clock())
+	env.TargetGroup = to.Group
 	err = delivery.Produce(&cl.enc, cl.producer, nil, delivery.Destination{Topic: topic, Partition: target},
 		delivery.Source[store.Header]{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: rec.Headers},
-		dec.Envelope.DeadLetteredAt(rec.Timestamp).Redriven(from, cl.clock()), cl.route.rules.Encode, &claimed{c: c, rec: rec, again: dec.Envelope.RedriveID != nil})
+		env, cl.route.rules.Encode, &claimed{c: c, rec: rec, again: dec.Envelope.RedriveID != nil, group: cl.groups.label(dec.Envelope.Group)})
 	if err != nil {
 		return false, cl.failed(c, rec, err)
 	}
@@ -169,6 +178,7 @@ func (cl *claims) acked(o *claimed, ack *kafka.Message) error {
 	o.c.done = append(o.c.done, store.Redriven{ID: o.rec.ID, Produced: store.Coordinates{
 		Topic: *ack.TopicPartition.Topic, Partition: ack.TopicPartition.Partition, Offset: int64(ack.TopicPartition.Offset)}})
 	cl.redriven.Inc()
+	cl.groups.inc(o.group)
 	cl.breaker.redriven(recordFrom(o.rec), o.again, cl.clock())
 	return nil
 }

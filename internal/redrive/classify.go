@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dlqops/dlq/internal/delivery/rules"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/store"
 )
@@ -24,7 +25,8 @@ type decision struct {
 	act    action
 	reason store.Reason // for actSchedule and actPark
 	detail string
-	due    time.Time // for actSchedule
+	due    time.Time     // for actSchedule
+	to     rules.Address // for actRedrive: the topic and the group it is addressed to
 }
 
 // classify decides what to do with a decoded DLQ record read at from, at now. The
@@ -46,7 +48,8 @@ func (r *route) classify(d headers.Decoded, from headers.Coordinates, recordTime
 		return decision{act: actPark, reason: store.ReasonExhausted,
 			detail: "retry count " + strconv.Itoa(e.RetryCount) + " reached max_retries " + strconv.Itoa(r.maxRetries)}
 	}
-	if _, refused := r.rules.Target(e.OriginalTopic, ""); refused != nil {
+	to, refused := r.rules.Redrive(e.OriginalTopic, e.Group)
+	if refused != nil {
 		return decision{act: actPark, reason: refused.Reason, detail: refused.Detail}
 	}
 	last := e.LastFailure
@@ -67,7 +70,7 @@ func (r *route) classify(d headers.Decoded, from headers.Coordinates, recordTime
 	if due.After(now) {
 		return decision{act: actSchedule, reason: store.ReasonBackoff, due: due}
 	}
-	return decision{act: actRedrive}
+	return decision{act: actRedrive, to: to}
 }
 
 // jitterDraw is a uniform draw in [0, 1) fixed by the record's DLQ position, so that a

@@ -38,7 +38,7 @@ func TestClassifyNotRetryable(t *testing.T) {
 			rc.NotRetryable = []string{"SerializationException"}
 			rc.Backoff = &routes.Backoff{None: true}
 		},
-			headers: hs(headers.KeyOriginalTopic, "orders", headers.KeyErrorClass, "org.apache.kafka.common.errors.TimeoutException"), written: now, want: decision{act: actRedrive}},
+			headers: hs(headers.KeyOriginalTopic, "orders", headers.KeyErrorClass, "org.apache.kafka.common.errors.TimeoutException"), written: now, want: decision{act: actRedrive, to: toOrders}},
 		"spring cause": {route: func(rc *routes.Config) { rc.NotRetryable = []string{"DeserializationException"} },
 			headers: hs("kafka_dlt-original-topic", "orders", "kafka_dlt-exception-fqcn", "org.springframework.kafka.listener.ListenerExecutionFailedException", "kafka_dlt-exception-cause-fqcn", "org.springframework.kafka.support.serializer.DeserializationException"), want: decision{act: actPark, reason: store.ReasonNotRetryable}},
 		"connect class": {route: func(rc *routes.Config) { rc.NotRetryable = []string{"DataException"} },
@@ -48,8 +48,8 @@ func TestClassifyNotRetryable(t *testing.T) {
 		},
 			headers: hs("__streams.errors.topic", "orders", "__streams.errors.exception", "org.apache.kafka.common.errors.SerializationException"), want: decision{act: actPark, reason: store.ReasonNotRetryable}},
 		"permanent":                   {route: func(rc *routes.Config) { rc.Backoff = &routes.Backoff{None: true} }, headers: hs(headers.KeyOriginalTopic, "orders", headers.KeyErrorPermanent, "true"), written: now, want: decision{act: actPark, reason: store.ReasonNotRetryable}},
-		"not permanent":               {route: func(rc *routes.Config) { rc.Backoff = &routes.Backoff{None: true} }, headers: hs(headers.KeyOriginalTopic, "orders", headers.KeyErrorPermanent, "yes"), written: now, want: decision{act: actRedrive}},
-		"newer failure not permanent": {route: func(rc *routes.Config) { rc.Backoff = &routes.Backoff{None: true} }, headers: hs(headers.KeyOriginalTopic, "orders", headers.KeyErrorPermanent, "true", "kafka_dlt-exception-fqcn", "java.net.SocketTimeoutException"), written: now, want: decision{act: actRedrive}},
+		"not permanent":               {route: func(rc *routes.Config) { rc.Backoff = &routes.Backoff{None: true} }, headers: hs(headers.KeyOriginalTopic, "orders", headers.KeyErrorPermanent, "yes"), written: now, want: decision{act: actRedrive, to: toOrders}},
+		"newer failure not permanent": {route: func(rc *routes.Config) { rc.Backoff = &routes.Backoff{None: true} }, headers: hs(headers.KeyOriginalTopic, "orders", headers.KeyErrorPermanent, "true", "kafka_dlt-exception-fqcn", "java.net.SocketTimeoutException"), written: now, want: decision{act: actRedrive, to: toOrders}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := testRoute(t, tc.route)

@@ -8,10 +8,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dlqops/dlq/internal/delivery/rules"
 	"github.com/dlqops/dlq/internal/headers"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
 )
+
+// toOrders is where a record of original topic orders is redriven on a source route.
+var toOrders = rules.Address{Topic: "orders"}
 
 func testRoute(t *testing.T, mutate func(*routes.Config)) route {
 	t.Helper()
@@ -43,19 +47,19 @@ func TestClassify(t *testing.T) {
 		written time.Time
 		want    decision
 	}{
-		"due":             {route: fixed, headers: hs("retryCount", "1", "originalTopic", "orders"), written: now.Add(-3 * time.Minute), want: decision{act: actRedrive}},
+		"due":             {route: fixed, headers: hs("retryCount", "1", "originalTopic", "orders"), written: now.Add(-3 * time.Minute), want: decision{act: actRedrive, to: toOrders}},
 		"not due":         {route: fixed, headers: hs("retryCount", "1", "originalTopic", "orders"), written: now.Add(-time.Minute), want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(time.Minute)}},
 		"last failure":    {route: fixed, headers: hs(headers.KeyRetryCount, "2", headers.KeyOriginalTopic, "orders", headers.KeyLastFailure, "2026-03-01T11:58:00.000Z"), written: now.Add(-time.Hour), want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(2 * time.Minute)}},
 		"not-before hint": {route: func(rc *routes.Config) { rc.Backoff = &routes.Backoff{None: true} }, headers: hs("originalTopic", "orders", "retry_topic-backoff-timestamp", strconv.FormatInt(now.Add(time.Hour).UnixMilli(), 10)), written: now, want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(time.Hour)}},
 		"hint after due":  {route: fixed, headers: hs("retryCount", "1", "originalTopic", "orders", "retry_topic-backoff-timestamp", strconv.FormatInt(now.Add(5*time.Minute).UnixMilli(), 10)), written: now.Add(-time.Minute), want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(5 * time.Minute)}},
 		"hint before due": {route: fixed, headers: hs("retryCount", "1", "originalTopic", "orders", "retry_topic-backoff-timestamp", strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10)), written: now.Add(-time.Minute), want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(time.Minute)}},
-		"past hint":       {route: fixed, headers: hs("retryCount", "1", "originalTopic", "orders", "retry_topic-backoff-timestamp", strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10)), written: now.Add(-3 * time.Minute), want: decision{act: actRedrive}},
+		"past hint":       {route: fixed, headers: hs("retryCount", "1", "originalTopic", "orders", "retry_topic-backoff-timestamp", strconv.FormatInt(now.Add(-time.Hour).UnixMilli(), 10)), written: now.Add(-3 * time.Minute), want: decision{act: actRedrive, to: toOrders}},
 		"far hint":        {route: fixed, headers: hs("originalTopic", "orders", "retry_topic-backoff-timestamp", strconv.FormatInt(now.Add(90*24*time.Hour).UnixMilli(), 10)), written: now.Add(-time.Hour), want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(24 * time.Hour)}},
 		"far hint, long backoff": {route: func(rc *routes.Config) {
 			rc.Backoff = &routes.Backoff{Base: time.Hour, Factor: 2, Cap: 72 * time.Hour}
 			rc.MaxRetries = ptr(20)
 		}, headers: hs("retryCount", "10", "originalTopic", "orders", "retry_topic-backoff-timestamp", strconv.FormatInt(now.Add(90*24*time.Hour).UnixMilli(), 10)), written: now.Add(-12 * time.Hour), want: decision{act: actSchedule, reason: store.ReasonBackoff, due: now.Add(60 * time.Hour)}},
-		"no backoff":      {route: func(rc *routes.Config) { rc.Backoff = &routes.Backoff{None: true} }, headers: hs("originalTopic", "orders"), written: now, want: decision{act: actRedrive}},
+		"no backoff":      {route: func(rc *routes.Config) { rc.Backoff = &routes.Backoff{None: true} }, headers: hs("originalTopic", "orders"), written: now, want: decision{act: actRedrive, to: toOrders}},
 		"exhausted":       {headers: hs("retryCount", "5", "originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonExhausted}},
 		"exhausted early": {route: func(rc *routes.Config) { rc.MaxRetries = ptr(2) }, headers: hs("retryCount", "2", "originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonExhausted}},
 		"no topic":        {headers: hs("retryCount", "1"), want: decision{act: actPark, reason: store.ReasonUnroutable}},
@@ -64,7 +68,16 @@ func TestClassify(t *testing.T) {
 		"allowed by name": {route: func(rc *routes.Config) {
 			rc.AllowedTargets = []string{"orders"}
 			rc.Backoff = &routes.Backoff{None: true}
-		}, headers: hs("originalTopic", "orders"), want: decision{act: actRedrive}},
+		}, headers: hs("originalTopic", "orders"), want: decision{act: actRedrive, to: toOrders}},
+		"to the failing group's topic": {route: func(rc *routes.Config) {
+			rc.RedriveTo = routes.RedriveToGroupTopic
+			rc.Backoff = &routes.Backoff{None: true}
+		}, headers: hs("originalTopic", "orders", headers.KeyConsumerGroup, "svc-a"), want: decision{act: actRedrive, to: rules.Address{Topic: "orders.redrive.svc-a"}}},
+		"addressed to the failing group": {route: func(rc *routes.Config) {
+			rc.RedriveTo = routes.RedriveToGroupHeader
+			rc.Backoff = &routes.Backoff{None: true}
+		}, headers: hs("originalTopic", "orders", "kafka_dlt-original-consumer-group", "svc-a"), want: decision{act: actRedrive, to: rules.Address{Topic: "orders", Group: "svc-a"}}},
+		"no group named":   {route: func(rc *routes.Config) { rc.RedriveTo = routes.RedriveToGroupHeader }, headers: hs("originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonUnknownGroup}},
 		"allowed, exactly": {route: func(rc *routes.Config) { rc.AllowedTargets = []string{"order"} }, headers: hs("originalTopic", "orders"), want: decision{act: actPark, reason: store.ReasonTargetNotAllowed}},
 	} {
 		t.Run(name, func(t *testing.T) {

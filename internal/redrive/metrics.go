@@ -38,6 +38,8 @@ type metrics struct {
 	// transactions counts an exactly_once route's Kafka transactions by outcome:
 	// committed, or failed (the route stops; its records wait uncommitted in the DLQ).
 	transactions *prometheus.CounterVec
+	// groupRedriven counts redrives by the consumer group that failed them (groupmetrics.go).
+	groupRedriven *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -82,9 +84,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "The breaker of one cause (fingerprint, as in GET /v1/incidents) that most of what came back to the route shared: 1 open (its records wait as scheduled, other causes flow), 2 half-open (probing); absent once closed. At most 8 per route."}, []string{"route", "fingerprint"}),
 		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_transactions_total",
 			Help: "Kafka transactions of exactly_once routes (redrives and DLQ offsets), by outcome: committed, failed."}, []string{"route", "outcome"}),
+		groupRedriven: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_group_redriven_total",
+			Help: "Records redriven, by the consumer group that failed them (the route's metric_groups by name, any other as other, none named as unknown) and the route's redrive_to."}, []string{"route", "group", "redrive_to"}),
 	}
 	for _, c := range []prometheus.Collector{m.redriven, m.parked, m.scheduled, m.errors, m.inFlight, m.runDuration, m.lag, m.offsetResets, m.lastSuccess, m.lostMidRun, m.oldestDue, m.sourceHeadroom, m.sourceSeeks, m.headerWarnings, m.readPath,
-		m.breakerState, m.breakerTransitions, m.breakerHeld, m.causeBreakerState, m.transactions} {
+		m.breakerState, m.breakerTransitions, m.breakerHeld, m.causeBreakerState, m.transactions, m.groupRedriven} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -27,7 +27,9 @@ type inflight struct {
 	src    *kafka.Message
 	topic  string
 	target int32
-	again  bool // the record came back after an earlier redrive (breaker.go)
+	group  string // the consumer group the hop is addressed to (dlq-target-group), "" for all
+	label  string // the label of its failing group (groupmetrics.go)
+	again  bool   // the record came back after an earlier redrive (breaker.go)
 }
 
 // from is the DLQ position the record was read at.
@@ -51,6 +53,7 @@ type walk struct {
 	log           zerolog.Logger
 	clock         func() time.Time
 	redrivenCount prometheus.Counter
+	groupCount    *groupRedriven
 
 	health   *health
 	parts    *partitions
@@ -157,7 +160,7 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 		w.breaker.sent(cause, now)
 	}
 	if d.act == actRedrive {
-		target, ok, err := w.topics.Partition(dec.Envelope.OriginalTopic, dec.Envelope.OriginalPartition, m.Key)
+		target, ok, err := w.topics.Partition(d.to.Topic, originalPartition(d.to.Topic, dec.Envelope), m.Key)
 		switch {
 		case err != nil:
 			// The cluster does not answer: stall this partition, read the record again later.
@@ -167,7 +170,7 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 			w.requeueRead(p)
 			return
 		case !ok:
-			d = decision{act: actPark, reason: store.ReasonUnknownTopic, detail: "topic " + dec.Envelope.OriginalTopic + " does not exist"}
+			d = decision{act: actPark, reason: store.ReasonUnknownTopic, detail: "topic " + d.to.Topic + " does not exist"}
 		default:
 			if w.txn != nil {
 				if err := w.txn.begin(); err != nil {
@@ -177,7 +180,8 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 			}
 			mustAdd(p, m)
 			w.inFlight++
-			o := &inflight{part: p, src: m, topic: dec.Envelope.OriginalTopic, target: target, again: dec.Envelope.RedriveID != nil}
+			o := &inflight{part: p, src: m, topic: d.to.Topic, target: target, group: d.to.Group,
+				label: w.groupCount.label(dec.Envelope.Group), again: dec.Envelope.RedriveID != nil}
 			w.send.queue(sendJob{o: o, env: dec.Envelope, now: now})
 			return
 		}
@@ -185,6 +189,15 @@ func (w *walk) process(p *partition, m *kafka.Message) {
 	mustAdd(p, m)
 	w.inFlight++
 	w.park.enqueue(p, m, dec.Envelope, d)
+}
+
+// originalPartition is the partition a redrive to topic keeps: the original one on the
+// original topic, none (by key) on another, a group's own topic among them.
+func originalPartition(topic string, e headers.Envelope) int32 {
+	if topic == e.OriginalTopic {
+		return e.OriginalPartition
+	}
+	return -1
 }
 
 func mustAdd(p *partition, m *kafka.Message) {
@@ -251,6 +264,7 @@ func (w *walk) onRedriveAck(o *inflight, ack *kafka.Message) {
 		o.part.trk.Done(int64(o.src.TopicPartition.Offset))
 		o.part.counts.redriven++
 		w.redrivenCount.Inc()
+		w.groupCount.inc(o.label)
 		w.breaker.redriven(o.from(), o.again, w.clock())
 		w.health.unstall()
 		return

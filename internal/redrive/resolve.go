@@ -80,6 +80,9 @@ func (w *walk) resolvePointer(p *partition, m *kafka.Message, dec headers.Decode
 	}
 	env.ErrorClass = ""
 	env.ErrorMessage = e.ErrorMessage + shareOrigin(e)
+	if e.Group != "" {
+		env.Group = e.Group // the share group failed it last
+	}
 	env.LastFailure = m.Timestamp.UTC().Truncate(time.Millisecond) // the broker wrote the dead letter when it gave up
 	if env.FirstFailure.IsZero() {
 		env.FirstFailure = env.LastFailure

@@ -128,7 +128,9 @@ func (s *sender) run(ctx context.Context) {
 func (s *sender) send(j *sendJob) error {
 	o := j.o
 	from := headers.Coordinates{Topic: o.part.key.topic, Partition: o.part.key.partition, Offset: int64(o.src.TopicPartition.Offset)}
+	env := j.env.DeadLetteredAt(o.src.Timestamp).Redriven(from, j.now)
+	env.TargetGroup = o.group
 	return s.produce(delivery.Destination{Topic: o.topic, Partition: o.target},
 		delivery.Source[kafka.Header]{Key: o.src.Key, Value: o.src.Value, Timestamp: o.src.Timestamp, Headers: o.src.Headers},
-		j.env.DeadLetteredAt(o.src.Timestamp).Redriven(from, j.now), s.opts, o)
+		env, s.opts, o)
 }

@@ -87,6 +87,7 @@ type worker struct {
 	// The route's series of the per-record metrics, looked up once.
 	inFlightGauge prometheus.Gauge
 	redrivenCount prometheus.Counter
+	groupCount    *groupRedriven
 
 	requests *runRequests // requests.go: shared with RunNow, the schedule and the controls goroutine
 
@@ -140,6 +141,7 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 	w.requests = &runRequests{log: w.log, runReq: make(chan chan error)}
 	w.inFlightGauge = e.metrics.inFlight.WithLabelValues(r.Name)
 	w.redrivenCount = e.metrics.redriven.WithLabelValues(r.Name)
+	w.groupCount = newGroupRedriven(r.Config, e.metrics.groupRedriven)
 	cc := kafkaclient.ConsumerConfig(e.kafka, r.Group)
 	// Offsets are stored only up to the tracker's watermark (enable.auto.offset.store is
 	// off); librdkafka commits what is stored every commitInterval, on revoke and on close.
@@ -193,9 +195,9 @@ func newWorker(e *Engine, rc routes.Config) (*worker, error) {
 		sources: w.sources, series: map[partKey]bool{}}
 	w.breaker = newBreaker(r, e.instanceID, w.log, e.store, e.metrics)
 	w.claims = &claims{store: e.store, route: r, instanceID: e.instanceID, clock: e.clock, producer: w.producer, topics: w.topics,
-		health: w.health, parked: e.metrics.parked, redriven: w.redrivenCount, breaker: w.breaker}
+		health: w.health, parked: e.metrics.parked, redriven: w.redrivenCount, groups: w.groupCount, breaker: w.breaker}
 	w.send = newSender(produce, r.rules.Encode)
-	w.walk = &walk{loopState: w.loopState, clients: w.clients, route: r, log: w.log, clock: e.clock, redrivenCount: w.redrivenCount,
+	w.walk = &walk{loopState: w.loopState, clients: w.clients, route: r, log: w.log, clock: e.clock, redrivenCount: w.redrivenCount, groupCount: w.groupCount,
 		health: w.health, parts: w.parts, throttle: w.throttle, hdrWarn: w.hdrWarn, sources: w.sources, headroom: w.headroom,
 		topics: w.topics, send: w.send, park: w.park, claims: w.claims, breaker: w.breaker}
 	w.runner = &runner{loopState: w.loopState, route: r, log: w.log, clock: e.clock, store: e.store, metrics: e.metrics,

@@ -65,6 +65,17 @@ type Config struct {
 	// Breaker holds the route's redrives while most of what it redrove comes back to the
 	// DLQ (a downstream outage); on by default.
 	Breaker Breaker `yaml:"breaker"`
+	// RedriveTo is where redrives go: source (the original topic, every consumer group
+	// reads it again), group_topic (the failing group's own topic, GroupTopicTemplate) or
+	// group_header (the original topic with dlq-target-group naming the failing group).
+	// A record whose failing group no header names is parked unknown_group on the latter two.
+	RedriveTo string `yaml:"redrive_to"`
+	// GroupTopicTemplate names a group's redrive topic from {topic} (the original topic)
+	// and {group} (the failing group); allowed_targets binds it as any target.
+	GroupTopicTemplate string `yaml:"group_topic_template"`
+	// MetricGroups are the consumer groups the route's per-group metrics name; the groups
+	// the headers name are anybody's text, so any other counts as "other".
+	MetricGroups []string `yaml:"metric_groups"`
 }
 
 // What a route does on a forward offset jump.
@@ -168,6 +179,12 @@ func (r *Config) WithDefaults() {
 	if r.Delivery == "" {
 		r.Delivery = DeliveryAtLeastOnce
 	}
+	if r.RedriveTo == "" {
+		r.RedriveTo = RedriveToSource
+	}
+	if r.GroupTopicTemplate == "" {
+		r.GroupTopicTemplate = DefaultGroupTopicTemplate
+	}
 	r.Breaker.withDefaults()
 }
 
@@ -226,6 +243,7 @@ func (r *Config) Validate() error {
 		errs = append(errs, at("delivery", "must be %q or %q, got %q", DeliveryAtLeastOnce, DeliveryExactlyOnce, r.Delivery))
 	}
 	errs = append(errs, r.Breaker.validate(at)...)
+	errs = append(errs, r.validateGrouped(at)...)
 	return errors.Join(errs...)
 }
 

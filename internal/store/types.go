@@ -43,12 +43,15 @@ const (
 	// ReasonNotRetryable: the record's error class matches its route's not_retryable, or
 	// its writer marked the failure permanent; it is parked when first read.
 	ReasonNotRetryable Reason = "not_retryable"
+	// ReasonUnknownGroup: the route (or the replay) sends records to their failing consumer
+	// group alone, and no header of this one names its group.
+	ReasonUnknownGroup Reason = "unknown_group"
 )
 
 // Reasons lists every Reason.
 var Reasons = []Reason{ReasonBackoff, ReasonExhausted, ReasonUnroutable, ReasonInvalidRetryCount, ReasonTooLarge,
 	ReasonUnknownTopic, ReasonUnauthorized, ReasonSourceUnavailable, ReasonTargetNotAllowed, ReasonManual,
-	ReasonNotRetryable}
+	ReasonNotRetryable, ReasonUnknownGroup}
 
 // Coordinates name one record in a topic.
 type Coordinates struct {

@@ -20,11 +20,16 @@ type Rules struct {
 	allowed []*regexp.Regexp // nil allows all
 	// Encode is what the outgoing headers drop.
 	Encode headers.EncodeOptions
+	// redriveTo and groupTopic are the route's redrive_to and group_topic_template.
+	redriveTo, groupTopic string
 }
 
 // New compiles a validated route.
 func New(rc routes.Config) *Rules {
-	r := &Rules{Encode: headers.DefaultEncodeOptions()}
+	r := &Rules{Encode: headers.DefaultEncodeOptions(), redriveTo: rc.RedriveTo, groupTopic: rc.GroupTopicTemplate}
+	if r.groupTopic == "" {
+		r.groupTopic = routes.DefaultGroupTopicTemplate
+	}
 	for _, t := range rc.AllowedTargets {
 		if !strings.HasPrefix(t, "^") {
 			t = "^" + regexp.QuoteMeta(t) + "$"
