@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The local stack: a real single-node Apache Kafka (KRaft) and a real PostgreSQL 15,
-# both on loopback, both living in .cache/ (git-ignored) or DLQ_CACHE_DIR; ports
-# DLQ_PG_PORT, DLQ_KAFKA_PORT and DLQ_KAFKA_CONTROLLER_PORT.
+# The local stack: a real single-node Apache Kafka (KRaft), a real PostgreSQL 15 and a
+# real Confluent-compatible Schema Registry (Apicurio Registry), all on loopback, all
+# living in .cache/ (git-ignored) or DLQ_CACHE_DIR; ports DLQ_PG_PORT, DLQ_KAFKA_PORT,
+# DLQ_KAFKA_CONTROLLER_PORT and DLQ_SCHEMA_REGISTRY_PORT.
 #
 #   scripts/stack.sh up      start what is not running (installs what is missing)
 #   scripts/stack.sh install install what is missing (PostgreSQL, Java, the Kafka jars), start nothing
@@ -10,9 +11,10 @@
 #   scripts/stack.sh env     print the export lines for the tests and binaries
 #   scripts/stack.sh browser install Chromium for the console's browser tests when missing
 #   scripts/stack.sh need COMMAND:PACKAGE...   install each Debian package whose command is missing
+#   scripts/stack.sh schema-registry-stop / schema-registry-start   stop or start only the registry
 #
-# When KAFKA_BOOTSTRAP_SERVERS or DATABASE_URL is already set, that service is taken
-# as given and nothing is started for it.
+# When KAFKA_BOOTSTRAP_SERVERS, DATABASE_URL or SCHEMA_REGISTRY_URL is already set, that
+# service is taken as given and nothing is started for it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,8 +22,10 @@ CACHE="${DLQ_CACHE_DIR:-$ROOT/.cache}"
 PG_PORT="${DLQ_PG_PORT:-55432}"
 KAFKA_PORT="${DLQ_KAFKA_PORT:-59092}"
 KAFKA_CONTROLLER_PORT="${DLQ_KAFKA_CONTROLLER_PORT:-59093}"
+SR_PORT="${DLQ_SCHEMA_REGISTRY_PORT:-59081}"
 PG_DIR="$CACHE/pg"
 KAFKA_DIR="$CACHE/kafka"
+SR_DIR="$CACHE/schema-registry"
 PG_DB=dlq
 PG_USER=dlq
 PG_PASSWORD=dlq
@@ -30,6 +34,7 @@ log() { printf 'stack: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 default_kafka() { echo "127.0.0.1:$KAFKA_PORT"; }
+default_sr() { echo "http://127.0.0.1:$SR_PORT/apis/ccompat/v7"; }
 default_pg() { echo "postgres://$PG_USER:$PG_PASSWORD@127.0.0.1:$PG_PORT/$PG_DB?sslmode=disable"; }
 
 # ---------------------------------------------------------------- installs
@@ -248,6 +253,72 @@ topics() {
   done
 }
 
+# ---------------------------------------------------------------- Schema Registry
+# Apicurio Registry, built once from stack/schema-registry (a copy under the cache, so
+# that Maven's target/ stays out of git) and run with its schemas in memory: every test
+# registers the schemas it uses.
+sr_jar() { echo "$SR_DIR/build/target/local-schema-registry-1-runner.jar"; }
+
+sr_build() {
+  local stamp="$SR_DIR/build/.src.sha"
+  local want; want=$(cd "$ROOT/stack/schema-registry" && find . -type f | sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -f "$(sr_jar)" ]; then return; fi
+  log "Schema Registry: building Apicurio Registry from Maven Central"
+  rm -rf "$SR_DIR/build"
+  mkdir -p "$SR_DIR/build"
+  cp -r "$ROOT/stack/schema-registry/." "$SR_DIR/build/"
+  mvn -q -B -f "$SR_DIR/build/pom.xml" package -DskipTests >"$SR_DIR/mvn.log" 2>&1 \
+    || { tail -30 "$SR_DIR/mvn.log" >&2; die "Maven could not build the Schema Registry"; }
+  echo "$want" >"$stamp"
+}
+
+sr_pidfile() { echo "$SR_DIR/registry-$SR_PORT.pid"; }
+
+sr_running() {
+  local pid; [ -f "$(sr_pidfile)" ] && pid=$(cat "$(sr_pidfile)") || return 1
+  kill -0 "$pid" 2>/dev/null && grep -q 'local-schema-registry' "/proc/$pid/cmdline" 2>/dev/null
+}
+
+# Answers when its Confluent-compatible API lists subjects.
+sr_answers() { curl -sf -o /dev/null "$(default_sr)/subjects"; }
+
+sr_up() {
+  if [ -n "${SCHEMA_REGISTRY_URL:-}" ]; then log "Schema Registry: using SCHEMA_REGISTRY_URL"; return; fi
+  ensure_java
+  need curl:curl
+  sr_build
+  if sr_running; then
+    log "Schema Registry: already running on $(default_sr)"
+    return
+  fi
+  log "Schema Registry: starting on $(default_sr)"
+  setsid java -Xms128m -Xmx512m -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$SR_PORT" \
+    -jar "$(sr_jar)" >"$SR_DIR/registry-$SR_PORT.log" 2>&1 </dev/null &
+  local pid=$!
+  echo "$pid" >"$(sr_pidfile)"
+  local i
+  for i in $(seq 1 120); do
+    kill -0 "$pid" 2>/dev/null || { tail -30 "$SR_DIR/registry-$SR_PORT.log" >&2; die "the Schema Registry exited during start-up"; }
+    sr_answers && { log "Schema Registry: ready"; return; }
+    sleep 1
+  done
+  die "the Schema Registry did not answer within 120 s (log: $SR_DIR/registry-$SR_PORT.log)"
+}
+
+sr_down() {
+  sr_running || { rm -f "$(sr_pidfile)"; return 0; }
+  local pid; pid=$(cat "$(sr_pidfile)")
+  log "Schema Registry: stopping (pid $pid)"
+  kill -TERM "$pid"
+  local i
+  for i in $(seq 1 40); do
+    kill -0 "$pid" 2>/dev/null || { rm -f "$(sr_pidfile)"; return 0; }
+    sleep 0.5
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$(sr_pidfile)"
+}
+
 status() {
   if [ -n "${DATABASE_URL:-}" ]; then echo "postgres: external (DATABASE_URL)"
   elif pg_running; then echo "postgres: running on 127.0.0.1:$PG_PORT"
@@ -255,24 +326,30 @@ status() {
   if [ -n "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then echo "kafka: external (KAFKA_BOOTSTRAP_SERVERS)"
   elif kafka_running; then echo "kafka: running on $(default_kafka) (pid $(kafka_pid))"
   else echo "kafka: stopped"; fi
+  if [ -n "${SCHEMA_REGISTRY_URL:-}" ]; then echo "schema-registry: external (SCHEMA_REGISTRY_URL)"
+  elif sr_running; then echo "schema-registry: running on $(default_sr) (pid $(cat "$(sr_pidfile)"))"
+  else echo "schema-registry: stopped"; fi
 }
 
 case "${1:-}" in
-  up) pg_up; kafka_up ;;
-  install) ensure_pg_binaries; ensure_java; kafka_jars ;;
-  down) kafka_down; pg_down ;;
+  up) pg_up; kafka_up; sr_up ;;
+  install) ensure_pg_binaries; ensure_java; kafka_jars; sr_build ;;
+  down) sr_down; kafka_down; pg_down ;;
   # Stop/start one service, for fault tests and by hand.
   kafka-stop) kafka_down ;;
   kafka-start) kafka_up ;;
   pg-stop) pg_down ;;
   pg-start) pg_up ;;
+  schema-registry-stop) sr_down ;;
+  schema-registry-start) sr_up ;;
   status) status ;;
   env)
     echo "export KAFKA_BOOTSTRAP_SERVERS=${KAFKA_BOOTSTRAP_SERVERS:-$(default_kafka)}"
     echo "export DATABASE_URL='${DATABASE_URL:-$(default_pg)}'"
+    echo "export SCHEMA_REGISTRY_URL=${SCHEMA_REGISTRY_URL:-$(default_sr)}"
     ;;
   topics) shift; topics "$@" ;;
   browser) ensure_chromium ;;
   need) shift; need "$@" ;;
-  *) echo "usage: $0 up|install|down|status|env|browser|topics NAME:PARTITIONS...|need COMMAND:PACKAGE...|kafka-stop|kafka-start|pg-stop|pg-start" >&2; exit 2 ;;
+  *) echo "usage: $0 up|install|down|status|env|browser|topics NAME:PARTITIONS...|need COMMAND:PACKAGE...|kafka-stop|kafka-start|pg-stop|pg-start|schema-registry-stop|schema-registry-start" >&2; exit 2 ;;
 esac

@@ -354,7 +354,10 @@ func showCommand(f *clientFlags) *cobra.Command {
 				if g := d.Envelope.ConsumerGroup; g != "" {
 					fmt.Fprintf(w, "failing group\t%s\n", printable(g)) // header text: kept inert
 				}
-				fmt.Fprintf(w, "key\t%s\nvalue\t%s\n", show(d.Key), show(d.Value))
+				fmt.Fprintf(w, "key\t%s\n", show(d.Key))
+				printDecoded(w, "key", d.KeyDecoded)
+				fmt.Fprintf(w, "value\t%s\n", show(d.Value))
+				printDecoded(w, "value", d.ValueDecoded)
 				for _, h := range d.Headers {
 					fmt.Fprintf(w, "header %s\t%s\n", printable(h.Key), show(h.Value))
 				}
@@ -379,7 +382,7 @@ func preview(b api.Bytes) string {
 
 func replayCommand(f *clientFlags) *cobra.Command {
 	var req api.ReplayRequest
-	var key, value, valueB64 string
+	var key, value, valueB64, valueJSON string
 	var wait, yes bool
 	var edit editFlags
 	cmd := &cobra.Command{
@@ -418,6 +421,9 @@ func replayCommand(f *clientFlags) *cobra.Command {
 					}
 				}
 			}
+			if cmd.Flags().Changed("value-json") {
+				req.ValueJSON = json.RawMessage(valueJSON)
+			}
 			job, err := c.Replay(cmd.Context(), id, req, key)
 			if err != nil {
 				return err
@@ -442,6 +448,8 @@ func replayCommand(f *clientFlags) *cobra.Command {
 	cmd.Flags().StringArrayVar(&edit.setHeaders, "edit-header", nil, "set header name=value (repeatable)")
 	cmd.Flags().StringArrayVar(&edit.dropHeaders, "drop-header", nil, "leave header name out (repeatable)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "replay an edit without asking to confirm its diff")
+	cmd.Flags().StringVar(&valueJSON, "value-json", "", "replay with this value as JSON (the shape `show -o json` gives in "+
+		"value_decoded.json), encoded with the record's Schema Registry schema")
 	return cmd
 }
 

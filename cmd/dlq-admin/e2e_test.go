@@ -40,11 +40,19 @@ type stack struct {
 // newStack runs the routes of routeNames (records of other routes are not replayed).
 func newStack(t *testing.T, routeNames []string, replayTopics ...string) stack {
 	t.Helper()
+	return newStackWith(t, func(*api.Config) {}, routeNames, replayTopics...)
+}
+
+// newStackWith is newStack with the API's configuration adjusted by opt.
+func newStackWith(t *testing.T, opt func(*api.Config), routeNames []string, replayTopics ...string) stack {
+	t.Helper()
 	st := storetest.New(t)
 	a, err := auth.New([]auth.Token{{Name: "ada", SHA256: auth.Hash(adminToken), Role: auth.Admin}})
 	require.NoError(t, err)
-	srv, err := api.New(api.Config{Store: st, Auth: a, ReplayTopics: replayTopics, MaxBodyBytes: 1 << 20,
-		Log: zerolog.Nop(), Registerer: prometheus.NewRegistry()})
+	cfg := api.Config{Store: st, Auth: a, ReplayTopics: replayTopics, MaxBodyBytes: 1 << 20,
+		Log: zerolog.Nop(), Registerer: prometheus.NewRegistry()}
+	opt(&cfg)
+	srv, err := api.New(cfg)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)

@@ -17,6 +17,7 @@ import (
 	"github.com/dlqops/dlq/internal/daemon"
 	"github.com/dlqops/dlq/internal/masking"
 	"github.com/dlqops/dlq/internal/ops"
+	"github.com/dlqops/dlq/internal/schemas"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/version"
 )
@@ -88,9 +89,13 @@ func serve(ctx context.Context, cfg *adminconfig.Config) error {
 	if err != nil {
 		return err
 	}
+	registry, err := schemas.New(cfg.SchemaRegistry, srv.Registry)
+	if err != nil {
+		return err
+	}
 	handler, err := api.New(api.Config{
 		Store: store.New(pool, store.WithLogger(log)), Auth: authn, ReplayTopics: cfg.ReplayTopics,
-		MaxBodyBytes: cfg.MaxBodyBytes, Limits: cfg.Limits, Log: log, Registerer: srv.Registry, Masking: masker,
+		MaxBodyBytes: cfg.MaxBodyBytes, Limits: cfg.Limits, Log: log, Registerer: srv.Registry, Masking: masker, Schemas: registry,
 	})
 	if err != nil {
 		return err

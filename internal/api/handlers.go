@@ -95,10 +95,13 @@ func (s *Server) getRecord(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	m := s.cfg.Masking
 	if clear {
-		return http.StatusOK, toDetail(&rec, nil), nil
+		m = nil
 	}
-	return http.StatusOK, toDetail(&rec, s.cfg.Masking), nil
+	out := toDetail(&rec, m)
+	s.payloads.withDecoded(&out, &rec, m)
+	return http.StatusOK, out, nil
 }
 
 // checkTarget allows a replay target: the record's original topic, or a configured replay
@@ -144,6 +147,23 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if len(req.ValueJSON) > 0 {
+		if req.Value != nil {
+			return 0, nil, badParam("value_json", "give value or value_json, not both")
+		}
+		doc, err := s.masks.restoreJSON(s.payloads.decoded(rec.Value), req.ValueJSON)
+		if err != nil {
+			return 0, nil, err
+		}
+		v, err := s.payloads.valueFromJSON(&rec, doc)
+		if err != nil {
+			return 0, nil, err
+		}
+		if edit == nil {
+			edit = &store.Edit{}
+		}
+		edit.ValueSet, edit.Value = true, v
+	}
 	if rec.NoPayload() && (edit == nil || !edit.ValueSet) {
 		return 0, nil, noPayloadRecord()
 	}
@@ -157,6 +177,9 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	}
 	if edit != nil {
 		jr.Reason = editDiff(&rec, edit)
+		if len(req.ValueJSON) > 0 {
+			jr.Reason += "; value_json " + auditJSON(req.ValueJSON)
+		}
 	}
 	if err := s.checkDestinations(c, &jr); err != nil {
 		return 0, nil, err

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/url"
 	"regexp"
@@ -91,6 +92,25 @@ func (mk *masks) restoreEdit(rec *store.Record, e *store.Edit) error {
 		}
 	}
 	return nil
+}
+
+// restoreJSON puts back the clear values of the placeholders a value_json edit kept from
+// the masked decoded view (d, the registry's reading of the stored value), so that the
+// fields an editor could not see are encoded as stored, never as placeholder text.
+func (mk *masks) restoreJSON(d *Decoded, doc json.RawMessage) (json.RawMessage, error) {
+	if !mk.m.Enabled() {
+		return doc, nil
+	}
+	restore := masking.Restore{}
+	if d != nil && len(d.JSON) > 0 {
+		mk.m.Value(d.JSON, restore)
+	}
+	out, err := restore.Apply(doc)
+	var unknown *masking.UnknownPlaceholderError
+	if errors.As(err, &unknown) {
+		return nil, badParam("value_json", "%s", err.Error())
+	}
+	return out, err
 }
 
 // maskedMatch reads a listing's search by a masked field: masked_field names a JSON rule

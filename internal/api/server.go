@@ -23,6 +23,7 @@ import (
 
 	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/masking"
+	"github.com/dlqops/dlq/internal/schemas"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -41,6 +42,9 @@ type Config struct {
 	// Masking hides configured payload fields from every answer but an audited unmask;
 	// nil masks nothing.
 	Masking *masking.Masker
+	// Schemas decodes keys and values in the Schema Registry wire format and encodes
+	// value_json edits; nil when no schema_registry is configured.
+	Schemas *schemas.Registry
 	// Clock bounds bulk selections to the records stored before the request and drives
 	// the rate limits; time.Now when nil.
 	Clock func() time.Time
@@ -59,6 +63,8 @@ type Server struct {
 	// refusals.go: the audit rows of refused requests and sign-ins.
 	*refusalAudit
 	masks *masks
+	// decoded.go: payloads through the Schema Registry.
+	payloads decoding
 }
 
 // Route is one endpoint: method and path pattern (as in the spec, {name} for parameters)
@@ -88,7 +94,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg,
+		cfg: cfg, payloads: decoding{registry: cfg.Schemas},
 		log: cfg.Log.With().Str("component", "api").Logger(),
 		mux: http.NewServeMux(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{

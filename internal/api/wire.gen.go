@@ -4,6 +4,7 @@
 package api
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/dlqops/dlq/internal/store"
@@ -51,6 +52,27 @@ func (e BreakerStateState) Valid() bool {
 	case BreakerStateStateHalfOpen:
 		return true
 	case BreakerStateStateOpen:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DecodedFormat.
+const (
+	Avro     DecodedFormat = "avro"
+	JSON     DecodedFormat = "json"
+	Protobuf DecodedFormat = "protobuf"
+)
+
+// Valid indicates whether the value is a known member of the DecodedFormat enum.
+func (e DecodedFormat) Valid() bool {
+	switch e {
+	case Avro:
+		return true
+	case JSON:
+		return true
+	case Protobuf:
 		return true
 	default:
 		return false
@@ -185,6 +207,31 @@ type Coordinates struct {
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
 }
+
+// Decoded a key or value in the Confluent Schema Registry wire format (magic byte 0, 4-byte schema id), decoded through the configured registry; absent when no registry is configured or the bytes are not in the wire format. When it does not decode, json is absent and error says why: the bytes are still there.
+type Decoded struct {
+	// Format absent when the schema is unknown
+	Format   DecodedFormat `json:"format,omitempty"`
+	SchemaID int           `json:"schema_id"`
+
+	// Subject a subject that has the schema, where the registry says
+	Subject string `json:"subject,omitempty"`
+
+	// Version its version under subject
+	Version int `json:"version,omitempty"`
+
+	// Schema the schema's text
+	Schema string `json:"schema,omitempty"`
+
+	// JSON the decoded data as JSON: Avro records in field order, a union of null and one type as that type's value, other unions as {branch: value}, bytes as base64, decimals as strings, timestamps RFC 3339; Protobuf in its JSON mapping with the .proto field names
+	JSON json.RawMessage `json:"json,omitempty"`
+
+	// Error why the bytes did not decode: the schema id is unknown to the registry, or the bytes do not fit it
+	Error string `json:"error,omitempty"`
+}
+
+// DecodedFormat absent when the schema is unknown
+type DecodedFormat string
 
 // DiscardRequest defines model for DiscardRequest.
 type DiscardRequest struct {
@@ -422,6 +469,12 @@ type RecordDetail struct {
 
 	// Envelope our reading of the headers (every supported convention)
 	Envelope Envelope `json:"envelope"`
+
+	// KeyDecoded a key or value in the Confluent Schema Registry wire format (magic byte 0, 4-byte schema id), decoded through the configured registry; absent when no registry is configured or the bytes are not in the wire format. When it does not decode, json is absent and error says why: the bytes are still there.
+	KeyDecoded *Decoded `json:"key_decoded,omitempty"`
+
+	// ValueDecoded a key or value in the Confluent Schema Registry wire format (magic byte 0, 4-byte schema id), decoded through the configured registry; absent when no registry is configured or the bytes are not in the wire format. When it does not decode, json is absent and error says why: the bytes are still there.
+	ValueDecoded *Decoded `json:"value_decoded,omitempty"`
 }
 
 // RecordPage defines model for RecordPage.
@@ -447,6 +500,9 @@ type ReplayRequest struct {
 
 	// Headers replace the record's foreign headers in what is sent; our own headers are written as for any replay
 	Headers *[]Header `json:"headers,omitempty"`
+
+	// ValueJSON the value as JSON (the shape of value_decoded.json), encoded under the record's schema id in the wire format (magic byte 0, the same schema id; Protobuf the same message); refused with 422 schema-mismatch naming the field (value_json.<path>) that does not fit. Not with value. The audit row shows the JSON.
+	ValueJSON json.RawMessage `json:"value_json,omitempty"`
 }
 
 // RouteControl defines model for RouteControl.

@@ -29,6 +29,7 @@ import (
 	"github.com/dlqops/dlq/internal/jobs/jobstest"
 	"github.com/dlqops/dlq/internal/kafkaclient"
 	"github.com/dlqops/dlq/internal/routes"
+	"github.com/dlqops/dlq/internal/schemas"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
 	"github.com/dlqops/dlq/internal/testenv"
@@ -82,8 +83,11 @@ func newEnv(t *testing.T, configure ...func(*api.Config)) *env {
 		{Name: "sam", SHA256: auth.Hash(scopedToken), Role: auth.Admin, Topics: []string{e.orders}},
 	})
 	require.NoError(t, err)
+	registry, err := schemas.New(schemas.Config{URL: testenv.SchemaRegistryURL(t)}, nil)
+	require.NoError(t, err)
+	t.Cleanup(registry.Close)
 	cfg := api.Config{Store: st, Auth: a, ReplayTopics: []string{e.replay}, MaxBodyBytes: 1 << 20,
-		Log: zerolog.Nop(), Registerer: prometheus.NewRegistry()}
+		Log: zerolog.Nop(), Registerer: prometheus.NewRegistry(), Schemas: registry}
 	for _, c := range configure {
 		c(&cfg)
 	}

@@ -23,6 +23,18 @@ type payload struct {
 	// SchemaID is set for the Confluent Schema Registry wire format: magic byte 0, then a
 	// 4-byte big-endian schema id, then the serialized data (shown after those 5 bytes).
 	SchemaID *uint32
+	// Decoded is the registry's reading of wire-format bytes, when a registry is
+	// configured.
+	Decoded *decodedView
+}
+
+// decodedView is what the record page shows of a decoded key or value: the format and
+// schema above the JSON, or why it did not decode above the hex dump.
+type decodedView struct {
+	Format, Subject, Error string
+	Version                int
+	// Schema is the schema's text, pretty-printed when it is JSON (Avro, JSON Schema).
+	Schema string
 }
 
 // payloadBlock is a payload with its heading, for the record page's template.
@@ -42,9 +54,10 @@ func decodeBytes(b api.Bytes) []byte {
 	return raw
 }
 
-// viewPayload shows a key or value: pretty JSON when it parses, text when it is printable
-// UTF-8, a hex dump otherwise.
-func viewPayload(b api.Bytes) payload {
+// viewPayload shows a key or value: the registry's decoding as pretty JSON when there is
+// one, else pretty JSON when it parses, text when it is printable UTF-8, a hex dump
+// otherwise.
+func viewPayload(b api.Bytes, dec *api.Decoded) payload {
 	raw := decodeBytes(b)
 	p := payload{Null: b.Null, Size: len(raw)}
 	if p.Null {
@@ -56,6 +69,16 @@ func viewPayload(b api.Bytes) payload {
 		raw = raw[5:]
 	}
 	p.Kind, p.Text = describe(raw)
+	if dec != nil {
+		p.Decoded = &decodedView{Format: string(dec.Format), Subject: dec.Subject, Version: dec.Version, Error: dec.Error}
+		p.Decoded.Schema = dec.Schema
+		if kind, pretty := describe([]byte(dec.Schema)); kind == "json" {
+			p.Decoded.Schema = pretty
+		}
+		if len(dec.JSON) > 0 {
+			p.Kind, p.Text = describe(dec.JSON)
+		}
+	}
 	return p
 }
 

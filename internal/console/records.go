@@ -195,7 +195,7 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 		s.failAPI(w, r, sess, err)
 		return
 	}
-	page := recordPage{RecordDetail: d, Key: viewPayload(d.Key), Value: viewPayload(d.Value),
+	page := recordPage{RecordDetail: d, Key: viewPayload(d.Key, d.KeyDecoded), Value: viewPayload(d.Value, d.ValueDecoded),
 		Headers: viewHeaders(d.Headers), ReplayTopics: s.cfg.ReplayTopics, IdempotencyKey: randomToken(),
 		Edit: newEditForm(&d), History: history.Entries, Edits: historyEdits(&d, history.Entries), MoreHistory: history.NextBefore != 0,
 		NoPayload: d.Record.Reason == store.ReasonSourceUnavailable && d.Key.Null && d.Value.Null}

@@ -15,6 +15,7 @@ import (
 	"github.com/dlqops/dlq/internal/logging"
 	"github.com/dlqops/dlq/internal/masking"
 	"github.com/dlqops/dlq/internal/ops"
+	"github.com/dlqops/dlq/internal/schemas"
 	"github.com/dlqops/dlq/internal/store"
 )
 
@@ -40,6 +41,9 @@ type Config struct {
 	// Masking hides configured payload fields from callers without the unmask
 	// permission.
 	Masking masking.Config `yaml:"masking"`
+	// SchemaRegistry is the Confluent-compatible Schema Registry that decodes keys and
+	// values in its wire format and encodes value_json edits. Optional.
+	SchemaRegistry schemas.Config `yaml:"schema_registry"`
 	// AllowDevTokens accepts the well-known development tokens of the example
 	// configuration; `make dev` sets it, nothing else should.
 	AllowDevTokens bool `yaml:"allow_dev_tokens"`
@@ -71,7 +75,7 @@ func (a *Config) WithDefaults() {
 
 // Validate implements config.Validatable.
 func (a *Config) Validate() error {
-	errs := []error{a.Log.Validate(), a.HTTP.Validate(), a.Database.Validate(), config.ValidateGrace(a.ShutdownGrace), a.Limits.Validate()}
+	errs := []error{a.Log.Validate(), a.HTTP.Validate(), a.Database.Validate(), config.ValidateGrace(a.ShutdownGrace), a.Limits.Validate(), a.SchemaRegistry.Validate()}
 	if !a.HTTP.Loopback() && a.HTTP.TLSCertFile == "" && !a.HTTP.AllowInsecure {
 		// Bearer tokens would cross the network in clear.
 		errs = append(errs, fmt.Errorf("http.listen: %q is not a loopback address: set http.tls_cert_file and "+

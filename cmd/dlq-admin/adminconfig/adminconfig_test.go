@@ -44,6 +44,12 @@ func TestAdminRejects(t *testing.T) {
 		"hostile json path":       {tok + "masking: {json_paths: ['$..[?(@.x)]'], hash_key_file: /dev/null}\n", "masking.json_paths[0]"},
 		"regexp matching nothing": {tok + "masking: {patterns: ['x*']}\n", "masking.patterns[0]"},
 		"rules without a key":     {tok + "masking: {headers: [authorization]}\n", "masking.hash_key_file"},
+		"registry not a URL":      {tok + "schema_registry: {url: 'registry:8081'}\n", "schema_registry.url"},
+		"registry auth, no url":   {tok + "schema_registry: {token_file: /t}\n", "schema_registry.url: required"},
+		"registry user, no pass":  {tok + "schema_registry: {url: 'http://r:8081', username: u}\n", "schema_registry.username and schema_registry.password_file"},
+		"registry basic and bearer": {tok + "schema_registry: {url: 'http://r:8081', username: u, password_file: /p, token_file: /t}\n",
+			"schema_registry.token_file"},
+		"registry cert without key": {tok + "schema_registry: {url: 'https://r:8081', cert_file: /c}\n", "schema_registry.cert_file"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var a Config
