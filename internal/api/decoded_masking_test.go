@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -115,4 +116,35 @@ func TestReplayValueJSONKeepsMasked(t *testing.T) {
 		map[string]any{"value_json": map[string]any{"card": map[string]any{"number": "[masked:0123456789abcdef]"}, "name": "Anna"}})
 	require.Equal(t, http.StatusBadRequest, r.status, string(r.body))
 	hasField(t, r, "value_json")
+}
+
+// A masked field whose placeholder does not fit its type (a number) cannot be re-encoded:
+// the bytes are withheld rather than shown in clear, and the decoded value says so.
+func TestDecodedMaskedBytesWithheld(t *testing.T) {
+	t.Parallel()
+	const numbered = `{"type":"record","name":"Order","namespace":"shop","fields":[
+ {"name":"card","type":{"type":"record","name":"Card","fields":[{"name":"number","type":"long"}]}}]}`
+	sr := schematest.Connect(t)
+	schemaID, _ := sr.Register(t, "AVRO", numbered)
+	m := testMasker(t)
+	b := setupWith(t, storetest.New(t), withSchemas(t, sr.URL), func(c *api.Config) { c.Masking = m })
+	const number = int64(4111111111111111)
+	data, err := avro.Marshal(avro.MustParse(numbered), map[string]any{"card": map[string]any{"number": number}})
+	require.NoError(t, err)
+	raw := schematest.Wire(schemaID, data)
+	id := b.park("orders", 1, func(_ int, r *store.NewRecord) { r.Value = raw })[0]
+
+	r := b.do("GET", path("/v1/records/%d", id), viewerToken, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var d api.RecordDetail
+	r.decode(t, &d)
+	require.Empty(t, d.Value.Base64, "the bytes hold the number in clear")
+	require.Nil(t, d.Value.UTF8)
+	require.JSONEq(t, `{"card":{"number":"`+m.Placeholder([]byte("4111111111111111"))+`"}}`, string(d.ValueDecoded.JSON))
+	require.Contains(t, d.ValueDecoded.Error, "withheld")
+
+	r = b.do("GET", path("/v1/records/%d?unmask=true", id), adminToken, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	r.decode(t, &d)
+	require.Equal(t, base64.StdEncoding.EncodeToString(raw), d.Value.Base64, "in clear for an unmasking admin")
 }
