@@ -68,7 +68,8 @@ func (s decoding) maskDecoded(d *Decoded, raw []byte, shown *Bytes, m *masking.M
 
 // valueFromJSON encodes an operator's JSON as the record's value: under the schema id
 // (and Protobuf message) of the value it replaces.
-func (s decoding) valueFromJSON(rec *store.Record, doc json.RawMessage) ([]byte, error) {
+// version, when not 0, is another version of the value's subject to encode under.
+func (s decoding) valueFromJSON(rec *store.Record, doc json.RawMessage, version int) ([]byte, error) {
 	refuse := func(field, detail string) *Problem {
 		p := probSchemaMismatch.with(detail)
 		p.Field = field
@@ -77,7 +78,13 @@ func (s decoding) valueFromJSON(rec *store.Record, doc json.RawMessage) ([]byte,
 	if s.registry == nil {
 		return nil, refuse("value_json", "no schema_registry is configured: give the value as bytes")
 	}
-	out, err := s.registry.Encode(rec.Value, doc)
+	var out []byte
+	var err error
+	if version != 0 {
+		out, err = s.registry.EncodeVersion(rec.Value, doc, version)
+	} else {
+		out, err = s.registry.Encode(rec.Value, doc)
+	}
 	var fe *schemas.FieldError
 	switch {
 	case err == nil:
@@ -92,6 +99,8 @@ func (s decoding) valueFromJSON(rec *store.Record, doc json.RawMessage) ([]byte,
 		return nil, refuse("value_json", "the record's value is not in the Schema Registry wire format: give the value as bytes")
 	case errors.Is(err, schemas.ErrUnknownSchema):
 		return nil, refuse("value_json", err.Error())
+	case errors.Is(err, schemas.ErrNoSuchVersion):
+		return nil, refuse("value_schema_version", err.Error())
 	}
 	return nil, err
 }
