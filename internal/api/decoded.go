@@ -37,19 +37,39 @@ func (s decoding) decoded(b []byte) *Decoded {
 
 // withDecoded adds the decoded key and value to a record's representation, their JSON
 // masked by m's paths as a JSON payload's are (nil m: in clear), so that a field hidden in
-// a JSON record stays hidden when the same field comes through Avro or Protobuf.
+// a JSON record stays hidden when the same field comes through Avro or Protobuf. The bytes
+// of such a key or value would still show the field (an Avro string is written as its
+// text), so they become the masked JSON encoded under the same schema id, or are withheld
+// (empty) when a placeholder does not fit the field's type.
 func (s decoding) withDecoded(out *RecordDetail, rec *store.Record, m *masking.Masker) {
 	out.KeyDecoded, out.ValueDecoded = s.decoded(rec.Key), s.decoded(rec.Value)
-	for _, d := range []*Decoded{out.KeyDecoded, out.ValueDecoded} {
-		if d != nil && len(d.JSON) > 0 {
-			d.JSON = m.Value(d.JSON, masking.Restore{})
-		}
+	s.maskDecoded(out.KeyDecoded, rec.Key, &out.Key, m)
+	s.maskDecoded(out.ValueDecoded, rec.Value, &out.Value, m)
+}
+
+// maskDecoded masks d's JSON by m's paths and, when that hid something, replaces the
+// bytes shown beside it (raw: as stored) by the masked JSON encoded like raw.
+func (s decoding) maskDecoded(d *Decoded, raw []byte, shown *Bytes, m *masking.Masker) {
+	if d == nil || len(d.JSON) == 0 || !m.Enabled() {
+		return
+	}
+	clear := d.JSON
+	d.JSON = m.Value(clear, masking.Restore{})
+	if bytes.Equal(clear, d.JSON) {
+		return
+	}
+	if b, err := s.registry.Encode(raw, d.JSON); err == nil {
+		*shown = toBytes(b)
+	} else {
+		*shown = Bytes{}
+		d.Error = "the bytes are withheld: a masked field's placeholder does not fit its type in the schema"
 	}
 }
 
 // valueFromJSON encodes an operator's JSON as the record's value: under the schema id
 // (and Protobuf message) of the value it replaces.
-func (s decoding) valueFromJSON(rec *store.Record, doc json.RawMessage) ([]byte, error) {
+// version, when not 0, is another version of the value's subject to encode under.
+func (s decoding) valueFromJSON(rec *store.Record, doc json.RawMessage, version int) ([]byte, error) {
 	refuse := func(field, detail string) *Problem {
 		p := probSchemaMismatch.with(detail)
 		p.Field = field
@@ -58,7 +78,13 @@ func (s decoding) valueFromJSON(rec *store.Record, doc json.RawMessage) ([]byte,
 	if s.registry == nil {
 		return nil, refuse("value_json", "no schema_registry is configured: give the value as bytes")
 	}
-	out, err := s.registry.Encode(rec.Value, doc)
+	var out []byte
+	var err error
+	if version != 0 {
+		out, err = s.registry.EncodeVersion(rec.Value, doc, version)
+	} else {
+		out, err = s.registry.Encode(rec.Value, doc)
+	}
 	var fe *schemas.FieldError
 	switch {
 	case err == nil:
@@ -73,6 +99,8 @@ func (s decoding) valueFromJSON(rec *store.Record, doc json.RawMessage) ([]byte,
 		return nil, refuse("value_json", "the record's value is not in the Schema Registry wire format: give the value as bytes")
 	case errors.Is(err, schemas.ErrUnknownSchema):
 		return nil, refuse("value_json", err.Error())
+	case errors.Is(err, schemas.ErrNoSuchVersion):
+		return nil, refuse("value_schema_version", err.Error())
 	}
 	return nil, err
 }

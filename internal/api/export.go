@@ -18,7 +18,7 @@ const exportAuditTimeout = 10 * time.Second
 
 // exportRecords is the handler that streams the records a listing's filters select,
 // within the token's topics, as JSON lines, each line what GET /v1/records/{id} answers for
-// the record (toDetail, masked as there), oldest first. The selection ends at the request's time, as a bulk
+// the record (toDetail and the decoded key and value, masked as there), oldest first. The selection ends at the request's time, as a bulk
 // job's does, so that records parked meanwhile do not stretch it. The export is audited
 // with its filter and how many records it wrote.
 func exportRecords(s *Server) handler {
@@ -65,7 +65,9 @@ func (e *export) stream(w http.ResponseWriter) error {
 	var err error
 	for len(e.page) > 0 && err == nil {
 		for i := range e.page {
-			if err = enc.Encode(toDetail(&e.page[i], e.s.cfg.Masking)); err != nil {
+			d := toDetail(&e.page[i], e.s.cfg.Masking)
+			e.s.payloads.withDecoded(&d, &e.page[i], e.s.cfg.Masking)
+			if err = enc.Encode(d); err != nil {
 				break
 			}
 			written++

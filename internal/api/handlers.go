@@ -147,6 +147,9 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if req.ValueSchemaVersion != 0 && len(req.ValueJSON) == 0 {
+		return 0, nil, badParam("value_schema_version", "only with value_json")
+	}
 	if len(req.ValueJSON) > 0 {
 		if req.Value != nil {
 			return 0, nil, badParam("value_json", "give value or value_json, not both")
@@ -155,7 +158,7 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		v, err := s.payloads.valueFromJSON(&rec, doc)
+		v, err := s.payloads.valueFromJSON(&rec, doc, req.ValueSchemaVersion)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -503,6 +503,9 @@ type ReplayRequest struct {
 
 	// ValueJSON the value as JSON (the shape of value_decoded.json), encoded under the record's schema id in the wire format (magic byte 0, the same schema id; Protobuf the same message); refused with 422 schema-mismatch naming the field (value_json.<path>) that does not fit. Not with value. The audit row shows the JSON.
 	ValueJSON json.RawMessage `json:"value_json,omitempty"`
+
+	// ValueSchemaVersion with value_json: encode under this version of the subject of the record's value schema instead of the record's own schema id (the bytes carry that version's id); a version the subject does not have is refused with 422 schema-mismatch naming value_schema_version
+	ValueSchemaVersion int `json:"value_schema_version,omitempty"`
 }
 
 // RouteControl defines model for RouteControl.

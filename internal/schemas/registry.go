@@ -129,6 +129,40 @@ func (r *Registry) Encode(like, doc []byte) ([]byte, error) {
 	return joinWire(id, data), nil
 }
 
+// ErrNoSuchVersion: the version asked for is not one of the subject of the schema the
+// record's bytes were written with.
+var ErrNoSuchVersion = errors.New("no such version of the subject")
+
+// EncodeVersion encodes a JSON document as Encode does, but under version of the subject
+// of like's schema: a newer (or older) compatible version chosen by the operator. Only a
+// version of that subject is taken, so an edit never changes what the data is.
+func (r *Registry) EncodeVersion(like, doc []byte, version int) ([]byte, error) {
+	id, likeData, ok := splitWire(like)
+	if !ok {
+		return nil, ErrNotWireFormat
+	}
+	s, err := r.schema(id)
+	if err != nil {
+		return nil, err
+	}
+	if s.subject == "" {
+		return nil, fmt.Errorf("%w: the registry names no subject for schema %d", ErrNoSuchVersion, id)
+	}
+	md, err := r.client.GetSchemaMetadata(s.subject, version)
+	if err != nil {
+		return nil, fmt.Errorf("%w: subject %q has no version %d (%v)", ErrNoSuchVersion, s.subject, version, err)
+	}
+	target, err := r.schema(md.ID)
+	if err != nil {
+		return nil, err
+	}
+	data, err := target.encode(likeData, doc)
+	if err != nil {
+		return nil, err
+	}
+	return joinWire(md.ID, data), nil
+}
+
 // ErrUnknownSchema: the registry does not know the schema id (or cannot be asked).
 var ErrUnknownSchema = errors.New("unknown schema")
 

@@ -47,6 +47,16 @@ func (r *Registry) Register(t testing.TB, schemaType, text string) (id int, subj
 	return id, subject
 }
 
+// RegisterVersion registers schema text as the next version of subject and returns its id.
+func (r *Registry) RegisterVersion(t testing.TB, subject, schemaType, text string) (id int) {
+	t.Helper()
+	unlock := registering(t)
+	defer unlock()
+	id, err := r.client.Register(subject, schemaregistry.SchemaInfo{Schema: text, SchemaType: schemaType}, false)
+	require.NoError(t, err, "register %s schema under %s", schemaType, subject)
+	return id
+}
+
 // Wire frames data under schema id: magic byte 0, the id big-endian, the data.
 func Wire(id int, data []byte) []byte {
 	out := []byte{0, 0, 0, 0, 0}
