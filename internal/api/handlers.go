@@ -24,6 +24,9 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 	if f.Masked, err = s.masks.maskedMatch(c.r.URL.Query()); err != nil {
 		return 0, nil, err
 	}
+	if err := s.masks.contentSearch(c, &f); err != nil {
+		return 0, nil, err
+	}
 	f.OriginalTopics = c.principal.Topics
 	page, err := s.cfg.Store.List(c.r.Context(), f, cursor, limit)
 	if err != nil {
@@ -45,6 +48,9 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 func (s *Server) listIncidents(c *call) (int, any, error) {
 	f, limit, err := incidentsQuery(c.r, s.cfg.Clock())
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.masks.contentSearch(c, &f); err != nil {
 		return 0, nil, err
 	}
 	f.OriginalTopics = c.principal.Topics
@@ -401,6 +407,9 @@ func (s *Server) bulkRequest(c *call, kind store.JobKind, req *BulkRequest) (sto
 			if !slices.Contains(bulkStatuses, st) {
 				return jr, badParam("filter.statuses", "bulk jobs select parked or scheduled records, not %q", st)
 			}
+		}
+		if err := s.masks.contentSearch(c, &f); err != nil {
+			return jr, err
 		}
 		f.OriginalTopics = c.principal.Topics
 		now := s.cfg.Clock().UTC()

@@ -113,6 +113,29 @@ func (mk *masks) restoreJSON(d *Decoded, doc json.RawMessage) (json.RawMessage, 
 	return out, err
 }
 
+// contentSearch refuses a search by content that could read masked values back: a
+// substring search over the stored clear bytes answers "is the card number 4111…?" one
+// guess at a time. Callers without unmask search masked fields by exact match only
+// (masked_field), which compares keyed hashes.
+func (mk *masks) contentSearch(c *call, f *store.Filter) error {
+	if c.principal.Unmask {
+		return nil
+	}
+	refuse := func(field string) error {
+		p := probForbidden.with("a search by content where fields are masked needs the unmask permission (tokens[].unmask); " +
+			"search a masked field by exact match with masked_field and masked_value")
+		p.Field = field
+		return p
+	}
+	switch {
+	case len(f.ValueContains) > 0 && mk.m.MasksValues():
+		return refuse("value_contains")
+	case len(f.HeaderValueContains) > 0 && mk.m.Enabled() && mk.m.SearchHeader(f.Header):
+		return refuse("header_value_contains")
+	}
+	return nil
+}
+
 // maskedMatch reads a listing's search by a masked field: masked_field names a JSON rule
 // without * or header:<name> of a header rule, and masked_value (the clear value, hashed
 // here) or masked_hash (as a placeholder shows it) what it must hold.

@@ -9,12 +9,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/dlqops/dlq/internal/api"
+	"github.com/dlqops/dlq/internal/auth"
 	"github.com/dlqops/dlq/internal/masking"
 	"github.com/dlqops/dlq/internal/store"
 	"github.com/dlqops/dlq/internal/store/storetest"
@@ -241,4 +243,53 @@ func TestExportIsMasked(t *testing.T) {
 		require.Equal(t, `{"card": {"number": "`+card+`"}, "name": "Ann"}`, *d.Value.UTF8)
 		require.Equal(t, token, *d.Headers[len(d.Headers)-1].Value.UTF8)
 	}
+}
+
+// TestContentSearchKeepsMaskedValues: a search by content over masked values would read
+// them back one guess at a time, so without unmask it is refused on the listing, the
+// incidents, the export and a bulk filter, naming the field; a token with unmask searches,
+// and a header that is not masked stays searchable by everyone.
+func TestContentSearchKeepsMaskedValues(t *testing.T) {
+	t.Parallel()
+	b, m, orders, _ := setupMasked(t)
+	forbidden := func(r response, field string) {
+		t.Helper()
+		require.Equal(t, http.StatusForbidden, r.status, string(r.body))
+		require.Equal(t, field, r.problem(t).Field)
+		require.NotContains(t, string(r.body), clearCard)
+	}
+	guess := url.Values{"value_contains": {"4111"}}.Encode()
+	for _, tok := range []string{viewerToken, operatorToken} {
+		for _, listing := range []string{"/v1/records", "/v1/incidents", "/v1/records/export"} {
+			forbidden(b.do("GET", listing+"?"+guess, tok, nil), "value_contains")
+		}
+		forbidden(b.do("GET", "/v1/records?header=Authorization&header_value_contains=s3cr", tok, nil), "header_value_contains")
+	}
+
+	// An admin whose token withholds unmask runs bulk jobs, not guesses.
+	const maskedAdmin = "admin-no-unmask-Qm3cVd81kLp0ZtYx"
+	a, err := auth.New(append(slices.Clone(tokens), auth.Token{Name: "nora", SHA256: auth.Hash(maskedAdmin), Role: auth.Admin,
+		Unmask: ptr(false)}))
+	require.NoError(t, err)
+	nb := setupWith(t, b.store, func(c *api.Config) { c.Masking = m; c.Auth = a })
+	forbidden(nb.do("POST", "/v1/bulk/discard", maskedAdmin, api.BulkRequest{DryRun: true, Reason: "guess",
+		Filter: &api.Filter{ValueContains: ptr("4111")}}), "value_contains")
+	forbidden(nb.do("GET", "/v1/records?"+guess, maskedAdmin, nil), "value_contains")
+
+	found := func(tok, q string) []int64 {
+		t.Helper()
+		r := b.do("GET", "/v1/records?"+q, tok, nil)
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		var page api.RecordPage
+		r.decode(t, &page)
+		var ids []int64
+		for _, rec := range page.Records {
+			ids = append(ids, rec.ID)
+		}
+		return ids
+	}
+	require.Contains(t, found(adminToken, guess), orders, "a token with unmask searches the clear bytes")
+	require.Equal(t, []int64{orders}, found(scopedToken, guess), "within its topics")
+	require.Contains(t, found(viewerToken, "header=originalTopic&header_value_contains=ord"), orders,
+		"a header that is not masked is searched by anyone")
 }

@@ -24,6 +24,12 @@ func (m *Masker) Enabled() bool {
 	return m != nil && len(m.paths)+len(m.headers)+len(m.patterns) > 0
 }
 
+// MasksValues reports whether m masks anything in record values (JSON paths or text
+// patterns), as opposed to headers only.
+func (m *Masker) MasksValues() bool {
+	return m != nil && len(m.paths)+len(m.patterns) > 0
+}
+
 // placeholderSyntax finds placeholders in text; HashLen hex digits of the hash.
 var placeholderSyntax = regexp.MustCompile(`\[masked:[0-9a-f]{16}\]`)
 
