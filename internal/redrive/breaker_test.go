@@ -2,19 +2,14 @@ package redrive_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dlqops/dlq/deadletter"
 	"github.com/dlqops/dlq/internal/redrive"
 	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store"
@@ -22,50 +17,6 @@ import (
 	"github.com/dlqops/dlq/internal/testenv"
 	"github.com/dlqops/dlq/internal/testenv/kafkatest"
 )
-
-// outageService is a service of topic whose downstream is down until recovered: while
-// down it dead-letters every record through the public deadletter package; once up it
-// handles each, and counts the keys it handled.
-type outageService struct {
-	down    atomic.Bool
-	mu      sync.Mutex
-	handled map[string]bool
-}
-
-func runOutageService(t *testing.T, bootstrap, topic, dlq string) *outageService {
-	t.Helper()
-	s := &outageService{handled: map[string]bool{}}
-	s.down.Store(true)
-	pub, err := deadletter.NewPublisher(deadletter.PublisherConfig{BootstrapServers: bootstrap, Topic: dlq})
-	require.NoError(t, err)
-	outage := errors.New("service B: downstream unavailable")
-	svc, err := deadletter.NewConsumer(deadletter.ConsumerConfig{BootstrapServers: bootstrap, Group: testenv.UniqueName("svc-"),
-		Topics: []string{topic}, Log: zerolog.Nop()}, pub, func(_ context.Context, m *kafka.Message) error {
-		if s.down.Load() {
-			return outage
-		}
-		s.mu.Lock()
-		s.handled[string(m.Key)] = true
-		s.mu.Unlock()
-		return nil
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-		pub.Close(10 * time.Second)
-	})
-	return s
-}
-
-func (s *outageService) handledKeys() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.handled)
-}
 
 func highWatermark(t *testing.T, topic string) int64 {
 	t.Helper()
@@ -85,11 +36,14 @@ func highWatermark(t *testing.T, topic string) int64 {
 
 // A downstream outage is not amplified: 2,000 dead letters whose service is down (every
 // redriven record comes straight back to the DLQ), a route with backoff none, max_retries
-// 1000 and a 2 s schedule, and the default breaker. Over the scenario's 60 s the worker
-// produces at most 3,000 records to the source (without the breaker, one backlog per
-// run) and the breaker is open; the records it holds wait as scheduled, their retry
-// counts untouched. When the service recovers, the half-open breaker's probes do not come
-// back, it closes and the backlog drains without an operator; nothing is lost.
+// 1000 and a 2 s schedule, and the default breaker. Without the breaker the route sends
+// the backlog again every run, 30 backlogs a minute. With it, the route has sent at most
+// 3,000 records to the source when the breaker opens: the backlog once, and again only
+// what came back before half of it had (ratio 0.5), so the bound holds however slowly
+// the records come back. Once open, the route sends nothing but its probes for open_for
+// (a minute), and the records it holds wait as scheduled, their retry counts untouched.
+// When the service recovers, the half-open breaker's probes do not come back, it closes
+// and the backlog drains without an operator; nothing is lost.
 func TestBreakerHoldsADownstreamOutage(t *testing.T) {
 	t.Parallel()
 	const n = 2000
@@ -104,8 +58,10 @@ func TestBreakerHoldsADownstreamOutage(t *testing.T) {
 		msgs[i] = &kafka.Message{Key: []byte(fmt.Sprintf("k%04d", i)), Value: []byte("order"), TopicPartition: kafka.TopicPartition{Partition: kafka.PartitionAny}}
 	}
 	produce(t, orders, msgs...)
+	outageStart := time.Now()
 	require.Eventually(t, func() bool { return highWatermark(t, dlq) == n }, 2*time.Minute, 100*time.Millisecond,
 		"the service dead-letters every record")
+	t.Logf("the service dead-lettered the backlog in %s", time.Since(outageStart))
 
 	rc := route(testenv.UniqueName("breaker-"), dlq)
 	rc.Schedule = "@every 2s"
@@ -115,13 +71,25 @@ func TestBreakerHoldsADownstreamOutage(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	before := highWatermark(t, orders)
 	startEngineWith(t, redrive.Options{Store: st, Kafka: kcfg(t), Registry: reg}, rc)
-	time.Sleep(60 * time.Second) // the scenario's span: the outage as the schedule meets it
-	produced := highWatermark(t, orders) - before
-	state := gaugeValue(t, reg, "dlq_worker_route_breaker_state", rc.Name)
-	t.Logf("produced to the source in 60 s: %d records (%.2f× the backlog), breaker state %v", produced, float64(produced)/n, state)
-	require.GreaterOrEqual(t, produced, int64(n), "the first run redrives the backlog")
-	require.LessOrEqual(t, produced, int64(3000))
-	require.Equal(t, 1.0, state, "the breaker is open")
+	require.Eventually(t, func() bool { return gaugeValue(t, reg, "dlq_worker_route_breaker_state", rc.Name) == 1 },
+		5*time.Minute, 100*time.Millisecond, "the breaker opens")
+	opened := time.Now()
+	atOpen := highWatermark(t, orders) - before
+
+	// Two runs that start after the opening end: whatever was in flight when it opened is
+	// acknowledged, and the open breaker has had a run's time to hold the route.
+	afterRuns := func(k int) int64 {
+		require.Eventually(t, func() bool { return runsSince(t, st, rc.Name, opened) >= k }, 2*time.Minute, 100*time.Millisecond)
+		return highWatermark(t, orders) - before
+	}
+	settled := afterRuns(1)
+	produced := afterRuns(2)
+	bound := n + int64(routes.DefaultBreakerRatio*n)
+	t.Logf("produced to the source: %d records when the breaker opened, %d a run later (%.2f× the backlog, bound %d)",
+		atOpen, settled, float64(settled)/n, bound)
+	require.GreaterOrEqual(t, settled, int64(n), "the first run redrives the backlog")
+	require.LessOrEqual(t, settled, bound, "the backlog once, and again only what came back before the breaker opened")
+	require.LessOrEqual(t, produced-settled, int64(routes.DefaultBreakerProbes), "the open breaker sends at most its probes")
 	held := gaugeValue(t, reg, "dlq_worker_route_breaker_held_total", rc.Name)
 	require.Positive(t, held)
 	scheduled, err := st.ListAfter(context.Background(), store.Filter{Statuses: []store.Status{store.StatusScheduled}}, 0, 1000)
@@ -154,4 +122,18 @@ func TestBreakerHoldsADownstreamOutage(t *testing.T) {
 	require.Positive(t, audited["breaker_closed"])
 	rep := requireConserved(t, st, dlq, rc.Group)
 	t.Logf("held %v records; audit %v; %s", held, audited, rep)
+}
+
+// runsSince counts the runs of route that started after since and have ended.
+func runsSince(t *testing.T, st *store.Store, route string, since time.Time) int {
+	t.Helper()
+	runs, err := st.ListRuns(context.Background(), route, 20)
+	require.NoError(t, err)
+	k := 0
+	for _, r := range runs {
+		if r.StartedAt.After(since) && r.Status != store.RunRunning {
+			k++
+		}
+	}
+	return k
 }
