@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/dlqops/dlq/internal/routes"
 	"github.com/dlqops/dlq/internal/store/dbsqlc"
 )
 
@@ -166,8 +165,8 @@ func validateJobSpec(spec *JobSpec) error {
 		return &ValidationError{Field: "rate_per_second", Reason: "negative"}
 	case spec.Edit != nil && (spec.Kind != JobReplay || len(spec.RecordIDs) != 1):
 		return &ValidationError{Field: "edit", Reason: "only a replay of one record may be edited"}
-	case spec.RedriveTo != "" && (spec.Kind != JobReplay || !routes.ValidRedriveTo(spec.RedriveTo)):
-		return &ValidationError{Field: "redrive_to", Reason: fmt.Sprintf("%q: a replay's redrive_to is source, group_topic or group_header", spec.RedriveTo)}
+	case spec.RedriveTo != "" && spec.Kind != JobReplay:
+		return &ValidationError{Field: "redrive_to", Reason: "only a replay goes by the group that failed its records"}
 	}
 	return nil
 }
