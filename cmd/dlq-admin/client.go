@@ -219,6 +219,10 @@ func dash(s string) string {
 }
 
 // origin is topic/partition/offset as far as the headers told.
+// redriveToUsage explains a replay's --redrive-to.
+const redriveToUsage = "where each record goes by the consumer group that failed it: source (default), " +
+	"group_topic (that group's own topic) or group_header (the topic, addressed to that group)"
+
 func origin(o api.Origin) string {
 	if o.Topic == "" {
 		return "- (unknown: no original topic in the headers)"
@@ -437,6 +441,7 @@ func replayCommand(f *clientFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&req.TargetTopic, "to", "", "target topic (default: the original topic; else one of replay_topics)")
+	cmd.Flags().StringVar((*string)(&req.RedriveTo), "redrive-to", "", redriveToUsage)
 	cmd.Flags().BoolVar(&req.ResetRetry, "reset-retry", false, "reset the retry count to 0")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "a retried command with the same key returns the same job")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the worker has replayed it")
@@ -533,6 +538,7 @@ func bulkCommand(f *clientFlags) *cobra.Command {
 		fl.BoolVar(&detach, "detach", false, "do not wait for the job")
 		if kind == store.JobReplay {
 			fl.StringVar(&req.TargetTopic, "to", "", "target topic (default: each record's original topic)")
+			fl.StringVar((*string)(&req.RedriveTo), "redrive-to", "", redriveToUsage)
 			fl.BoolVar(&req.ResetRetry, "reset-retry", false, "reset retry counts to 0")
 			fl.IntVar(&req.RatePerSecond, "rate", 0, "records per second (0: unlimited)")
 		} else {

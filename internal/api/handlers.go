@@ -145,6 +145,10 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	case req.TargetTopic == "" && !headers.ValidTopicName(rec.Origin.Topic):
 		return 0, nil, badParam("target_topic", "the record's original topic is not a valid topic name: give one of the replay topics")
 	}
+	redriveTo, err := replayRedriveTo(req.RedriveTo)
+	if err != nil {
+		return 0, nil, err
+	}
 	key, err := idempotencyKey(c)
 	if err != nil {
 		return 0, nil, err
@@ -181,7 +185,7 @@ func (s *Server) replayRecord(c *call) (int, any, error) {
 	}
 	jr := store.JobRequest{
 		JobSpec: store.JobSpec{Kind: store.JobReplay, RecordIDs: []int64{rec.ID}, TargetTopic: req.TargetTopic,
-			ResetRetry: req.ResetRetry, ConfirmedCount: 1, Edit: edit},
+			RedriveTo: redriveTo, ResetRetry: req.ResetRetry, ConfirmedCount: 1, Edit: edit},
 		IdempotencyKey: key,
 	}
 	if edit != nil {
@@ -363,10 +367,14 @@ func (s *Server) bulkRequest(c *call, kind store.JobKind, req *BulkRequest) (sto
 		if req.RatePerSecond < 0 {
 			return jr, badParam("rate_per_second", "must not be negative")
 		}
-		jr.TargetTopic, jr.ResetRetry, jr.RatePerSecond = req.TargetTopic, req.ResetRetry, req.RatePerSecond
+		redriveTo, err := replayRedriveTo(req.RedriveTo)
+		if err != nil {
+			return jr, err
+		}
+		jr.TargetTopic, jr.RedriveTo, jr.ResetRetry, jr.RatePerSecond = req.TargetTopic, redriveTo, req.ResetRetry, req.RatePerSecond
 	case store.JobDiscard:
-		if req.TargetTopic != "" || req.ResetRetry || req.RatePerSecond != 0 {
-			return jr, badParam("target_topic", "target_topic, reset_retry and rate_per_second are for replays")
+		if req.TargetTopic != "" || req.RedriveTo != "" || req.ResetRetry || req.RatePerSecond != 0 {
+			return jr, badParam("target_topic", "target_topic, redrive_to, reset_retry and rate_per_second are for replays")
 		}
 		why, err := reason("reason", req.Reason)
 		if err != nil {

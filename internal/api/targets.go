@@ -14,11 +14,14 @@ var probRefusedTarget = Problem{Type: typePrefix + "target-refused", Status: htt
 	Title: "Replay refused by the route's delivery rules"}
 
 // checkDestinations refuses a replay up front when a record it selects may not go where
-// it would be sent (its original topic, or the explicit target): the same decision the
+// it would be sent (its original topic, or the explicit target; a group's topic is left
+// to the runner): the same decision the
 // job runner makes when it produces (package rules), on the allowed_targets the runners
 // published. A route no runner has published is left to the runner.
 func (s *Server) checkDestinations(c *call, jr *store.JobRequest) error {
-	if jr.Kind != store.JobReplay {
+	if jr.Kind != store.JobReplay || jr.RedriveTo == routes.RedriveToGroupTopic && jr.TargetTopic == "" {
+		// A group's topic is each record's own, known from its headers: the runner
+		// checks it record by record.
 		return nil
 	}
 	dests, err := s.cfg.Store.Destinations(c.r.Context(), jr.Filter, jr.RecordIDs)

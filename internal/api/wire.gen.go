@@ -79,6 +79,27 @@ func (e DecodedFormat) Valid() bool {
 	}
 }
 
+// Defines values for ReplayRedriveTo.
+const (
+	GroupHeader ReplayRedriveTo = "group_header"
+	GroupTopic  ReplayRedriveTo = "group_topic"
+	Source      ReplayRedriveTo = "source"
+)
+
+// Valid indicates whether the value is a known member of the ReplayRedriveTo enum.
+func (e ReplayRedriveTo) Valid() bool {
+	switch e {
+	case GroupHeader:
+		return true
+	case GroupTopic:
+		return true
+	case Source:
+		return true
+	default:
+		return false
+	}
+}
+
 // AuditEdit What a replay with edits sent in place of the record's stored value and headers, masked as record payloads are (the placeholders of fields the editor left as they were).
 type AuditEdit struct {
 	Value *Bytes `json:"value,omitempty"`
@@ -173,6 +194,9 @@ type BulkReplayRequest struct {
 
 	// RatePerSecond records per second; 0 is unlimited
 	RatePerSecond int `json:"rate_per_second,omitempty"`
+
+	// RedriveTo where each record goes by the consumer group that failed it (read from its headers), as a route's redrive_to: source (the default) to the original topic or target_topic; group_topic to that group's own topic, named by the route's group_topic_template (target_topic, when given, is kept); group_header to the original topic or target_topic with dlq-target-group naming the group. The route's allowed_targets bind a group's topic as any target. A record whose group is unknown is not sent: the job fails it and it stays parked unknown_group
+	RedriveTo ReplayRedriveTo `json:"redrive_to,omitempty"`
 }
 
 // BulkRequest the body of either bulk endpoint, as the server decodes it and the CLI sends it: the endpoint says which fields apply, and the server refuses a field of the other kind by its name
@@ -189,6 +213,9 @@ type BulkRequest struct {
 	// RatePerSecond records per second; 0 is unlimited
 	RatePerSecond int    `json:"rate_per_second,omitempty"`
 	Reason        string `json:"reason,omitempty"`
+
+	// RedriveTo where each record goes by the consumer group that failed it (read from its headers), as a route's redrive_to: source (the default) to the original topic or target_topic; group_topic to that group's own topic, named by the route's group_topic_template (target_topic, when given, is kept); group_header to the original topic or target_topic with dlq-target-group naming the group. The route's allowed_targets bind a group's topic as any target. A record whose group is unknown is not sent: the job fails it and it stays parked unknown_group
+	RedriveTo ReplayRedriveTo `json:"redrive_to,omitempty"`
 }
 
 // Bytes defines model for Bytes.
@@ -387,6 +414,9 @@ type Job struct {
 	StartedAt        *time.Time `json:"started_at,omitempty"`
 	UpdatedAt        time.Time  `json:"updated_at"`
 	FinishedAt       *time.Time `json:"finished_at,omitempty"`
+
+	// RedriveTo where each record goes by the consumer group that failed it (read from its headers), as a route's redrive_to: source (the default) to the original topic or target_topic; group_topic to that group's own topic, named by the route's group_topic_template (target_topic, when given, is kept); group_header to the original topic or target_topic with dlq-target-group naming the group. The route's allowed_targets bind a group's topic as any target. A record whose group is unknown is not sent: the job fails it and it stays parked unknown_group
+	RedriveTo ReplayRedriveTo `json:"redrive_to,omitempty"`
 }
 
 // JobList defines model for JobList.
@@ -491,6 +521,9 @@ type RecordPage struct {
 	TotalIsEstimate bool `json:"total_is_estimate"`
 }
 
+// ReplayRedriveTo where each record goes by the consumer group that failed it (read from its headers), as a route's redrive_to: source (the default) to the original topic or target_topic; group_topic to that group's own topic, named by the route's group_topic_template (target_topic, when given, is kept); group_header to the original topic or target_topic with dlq-target-group naming the group. The route's allowed_targets bind a group's topic as any target. A record whose group is unknown is not sent: the job fails it and it stays parked unknown_group
+type ReplayRedriveTo string
+
 // ReplayRequest value and headers, when given, replace what is sent (value null, base64, or utf8 text when base64 is empty); the stored record keeps what was dead-lettered, and the audit row of the job says what changed (value size and SHA-256 before and after, header names added, removed, changed)
 type ReplayRequest struct {
 	// TargetTopic the original topic when absent; otherwise one of the configured replay_topics. Either way the record's route must allow it (allowed_targets), or the job fails the record and it stays parked target_not_allowed
@@ -503,6 +536,9 @@ type ReplayRequest struct {
 
 	// ValueJSON the value as JSON (the shape of value_decoded.json), encoded under the record's schema id in the wire format (magic byte 0, the same schema id; Protobuf the same message); refused with 422 schema-mismatch naming the field (value_json.<path>) that does not fit. Not with value. The audit row shows the JSON.
 	ValueJSON json.RawMessage `json:"value_json,omitempty"`
+
+	// RedriveTo where each record goes by the consumer group that failed it (read from its headers), as a route's redrive_to: source (the default) to the original topic or target_topic; group_topic to that group's own topic, named by the route's group_topic_template (target_topic, when given, is kept); group_header to the original topic or target_topic with dlq-target-group naming the group. The route's allowed_targets bind a group's topic as any target. A record whose group is unknown is not sent: the job fails it and it stays parked unknown_group
+	RedriveTo ReplayRedriveTo `json:"redrive_to,omitempty"`
 
 	// ValueSchemaVersion with value_json: encode under this version of the subject of the record's value schema instead of the record's own schema id (the bytes carry that version's id); a version the subject does not have is refused with 422 schema-mismatch naming value_schema_version
 	ValueSchemaVersion int `json:"value_schema_version,omitempty"`

@@ -131,7 +131,7 @@ func toFilter(f *store.Filter) *Filter {
 func toJob(j *store.Job) Job {
 	return Job{
 		ID: j.ID, Kind: j.Kind, Status: j.Status, IDs: j.RecordIDs, Filter: toFilter(j.Filter),
-		TargetTopic: j.TargetTopic, ResetRetry: j.ResetRetry, RatePerSecond: j.RatePerSecond,
+		TargetTopic: j.TargetTopic, RedriveTo: ReplayRedriveTo(j.RedriveTo), ResetRetry: j.ResetRetry, RatePerSecond: j.RatePerSecond,
 		ConfirmedCount: j.ConfirmedCount, Total: j.Total, Done: j.Done, Failed: j.Failed, Skipped: j.Skipped, Error: j.Error,
 		InFlightAtCancel: j.InFlightAtCancel,
 		CreatedBy:        j.CreatedBy, CreatedAt: j.CreatedAt, StartedAt: optTime(j.StartedAt), UpdatedAt: j.UpdatedAt,

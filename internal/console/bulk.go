@@ -22,6 +22,7 @@ type bulkForm struct {
 	IDs            []int64
 	Action         string // "replay" or "discard"
 	TargetTopic    string
+	RedriveTo      string
 	ResetRetry     bool
 	Rate           string
 	Reason         string
@@ -82,7 +83,7 @@ func splitComma(v string) []string {
 func (s *Server) bulk(w http.ResponseWriter, r *http.Request, sess *session) {
 	form := bulkForm{
 		Filter: filterQuery(r.PostForm), Action: r.PostFormValue("action"), TargetTopic: r.PostFormValue("target_topic"),
-		ResetRetry: r.PostFormValue("reset_retry") == "on", Rate: strings.TrimSpace(r.PostFormValue("rate_per_second")),
+		RedriveTo: r.PostFormValue("redrive_to"), ResetRetry: r.PostFormValue("reset_retry") == "on", Rate: strings.TrimSpace(r.PostFormValue("rate_per_second")),
 		Reason: r.PostFormValue("discard_reason"), ReplayTopics: s.cfg.ReplayTopics,
 		IdempotencyKey: r.PostFormValue("idempotency_key"),
 	}
@@ -108,7 +109,7 @@ func (s *Server) bulk(w http.ResponseWriter, r *http.Request, sess *session) {
 	}
 	var err error
 	if form.Action == "replay" {
-		req.TargetTopic, req.ResetRetry = form.TargetTopic, form.ResetRetry
+		req.TargetTopic, req.RedriveTo, req.ResetRetry = form.TargetTopic, api.ReplayRedriveTo(form.RedriveTo), form.ResetRetry
 		if form.Rate != "" {
 			if req.RatePerSecond, err = strconv.Atoi(form.Rate); err != nil {
 				s.fail(w, r, sess, http.StatusBadRequest, "The rate is a whole number of records per second (0: no limit).")

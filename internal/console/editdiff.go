@@ -76,7 +76,7 @@ func (s *Server) confirmEdit(w http.ResponseWriter, r *http.Request, sess *sessi
 		return
 	}
 	form := url.Values{}
-	for _, k := range []string{"value", "value_encoding", "headers", "headers_encoding", "target_topic", "reset_retry"} {
+	for _, k := range []string{"value", "value_encoding", "headers", "headers_encoding", "target_topic", "redrive_to", "reset_retry"} {
 		if v, ok := r.PostForm[k]; ok {
 			form[k] = v
 		}

@@ -212,7 +212,8 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request, sess *session) {
 func recordPath(r *http.Request) string { return "/ui/records/" + url.PathEscape(r.PathValue("id")) }
 
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, sess *session) {
-	req := api.ReplayRequest{TargetTopic: r.PostFormValue("target_topic"), ResetRetry: r.PostFormValue("reset_retry") == "on"}
+	req := api.ReplayRequest{TargetTopic: r.PostFormValue("target_topic"), RedriveTo: api.ReplayRedriveTo(r.PostFormValue("redrive_to")),
+		ResetRetry: r.PostFormValue("reset_retry") == "on"}
 	if r.PostFormValue("edit") == "on" {
 		if err := editRequest(r, &req); err != nil {
 			s.actionDone(w, r, sess, recordPath(r), &apiError{problem: api.Problem{Status: http.StatusBadRequest,

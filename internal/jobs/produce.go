@@ -75,7 +75,8 @@ func classify(err error) (retriable bool, reason store.Reason) {
 }
 
 // produce sends the replay of rec through the delivery path: to its original topic, or
-// the job's target, if its route allows it and it exists; key, value, timestamp and
+// the job's target, or where the job's redrive_to sends it by the group that failed it
+// (that group's topic, or addressed to it), if its route allows it and it exists; key, value, timestamp and
 // every foreign header exactly as stored; our headers rewritten with the replay metadata
 // (and the retry count reset if the job asks). A *rules.Refusal says why it may not go.
 func (x *execution) produce(p *kafka.Producer, enc *delivery.Encoder, rec *store.Record, reports chan kafka.Event, i int) error {
@@ -83,10 +84,12 @@ func (x *execution) produce(p *kafka.Producer, enc *delivery.Encoder, rec *store
 	if rr == nil {
 		return fmt.Errorf("route %q: %w", rec.Route, errUnknownRoute)
 	}
-	topic, refused := rr.Target(rec.Origin.Topic, x.job.TargetTopic)
+	env := headers.DecodeOf(rec.Headers).Envelope
+	to, refused := rr.Replay(rec.Origin.Topic, x.job.TargetTopic, env.Group, x.job.RedriveTo)
 	if refused != nil {
 		return refused
 	}
+	topic := to.Topic
 	original := int32(-1)
 	if topic == rec.Origin.Topic {
 		original = rec.Origin.Partition
@@ -98,11 +101,11 @@ func (x *execution) produce(p *kafka.Producer, enc *delivery.Encoder, rec *store
 	case !ok:
 		return &rules.Refusal{Reason: store.ReasonUnknownTopic, Detail: "topic " + topic + " does not exist"}
 	}
-	env := headers.DecodeOf(rec.Headers).Envelope
 	if x.job.ResetRetry {
 		env.RetryCount = 0
 	}
 	env = env.Replayed(headers.Replay{Actor: x.job.CreatedBy, JobID: strconv.FormatInt(x.job.ID, 10), ReplayID: rec.ReplayID})
+	env.TargetGroup = to.Group
 	src := delivery.Source[store.Header]{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: rec.Headers}
 	if e := x.job.Edit; e != nil {
 		src = edited(src, e)

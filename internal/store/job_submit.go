@@ -98,7 +98,7 @@ func (s *Jobs) SubmitJob(ctx context.Context, req JobRequest, actor Actor) (job 
 			return err
 		}
 		params := dbsqlc.SubmitJobParams{Kind: string(req.Kind), Filter: filter, RecordIds: req.RecordIDs, TargetTopic: req.TargetTopic,
-			ResetRetry: req.ResetRetry, RatePerSecond: int32(req.RatePerSecond), ConfirmedCount: req.ConfirmedCount,
+			RedriveTo: req.RedriveTo, ResetRetry: req.ResetRetry, RatePerSecond: int32(req.RatePerSecond), ConfirmedCount: req.ConfirmedCount,
 			CreatedBy: actor.Name, RequestID: actor.RequestID, Now: now, Topics: topics, Edit: edit}
 		if req.IdempotencyKey != "" {
 			params.IdempotencyKey = &req.IdempotencyKey
@@ -165,6 +165,8 @@ func validateJobSpec(spec *JobSpec) error {
 		return &ValidationError{Field: "rate_per_second", Reason: "negative"}
 	case spec.Edit != nil && (spec.Kind != JobReplay || len(spec.RecordIDs) != 1):
 		return &ValidationError{Field: "edit", Reason: "only a replay of one record may be edited"}
+	case spec.RedriveTo != "" && spec.Kind != JobReplay:
+		return &ValidationError{Field: "redrive_to", Reason: "only a replay goes by the group that failed its records"}
 	}
 	return nil
 }
@@ -175,7 +177,7 @@ func sameSpec(a, b JobSpec) bool {
 	ea, _ := json.Marshal(a.Edit)
 	eb, _ := json.Marshal(b.Edit)
 	return a.Kind == b.Kind && string(fa) == string(fb) && string(ea) == string(eb) && slices.Equal(a.RecordIDs, b.RecordIDs) &&
-		a.TargetTopic == b.TargetTopic && a.ResetRetry == b.ResetRetry && a.RatePerSecond == b.RatePerSecond
+		a.TargetTopic == b.TargetTopic && a.RedriveTo == b.RedriveTo && a.ResetRetry == b.ResetRetry && a.RatePerSecond == b.RatePerSecond
 }
 
 // lockReservable locks the records and checks that each can be reserved. Their lease

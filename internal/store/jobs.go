@@ -38,7 +38,10 @@ type JobSpec struct {
 	RecordIDs []int64
 	// TargetTopic overrides the original topic of a replay; empty keeps it.
 	TargetTopic string
-	ResetRetry  bool
+	// RedriveTo sends a replay where a redrive would by the group that failed each
+	// record (a route's redrive_to value); empty is the original or target topic.
+	RedriveTo  string
+	ResetRetry bool
 	// RatePerSecond limits a replay; 0 is unlimited.
 	RatePerSecond int
 	// ConfirmedCount is the dry-run count the operator confirmed.
@@ -118,7 +121,7 @@ func (s *Jobs) CreateJob(ctx context.Context, spec JobSpec, actor Actor) (Job, e
 			return err
 		}
 		row, err := queries.CreateJob(ctx, tx, dbsqlc.CreateJobParams{Kind: string(spec.Kind), Filter: filter, RecordIds: spec.RecordIDs,
-			TargetTopic: spec.TargetTopic, ResetRetry: spec.ResetRetry, RatePerSecond: int32(spec.RatePerSecond),
+			TargetTopic: spec.TargetTopic, RedriveTo: spec.RedriveTo, ResetRetry: spec.ResetRetry, RatePerSecond: int32(spec.RatePerSecond),
 			ConfirmedCount: spec.ConfirmedCount, CreatedBy: actor.Name, RequestID: actor.RequestID, Now: now})
 		if err != nil {
 			return err

@@ -62,7 +62,7 @@ func jobFromRow(row dbsqlc.GetJobRow) (Job, error) {
 		CreatedAt: row.CreatedAt, StartedAt: deref(row.StartedAt), UpdatedAt: row.UpdatedAt, FinishedAt: deref(row.FinishedAt),
 		LeaseOwner: deref(row.LeaseOwner), LeaseUntil: deref(row.LeaseUntil)}
 	j.JobSpec = JobSpec{Kind: JobKind(row.Kind), RecordIDs: row.RecordIds, TargetTopic: row.TargetTopic,
-		ResetRetry: row.ResetRetry, RatePerSecond: int(row.RatePerSecond), ConfirmedCount: row.ConfirmedCount}
+		RedriveTo: row.RedriveTo, ResetRetry: row.ResetRetry, RatePerSecond: int(row.RatePerSecond), ConfirmedCount: row.ConfirmedCount}
 	j.JobProgress = JobProgress{Total: row.Total, Done: row.Done, Failed: row.Failed, Skipped: row.Skipped, Cursor: row.CursorID}
 	if err := unmarshalNullable(row.Filter, &j.Filter); err != nil {
 		return Job{}, err

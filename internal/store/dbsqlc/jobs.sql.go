@@ -15,7 +15,7 @@ const CancelJob = `-- name: CancelJob :one
 UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL,
 		updated_at = $1, finished_at = $1
 	WHERE id = $2 AND status IN ('pending', 'running')
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -32,6 +32,7 @@ type CancelJobRow struct {
 	Filter           json.RawMessage
 	RecordIds        []int64
 	TargetTopic      string
+	RedriveTo        string
 	ResetRetry       bool
 	RatePerSecond    int32
 	ConfirmedCount   int64
@@ -64,6 +65,7 @@ func (q *Queries) CancelJob(ctx context.Context, db DBTX, arg CancelJobParams) (
 		&i.Filter,
 		&i.RecordIds,
 		&i.TargetTopic,
+		&i.RedriveTo,
 		&i.ResetRetry,
 		&i.RatePerSecond,
 		&i.ConfirmedCount,
@@ -98,7 +100,7 @@ WITH next AS (
 	UPDATE jobs SET status = 'running', lease_owner = $1::text, lease_until = $2::timestamptz,
 		started_at = coalesce(started_at, $3), updated_at = $3
 	FROM next WHERE id = next_id
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -116,6 +118,7 @@ type ClaimJobRow struct {
 	Filter           json.RawMessage
 	RecordIds        []int64
 	TargetTopic      string
+	RedriveTo        string
 	ResetRetry       bool
 	RatePerSecond    int32
 	ConfirmedCount   int64
@@ -148,6 +151,7 @@ func (q *Queries) ClaimJob(ctx context.Context, db DBTX, arg ClaimJobParams) (Cl
 		&i.Filter,
 		&i.RecordIds,
 		&i.TargetTopic,
+		&i.RedriveTo,
 		&i.ResetRetry,
 		&i.RatePerSecond,
 		&i.ConfirmedCount,
@@ -182,7 +186,7 @@ WITH next AS (
 	UPDATE jobs SET status = 'running', lease_owner = $1::text, lease_until = $2::timestamptz,
 		started_at = coalesce(started_at, $3), updated_at = $3
 	FROM next WHERE id = next_id
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -200,6 +204,7 @@ type ClaimRecordJobRow struct {
 	Filter           json.RawMessage
 	RecordIds        []int64
 	TargetTopic      string
+	RedriveTo        string
 	ResetRetry       bool
 	RatePerSecond    int32
 	ConfirmedCount   int64
@@ -233,6 +238,7 @@ func (q *Queries) ClaimRecordJob(ctx context.Context, db DBTX, arg ClaimRecordJo
 		&i.Filter,
 		&i.RecordIds,
 		&i.TargetTopic,
+		&i.RedriveTo,
 		&i.ResetRetry,
 		&i.RatePerSecond,
 		&i.ConfirmedCount,
@@ -270,11 +276,11 @@ func (q *Queries) CountActiveJobs(ctx context.Context, db DBTX, actor string) (i
 }
 
 const CreateJob = `-- name: CreateJob :one
-INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+INSERT INTO jobs (kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending',
-		$8, $9, $10, $10)
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending',
+		$9, $10, $11, $11)
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -285,6 +291,7 @@ type CreateJobParams struct {
 	Filter         json.RawMessage
 	RecordIds      []int64
 	TargetTopic    string
+	RedriveTo      string
 	ResetRetry     bool
 	RatePerSecond  int32
 	ConfirmedCount int64
@@ -299,6 +306,7 @@ type CreateJobRow struct {
 	Filter           json.RawMessage
 	RecordIds        []int64
 	TargetTopic      string
+	RedriveTo        string
 	ResetRetry       bool
 	RatePerSecond    int32
 	ConfirmedCount   int64
@@ -328,6 +336,7 @@ func (q *Queries) CreateJob(ctx context.Context, db DBTX, arg CreateJobParams) (
 		arg.Filter,
 		arg.RecordIds,
 		arg.TargetTopic,
+		arg.RedriveTo,
 		arg.ResetRetry,
 		arg.RatePerSecond,
 		arg.ConfirmedCount,
@@ -342,6 +351,7 @@ func (q *Queries) CreateJob(ctx context.Context, db DBTX, arg CreateJobParams) (
 		&i.Filter,
 		&i.RecordIds,
 		&i.TargetTopic,
+		&i.RedriveTo,
 		&i.ResetRetry,
 		&i.RatePerSecond,
 		&i.ConfirmedCount,
@@ -371,7 +381,7 @@ const FinishJob = `-- name: FinishJob :one
 UPDATE jobs SET status = $1, error = $2, lease_owner = NULL, lease_until = NULL,
 		updated_at = $3, finished_at = $3
 	WHERE id = $4 AND status = 'running' AND lease_owner = $5::text
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -391,6 +401,7 @@ type FinishJobRow struct {
 	Filter           json.RawMessage
 	RecordIds        []int64
 	TargetTopic      string
+	RedriveTo        string
 	ResetRetry       bool
 	RatePerSecond    int32
 	ConfirmedCount   int64
@@ -429,6 +440,7 @@ func (q *Queries) FinishJob(ctx context.Context, db DBTX, arg FinishJobParams) (
 		&i.Filter,
 		&i.RecordIds,
 		&i.TargetTopic,
+		&i.RedriveTo,
 		&i.ResetRetry,
 		&i.RatePerSecond,
 		&i.ConfirmedCount,
@@ -455,7 +467,7 @@ func (q *Queries) FinishJob(ctx context.Context, db DBTX, arg FinishJobParams) (
 }
 
 const GetJob = `-- name: GetJob :one
-SELECT id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+SELECT id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -468,6 +480,7 @@ type GetJobRow struct {
 	Filter           json.RawMessage
 	RecordIds        []int64
 	TargetTopic      string
+	RedriveTo        string
 	ResetRetry       bool
 	RatePerSecond    int32
 	ConfirmedCount   int64
@@ -500,6 +513,7 @@ func (q *Queries) GetJob(ctx context.Context, db DBTX, id int64) (GetJobRow, err
 		&i.Filter,
 		&i.RecordIds,
 		&i.TargetTopic,
+		&i.RedriveTo,
 		&i.ResetRetry,
 		&i.RatePerSecond,
 		&i.ConfirmedCount,
@@ -526,7 +540,7 @@ func (q *Queries) GetJob(ctx context.Context, db DBTX, id int64) (GetJobRow, err
 }
 
 const JobByIdempotencyKey = `-- name: JobByIdempotencyKey :one
-SELECT id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+SELECT id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -544,6 +558,7 @@ type JobByIdempotencyKeyRow struct {
 	Filter           json.RawMessage
 	RecordIds        []int64
 	TargetTopic      string
+	RedriveTo        string
 	ResetRetry       bool
 	RatePerSecond    int32
 	ConfirmedCount   int64
@@ -576,6 +591,7 @@ func (q *Queries) JobByIdempotencyKey(ctx context.Context, db DBTX, arg JobByIde
 		&i.Filter,
 		&i.RecordIds,
 		&i.TargetTopic,
+		&i.RedriveTo,
 		&i.ResetRetry,
 		&i.RatePerSecond,
 		&i.ConfirmedCount,
@@ -613,7 +629,7 @@ func (q *Queries) JobExists(ctx context.Context, db DBTX, id int64) (bool, error
 }
 
 const ListJobs = `-- name: ListJobs :many
-SELECT id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+SELECT id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -633,6 +649,7 @@ type ListJobsRow struct {
 	Filter           json.RawMessage
 	RecordIds        []int64
 	TargetTopic      string
+	RedriveTo        string
 	ResetRetry       bool
 	RatePerSecond    int32
 	ConfirmedCount   int64
@@ -673,6 +690,7 @@ func (q *Queries) ListJobs(ctx context.Context, db DBTX, arg ListJobsParams) ([]
 			&i.Filter,
 			&i.RecordIds,
 			&i.TargetTopic,
+			&i.RedriveTo,
 			&i.ResetRetry,
 			&i.RatePerSecond,
 			&i.ConfirmedCount,
@@ -736,7 +754,7 @@ const SettleCancelledJob = `-- name: SettleCancelledJob :one
 UPDATE jobs SET done = $1, failed = $2, skipped = $3, cursor_id = $4,
 		in_flight_at_cancel = $5::bigint, updated_at = $6
 	WHERE id = $7 AND status = 'cancelled' AND in_flight_at_cancel IS NULL
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -758,6 +776,7 @@ type SettleCancelledJobRow struct {
 	Filter           json.RawMessage
 	RecordIds        []int64
 	TargetTopic      string
+	RedriveTo        string
 	ResetRetry       bool
 	RatePerSecond    int32
 	ConfirmedCount   int64
@@ -799,6 +818,7 @@ func (q *Queries) SettleCancelledJob(ctx context.Context, db DBTX, arg SettleCan
 		&i.Filter,
 		&i.RecordIds,
 		&i.TargetTopic,
+		&i.RedriveTo,
 		&i.ResetRetry,
 		&i.RatePerSecond,
 		&i.ConfirmedCount,
@@ -825,11 +845,11 @@ func (q *Queries) SettleCancelledJob(ctx context.Context, db DBTX, arg SettleCan
 }
 
 const SubmitJob = `-- name: SubmitJob :one
-INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+INSERT INTO jobs (kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key, topics, edit)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending',
-		$8, $9, $10, $10, $11, $12, $13)
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending',
+		$9, $10, $11, $11, $12, $13, $14)
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -840,6 +860,7 @@ type SubmitJobParams struct {
 	Filter         json.RawMessage
 	RecordIds      []int64
 	TargetTopic    string
+	RedriveTo      string
 	ResetRetry     bool
 	RatePerSecond  int32
 	ConfirmedCount int64
@@ -857,6 +878,7 @@ type SubmitJobRow struct {
 	Filter           json.RawMessage
 	RecordIds        []int64
 	TargetTopic      string
+	RedriveTo        string
 	ResetRetry       bool
 	RatePerSecond    int32
 	ConfirmedCount   int64
@@ -886,6 +908,7 @@ func (q *Queries) SubmitJob(ctx context.Context, db DBTX, arg SubmitJobParams) (
 		arg.Filter,
 		arg.RecordIds,
 		arg.TargetTopic,
+		arg.RedriveTo,
 		arg.ResetRetry,
 		arg.RatePerSecond,
 		arg.ConfirmedCount,
@@ -903,6 +926,7 @@ func (q *Queries) SubmitJob(ctx context.Context, db DBTX, arg SubmitJobParams) (
 		&i.Filter,
 		&i.RecordIds,
 		&i.TargetTopic,
+		&i.RedriveTo,
 		&i.ResetRetry,
 		&i.RatePerSecond,
 		&i.ConfirmedCount,

@@ -95,6 +95,7 @@ type Job struct {
 	Edit             json.RawMessage
 	ProgressedAt     *time.Time
 	InFlightAtCancel *int64
+	RedriveTo        string
 }
 
 type LedgerFlush struct {

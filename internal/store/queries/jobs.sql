@@ -1,19 +1,19 @@
 -- name: CreateJob :one
-INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+INSERT INTO jobs (kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at)
-	VALUES (@kind, @filter, @record_ids, @target_topic, @reset_retry, @rate_per_second, @confirmed_count, 'pending',
+	VALUES (@kind, @filter, @record_ids, @target_topic, @redrive_to, @reset_retry, @rate_per_second, @confirmed_count, 'pending',
 		@created_by, @request_id, @now, @now)
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel;
 
 -- name: SubmitJob :one
-INSERT INTO jobs (kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+INSERT INTO jobs (kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, created_by, request_id, created_at, updated_at, idempotency_key, topics, edit)
-	VALUES (@kind, @filter, @record_ids, @target_topic, @reset_retry, @rate_per_second, @confirmed_count, 'pending',
+	VALUES (@kind, @filter, @record_ids, @target_topic, @redrive_to, @reset_retry, @rate_per_second, @confirmed_count, 'pending',
 		@created_by, @request_id, @now, @now, @idempotency_key, @topics, @edit)
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel;
@@ -27,14 +27,14 @@ SELECT pg_advisory_xact_lock(hashtextextended('dlq-jobs:' || @actor::text, 0));
 SELECT count(*) FROM jobs WHERE created_by = @actor AND status IN ('pending', 'running');
 
 -- name: JobByIdempotencyKey :one
-SELECT id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+SELECT id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
 	FROM jobs WHERE created_by = @actor AND idempotency_key = @idempotency_key::text;
 
 -- name: GetJob :one
-SELECT id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+SELECT id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -46,7 +46,7 @@ SELECT EXISTS (SELECT 1 FROM jobs WHERE id = @id);
 -- name: ListJobs :many
 -- ListJobs: topics are those of a scoped token, NULL for an unscoped one: a scoped token
 -- sees the jobs whose every topic it sees (a job with NULL topics may touch any topic).
-SELECT id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+SELECT id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel
@@ -62,7 +62,7 @@ WITH next AS (
 	UPDATE jobs SET status = 'running', lease_owner = @owner::text, lease_until = @lease_until::timestamptz,
 		started_at = coalesce(started_at, @now), updated_at = @now
 	FROM next WHERE id = next_id
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel;
@@ -77,7 +77,7 @@ WITH next AS (
 	UPDATE jobs SET status = 'running', lease_owner = @owner::text, lease_until = @lease_until::timestamptz,
 		started_at = coalesce(started_at, @now), updated_at = @now
 	FROM next WHERE id = next_id
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel;
@@ -95,7 +95,7 @@ UPDATE jobs SET total = sqlc.arg(total), done = sqlc.arg(done), failed = sqlc.ar
 UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL,
 		updated_at = @now, finished_at = @now
 	WHERE id = @id AND status IN ('pending', 'running')
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel;
@@ -105,7 +105,7 @@ UPDATE jobs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL,
 UPDATE jobs SET done = @done, failed = @failed, skipped = @skipped, cursor_id = @cursor_id,
 		in_flight_at_cancel = @in_flight::bigint, updated_at = @now
 	WHERE id = @id AND status = 'cancelled' AND in_flight_at_cancel IS NULL
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel;
@@ -114,7 +114,7 @@ UPDATE jobs SET done = @done, failed = @failed, skipped = @skipped, cursor_id = 
 UPDATE jobs SET status = @status, error = @error, lease_owner = NULL, lease_until = NULL,
 		updated_at = @now, finished_at = @now
 	WHERE id = @id AND status = 'running' AND lease_owner = @owner::text
-	RETURNING id, kind, filter, record_ids, target_topic, reset_retry, rate_per_second,
+	RETURNING id, kind, filter, record_ids, target_topic, redrive_to, reset_retry, rate_per_second,
 		confirmed_count, status, total, done, failed, cursor_id, lease_owner, lease_until,
 		error, created_by, request_id, created_at, started_at, updated_at, finished_at, topics, edit, skipped,
 		in_flight_at_cancel;
