@@ -516,6 +516,12 @@ type RouteControl struct {
 	// NextRunAt when the route's schedule fires next, as a running dlq-worker's scheduler has it (written whenever it changes; with several workers, the one that wrote last); absent until a worker reported it. A paused route skips its scheduled runs.
 	NextRunAt *time.Time `json:"next_run_at,omitempty"`
 
+	// Schedule the cron schedule the route runs on (robfig/cron syntax, e.g. @every 30s), as a dlq-worker reported it with the next run; absent until one did
+	Schedule string `json:"schedule,omitempty"`
+
+	// LastRunEndedAt when the route's most recent finished run ended, a run that read nothing included (consecutive idle runs are listed as one run whose end moves); absent before the first run ended
+	LastRunEndedAt *time.Time `json:"last_run_ended_at,omitempty"`
+
 	// BreakerOverride an operator's forced breaker state; absent while the breaker is automatic
 	BreakerOverride store.BreakerOverride `json:"breaker_override,omitempty"`
 
