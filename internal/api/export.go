@@ -32,6 +32,9 @@ func exportRecords(s *Server) handler {
 		if err != nil {
 			return 0, nil, err
 		}
+		if err := s.knownRoute(c, "route", f.Route); err != nil {
+			return 0, nil, err
+		}
 		f.OriginalTopics = c.principal.Topics
 		if f.StoredTo.IsZero() || f.StoredTo.After(now) {
 			f.StoredTo = now

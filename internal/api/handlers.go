@@ -21,6 +21,9 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := s.knownRoute(c, "route", f.Route); err != nil {
+		return 0, nil, err
+	}
 	if f.Masked, err = s.masks.maskedMatch(c.r.URL.Query()); err != nil {
 		return 0, nil, err
 	}
@@ -45,6 +48,9 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 func (s *Server) listIncidents(c *call) (int, any, error) {
 	f, limit, err := incidentsQuery(c.r, s.cfg.Clock())
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.knownRoute(c, "route", f.Route); err != nil {
 		return 0, nil, err
 	}
 	f.OriginalTopics = c.principal.Topics
@@ -389,6 +395,9 @@ func (s *Server) bulkRequest(c *call, kind store.JobKind, req *BulkRequest) (sto
 	default:
 		f, err := filterFromBody(req.Filter)
 		if err != nil {
+			return jr, err
+		}
+		if err := s.knownRoute(c, "filter.route", f.Route); err != nil {
 			return jr, err
 		}
 		if len(f.Statuses) == 0 {

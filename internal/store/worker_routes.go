@@ -17,3 +17,9 @@ func (s *Runs) RegisterRoutes(ctx context.Context, routes []string, by string) e
 func (s *Runs) SetNextRun(ctx context.Context, route, schedule string, at time.Time) error {
 	return interpretError(queries.SetNextRun(ctx, s.pool, dbsqlc.SetNextRunParams{NextRunAt: at, Schedule: schedule, Route: route}))
 }
+
+// RegisteredRoutes is the names of the routes workers registered, in order.
+func (s *Runs) RegisteredRoutes(ctx context.Context) ([]string, error) {
+	names, err := queries.RegisteredRoutes(ctx, s.pool)
+	return names, interpretError(err)
+}

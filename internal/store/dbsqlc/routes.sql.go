@@ -123,6 +123,30 @@ func (q *Queries) RegisterRoutes(ctx context.Context, db DBTX, arg RegisterRoute
 	return err
 }
 
+const RegisteredRoutes = `-- name: RegisteredRoutes :many
+SELECT route FROM route_controls ORDER BY route
+`
+
+func (q *Queries) RegisteredRoutes(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, RegisteredRoutes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var route string
+		if err := rows.Scan(&route); err != nil {
+			return nil, err
+		}
+		items = append(items, route)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ReportBreaker = `-- name: ReportBreaker :exec
 UPDATE route_controls SET breaker_state = $1::text, breaker_since = $2::timestamptz,
 	breaker_returned_ratio = $3::double precision, breaker_reported_by = $4::text

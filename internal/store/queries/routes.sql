@@ -47,3 +47,6 @@ UPDATE route_controls SET breaker_override = sqlc.narg(override)::text, breaker_
 UPDATE route_controls SET breaker_state = @state::text, breaker_since = @since::timestamptz,
 	breaker_returned_ratio = @returned_ratio::double precision, breaker_reported_by = @reported_by::text
 	WHERE route = @route;
+
+-- name: RegisteredRoutes :many
+SELECT route FROM route_controls ORDER BY route;
