@@ -58,7 +58,11 @@ func (s *Server) listIncidents(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := IncidentList{Incidents: make([]Incident, len(incs))}
+	total, err := s.cfg.Store.IncidentsTotal(c.r.Context(), f)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := IncidentList{Incidents: make([]Incident, len(incs)), Total: total.Count, TotalIsEstimate: total.Estimate}
 	for i, in := range incs {
 		out.Incidents[i] = Incident{Fingerprint: in.Fingerprint, ErrorClass: in.ErrorClass,
 			MessageTemplate: in.MessageTemplate, OriginalTopic: in.OriginalTopic, Route: in.Route,

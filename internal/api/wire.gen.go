@@ -357,6 +357,12 @@ type Incident struct {
 // IncidentList defines model for IncidentList.
 type IncidentList struct {
 	Incidents []Incident `json:"incidents"`
+
+	// Total how many incidents the filters select (beyond limit): exact up to 10,000, the database planner's estimate past it
+	Total int64 `json:"total"`
+
+	// TotalIsEstimate total is an estimate (more than 10,000 selected)
+	TotalIsEstimate bool `json:"total_is_estimate"`
 }
 
 // Job defines model for Job.
