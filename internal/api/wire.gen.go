@@ -291,7 +291,9 @@ type Filter struct {
 	OriginalTopics []string `json:"original_topics,omitempty"`
 	ErrorClass     string   `json:"error_class,omitempty"`
 	ErrorContains  string   `json:"error_contains,omitempty"`
-	Route          string   `json:"route,omitempty"`
+
+	// Route records of this route; a name no dlq-worker registered is a 400 naming the registered ones (not checked before any registered, nor for a token scoped to topics)
+	Route string `json:"route,omitempty"`
 
 	// Key exact key, as UTF-8 text; in a job or audit row, the key when it is text
 	Key *string `json:"key,omitempty"`
@@ -669,7 +671,9 @@ type ListIncidentsParams struct {
 	ErrorClass    *string `form:"error_class,omitempty" json:"error_class,omitempty"`
 	ErrorContains *string `form:"error_contains,omitempty" json:"error_contains,omitempty"`
 	Fingerprint   *string `form:"fingerprint,omitempty" json:"fingerprint,omitempty"`
-	Route         *string `form:"route,omitempty" json:"route,omitempty"`
+
+	// Route incidents of this route; a name no dlq-worker registered is a 400 naming the registered ones (not checked before any registered, nor for a token scoped to topics)
+	Route *string `form:"route,omitempty" json:"route,omitempty"`
 
 	// Key exact key, as UTF-8 text; not empty; not together with key_b64
 	Key *string `form:"key,omitempty" json:"key,omitempty"`
@@ -721,7 +725,9 @@ type ListRecordsParams struct {
 
 	// Fingerprint the records of one incident
 	Fingerprint *string `form:"fingerprint,omitempty" json:"fingerprint,omitempty"`
-	Route       *string `form:"route,omitempty" json:"route,omitempty"`
+
+	// Route records of this route; a name no dlq-worker registered is a 400 naming the registered ones (not checked before any registered, nor for a token scoped to topics)
+	Route *string `form:"route,omitempty" json:"route,omitempty"`
 
 	// Key exact key, as UTF-8 text; not empty; not together with key_b64
 	Key *string `form:"key,omitempty" json:"key,omitempty"`
@@ -776,7 +782,9 @@ type ExportRecordsParams struct {
 
 	// Fingerprint the records of one incident
 	Fingerprint *string `form:"fingerprint,omitempty" json:"fingerprint,omitempty"`
-	Route       *string `form:"route,omitempty" json:"route,omitempty"`
+
+	// Route records of this route; a name no dlq-worker registered is a 400 naming the registered ones (not checked before any registered, nor for a token scoped to topics)
+	Route *string `form:"route,omitempty" json:"route,omitempty"`
 
 	// Key exact key, as UTF-8 text; not empty; not together with key_b64
 	Key *string `form:"key,omitempty" json:"key,omitempty"`
