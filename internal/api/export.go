@@ -32,7 +32,7 @@ func exportRecords(s *Server) handler {
 		if err != nil {
 			return 0, nil, err
 		}
-		if err := s.knownRoute(c, "route", f.Route); err != nil {
+		if err := knownRoute(c, s.cfg.Store, "route", f.Route); err != nil {
 			return 0, nil, err
 		}
 		f.OriginalTopics = c.principal.Topics

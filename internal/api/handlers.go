@@ -21,7 +21,7 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.knownRoute(c, "route", f.Route); err != nil {
+	if err := knownRoute(c, s.cfg.Store, "route", f.Route); err != nil {
 		return 0, nil, err
 	}
 	if f.Masked, err = s.masks.maskedMatch(c.r.URL.Query()); err != nil {
@@ -50,7 +50,7 @@ func (s *Server) listIncidents(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.knownRoute(c, "route", f.Route); err != nil {
+	if err := knownRoute(c, s.cfg.Store, "route", f.Route); err != nil {
 		return 0, nil, err
 	}
 	f.OriginalTopics = c.principal.Topics
@@ -401,7 +401,7 @@ func (s *Server) bulkRequest(c *call, kind store.JobKind, req *BulkRequest) (sto
 		if err != nil {
 			return jr, err
 		}
-		if err := s.knownRoute(c, "filter.route", f.Route); err != nil {
+		if err := knownRoute(c, s.cfg.Store, "filter.route", f.Route); err != nil {
 			return jr, err
 		}
 		if len(f.Statuses) == 0 {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/dlqops/dlq/internal/store"
 )
 
 // maxNamedRoutes bounds how many registered routes a refused route filter names.
@@ -14,11 +16,11 @@ const maxNamedRoutes = 20
 // worker registered its routes the API does not know them and lets any name through. A
 // token scoped to topics does not see the routes, so its filter is not checked: the
 // answer would tell it which routes exist.
-func (s *Server) knownRoute(c *call, field, route string) error {
+func knownRoute(c *call, st *store.Store, field, route string) error {
 	if route == "" || len(c.principal.Topics) > 0 {
 		return nil
 	}
-	names, err := s.cfg.Store.RegisteredRoutes(c.r.Context())
+	names, err := st.RegisteredRoutes(c.r.Context())
 	if err != nil {
 		return err
 	}
