@@ -48,6 +48,7 @@ func incidentsCommand(f *clientFlags) *cobra.Command {
 						printable(truncate(errorText(in.ErrorClass, in.MessageTemplate), 80)),
 						ts(&in.FirstSeen), ts(&in.LastSeen), in.SampleRecordID)
 				}
+				fmt.Fprintln(w, totalLine(list.Total, list.TotalIsEstimate, "incidents"))
 			})
 		},
 	}

@@ -34,8 +34,9 @@ func TestIncidentsCommandAndBulkByFingerprint(t *testing.T) {
 	out, err := s.cli(t, "incidents")
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 3, out)
+	require.Len(t, lines, 4, out)
 	require.Contains(t, lines[0], "FINGERPRINT")
+	require.Equal(t, "matching incidents: 2", strings.TrimSpace(lines[3]))
 	require.Regexp(t, `^[0-9a-f]{32}\s+30\s+0\s+orders\s+orders\s+Timeout: timed out`, lines[1])
 	require.Regexp(t, `^`+evilFP+`\s+4\s+0\s+orders`, lines[2])
 	require.NotContains(t, out, "\x1b")
@@ -52,6 +53,8 @@ func TestIncidentsCommandAndBulkByFingerprint(t *testing.T) {
 
 	out, err = s.cli(t, "incidents")
 	require.NoError(t, err)
-	require.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2, out)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	require.Equal(t, "matching incidents: 1", strings.TrimSpace(lines[2]))
 	require.NotContains(t, out, evilFP)
 }

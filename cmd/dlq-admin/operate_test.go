@@ -28,7 +28,7 @@ func TestCLIOperate(t *testing.T) {
 	out, err = s.cli(t, "run", "payments")
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^payments\s+active\s+\d{4}-\S+\s+ada\s`, out, "the run request's time")
-	require.NoError(t, s.store.SetNextRun(ctx, "payments", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)))
+	require.NoError(t, s.store.SetNextRun(ctx, "payments", "@every 1m", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)))
 	out, err = s.cli(t, "routes")
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^orders\s+paused\s.*\s-$`, out, "no next run reported")

@@ -397,7 +397,7 @@ func TestRoutesRunsStats(t *testing.T) {
 	require.Len(t, routes.Routes, 1)
 	require.Nil(t, routes.Routes[0].NextRunAt, "no worker reported it yet")
 	next := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
-	require.NoError(t, b.store.SetNextRun(context.Background(), "orders-route", next))
+	require.NoError(t, b.store.SetNextRun(context.Background(), "orders-route", "@every 1m", next))
 	b.do("GET", "/v1/routes", viewerToken, nil).decode(t, &routes)
 	require.Equal(t, next, *routes.Routes[0].NextRunAt, "the next run a worker reported")
 

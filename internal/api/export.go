@@ -35,6 +35,9 @@ func exportRecords(s *Server) handler {
 		if err := s.masks.contentSearch(c, &f); err != nil {
 			return 0, nil, err
 		}
+		if err := knownRoute(c, s.cfg.Store, "route", f.Route); err != nil {
+			return 0, nil, err
+		}
 		f.OriginalTopics = c.principal.Topics
 		if f.StoredTo.IsZero() || f.StoredTo.After(now) {
 			f.StoredTo = now

@@ -21,6 +21,9 @@ func (s *Server) listRecords(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := knownRoute(c, s.cfg.Store, "route", f.Route); err != nil {
+		return 0, nil, err
+	}
 	if f.Masked, err = s.masks.maskedMatch(c.r.URL.Query()); err != nil {
 		return 0, nil, err
 	}
@@ -53,12 +56,19 @@ func (s *Server) listIncidents(c *call) (int, any, error) {
 	if err := s.masks.contentSearch(c, &f); err != nil {
 		return 0, nil, err
 	}
+	if err := knownRoute(c, s.cfg.Store, "route", f.Route); err != nil {
+		return 0, nil, err
+	}
 	f.OriginalTopics = c.principal.Topics
 	incs, err := s.cfg.Store.Incidents(c.r.Context(), f, limit)
 	if err != nil {
 		return 0, nil, err
 	}
-	out := IncidentList{Incidents: make([]Incident, len(incs))}
+	total, err := s.cfg.Store.IncidentsTotal(c.r.Context(), f)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := IncidentList{Incidents: make([]Incident, len(incs)), Total: total.Count, TotalIsEstimate: total.Estimate}
 	for i, in := range incs {
 		out.Incidents[i] = Incident{Fingerprint: in.Fingerprint, ErrorClass: in.ErrorClass,
 			MessageTemplate: in.MessageTemplate, OriginalTopic: in.OriginalTopic, Route: in.Route,
@@ -406,6 +416,9 @@ func (s *Server) bulkRequest(c *call, kind store.JobKind, req *BulkRequest) (sto
 	default:
 		f, err := filterFromBody(req.Filter)
 		if err != nil {
+			return jr, err
+		}
+		if err := knownRoute(c, s.cfg.Store, "filter.route", f.Route); err != nil {
 			return jr, err
 		}
 		if len(f.Statuses) == 0 {

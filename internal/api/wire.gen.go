@@ -318,7 +318,9 @@ type Filter struct {
 	OriginalTopics []string `json:"original_topics,omitempty"`
 	ErrorClass     string   `json:"error_class,omitempty"`
 	ErrorContains  string   `json:"error_contains,omitempty"`
-	Route          string   `json:"route,omitempty"`
+
+	// Route records of this route; a name no dlq-worker registered is a 400 naming the registered ones (not checked before any registered, nor for a token scoped to topics)
+	Route string `json:"route,omitempty"`
 
 	// Key exact key, as UTF-8 text; in a job or audit row, the key when it is text
 	Key *string `json:"key,omitempty"`
@@ -384,6 +386,12 @@ type Incident struct {
 // IncidentList defines model for IncidentList.
 type IncidentList struct {
 	Incidents []Incident `json:"incidents"`
+
+	// Total how many incidents the filters select (beyond limit): exact up to 10,000, the database planner's estimate past it
+	Total int64 `json:"total"`
+
+	// TotalIsEstimate total is an estimate (more than 10,000 selected)
+	TotalIsEstimate bool `json:"total_is_estimate"`
 }
 
 // Job defines model for Job.
@@ -555,6 +563,12 @@ type RouteControl struct {
 	// NextRunAt when the route's schedule fires next, as a running dlq-worker's scheduler has it (written whenever it changes; with several workers, the one that wrote last); absent until a worker reported it. A paused route skips its scheduled runs.
 	NextRunAt *time.Time `json:"next_run_at,omitempty"`
 
+	// Schedule the cron schedule the route runs on (robfig/cron syntax, e.g. @every 30s), as a dlq-worker reported it with the next run; absent until one did
+	Schedule string `json:"schedule,omitempty"`
+
+	// LastRunEndedAt when the route's most recent finished run ended, a run that read nothing included (consecutive idle runs are listed as one run whose end moves); absent before the first run ended
+	LastRunEndedAt *time.Time `json:"last_run_ended_at,omitempty"`
+
 	// BreakerOverride an operator's forced breaker state; absent while the breaker is automatic
 	BreakerOverride store.BreakerOverride `json:"breaker_override,omitempty"`
 
@@ -696,7 +710,9 @@ type ListIncidentsParams struct {
 	ErrorClass    *string `form:"error_class,omitempty" json:"error_class,omitempty"`
 	ErrorContains *string `form:"error_contains,omitempty" json:"error_contains,omitempty"`
 	Fingerprint   *string `form:"fingerprint,omitempty" json:"fingerprint,omitempty"`
-	Route         *string `form:"route,omitempty" json:"route,omitempty"`
+
+	// Route incidents of this route; a name no dlq-worker registered is a 400 naming the registered ones (not checked before any registered, nor for a token scoped to topics)
+	Route *string `form:"route,omitempty" json:"route,omitempty"`
 
 	// Key exact key, as UTF-8 text; not empty; not together with key_b64
 	Key *string `form:"key,omitempty" json:"key,omitempty"`
@@ -748,7 +764,9 @@ type ListRecordsParams struct {
 
 	// Fingerprint the records of one incident
 	Fingerprint *string `form:"fingerprint,omitempty" json:"fingerprint,omitempty"`
-	Route       *string `form:"route,omitempty" json:"route,omitempty"`
+
+	// Route records of this route; a name no dlq-worker registered is a 400 naming the registered ones (not checked before any registered, nor for a token scoped to topics)
+	Route *string `form:"route,omitempty" json:"route,omitempty"`
 
 	// Key exact key, as UTF-8 text; not empty; not together with key_b64
 	Key *string `form:"key,omitempty" json:"key,omitempty"`
@@ -803,7 +821,9 @@ type ExportRecordsParams struct {
 
 	// Fingerprint the records of one incident
 	Fingerprint *string `form:"fingerprint,omitempty" json:"fingerprint,omitempty"`
-	Route       *string `form:"route,omitempty" json:"route,omitempty"`
+
+	// Route records of this route; a name no dlq-worker registered is a 400 naming the registered ones (not checked before any registered, nor for a token scoped to topics)
+	Route *string `form:"route,omitempty" json:"route,omitempty"`
 
 	// Key exact key, as UTF-8 text; not empty; not together with key_b64
 	Key *string `form:"key,omitempty" json:"key,omitempty"`

@@ -141,7 +141,7 @@ func toJob(j *store.Job) Job {
 
 func toRouteControl(rc *store.RouteControl) RouteControl {
 	out := RouteControl{Route: rc.Route, Paused: rc.Paused, RunRequestedAt: optTime(rc.RunRequestedAt),
-		UpdatedBy: rc.UpdatedBy, UpdatedAt: rc.UpdatedAt, NextRunAt: optTime(rc.NextRunAt),
+		UpdatedBy: rc.UpdatedBy, UpdatedAt: rc.UpdatedAt, NextRunAt: optTime(rc.NextRunAt), Schedule: rc.Schedule, LastRunEndedAt: optTime(rc.LastRunEndedAt),
 		BreakerOverride: rc.BreakerOverride, BreakerOverrideReason: rc.BreakerOverrideReason}
 	if b := rc.Breaker; b.State != "" {
 		out.Breaker = &BreakerState{State: BreakerStateState(b.State), Since: b.Since, ReturnedRatio: b.ReturnedRatio, ReportedBy: b.ReportedBy}

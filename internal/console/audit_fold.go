@@ -36,6 +36,8 @@ type batchFold struct {
 	Actors   []string
 	NewestID int64
 	OldestID int64
+	// Batches are the folded rows, shown in place when the fold is opened.
+	Batches []auditRow
 }
 
 // actionCount is one action of a fold: how many rows, and the records they affected (a
@@ -63,7 +65,8 @@ func foldBatches(entries []auditRow) []auditItem {
 			i++
 			continue
 		}
-		f := &batchFold{JobID: e.JobID, Rows: j - i, Newest: e.At, NewestID: e.ID, Oldest: entries[j-1].At, OldestID: entries[j-1].ID}
+		f := &batchFold{JobID: e.JobID, Rows: j - i, Newest: e.At, NewestID: e.ID, Oldest: entries[j-1].At, OldestID: entries[j-1].ID,
+			Batches: entries[i:j]}
 		for _, b := range entries[i:j] {
 			k := slices.IndexFunc(f.Actions, func(a actionCount) bool { return a.Action == b.Action })
 			if k < 0 {

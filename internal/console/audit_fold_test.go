@@ -39,7 +39,8 @@ func TestFoldBatches(t *testing.T) {
 	f := items[1].Fold
 	require.NotNil(t, f)
 	require.Equal(t, &batchFold{JobID: 7, Rows: 6, Actions: []actionCount{{"finish_replay", 3, 6}, {"begin_replay", 3, 6}},
-		Newest: entries[1].At, Oldest: entries[6].At, Actors: []string{"ada"}, NewestID: entries[1].ID, OldestID: entries[6].ID}, f)
+		Newest: entries[1].At, Oldest: entries[6].At, Actors: []string{"ada"}, NewestID: entries[1].ID, OldestID: entries[6].ID,
+		Batches: entries[1:7]}, f)
 	require.Equal(t, "conflict", items[2].Entry.Outcome, "a refused batch stays in sight")
 	require.Equal(t, int64(8), items[3].Entry.JobID, "one batch row alone is not folded")
 	require.Equal(t, int64(0), items[4].Entry.JobID)

@@ -515,7 +515,7 @@ func TestConsole(t *testing.T) {
 		e := e.sub(t)
 		// The next run a worker reported for the route.
 		next := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
-		require.NoError(t, e.store.SetNextRun(context.Background(), e.routeName, next))
+		require.NoError(t, e.store.SetNextRun(context.Background(), e.routeName, "@every 1m", next))
 		ctx := e.tab(t)
 		e.signIn(t, ctx, operatorToken)
 		require.Contains(t, text(t, ctx, "#overview-routes .next-run"), "2027-01-01 00:00:00Z", "the overview shows the next run")

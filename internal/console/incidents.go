@@ -44,6 +44,9 @@ func trendBars(counts []int64) []trendBar {
 
 type incidentsPage struct {
 	Incidents []incidentRow
+	// Total is how many incidents the filter selects, beyond the ones listed.
+	Total           int64
+	TotalIsEstimate bool
 	// Filter is the view's filter, for the form.
 	Filter url.Values
 }
@@ -56,7 +59,7 @@ func (s *Server) incidents(w http.ResponseWriter, r *http.Request, sess *session
 		s.failAPI(w, r, sess, err)
 		return
 	}
-	view := incidentsPage{Filter: f, Incidents: incidentRows(list.Incidents)}
+	view := incidentsPage{Filter: f, Incidents: incidentRows(list.Incidents), Total: list.Total, TotalIsEstimate: list.TotalIsEstimate}
 	s.render(w, sess, http.StatusOK, "incidents", "Incidents", "incidents", view)
 }
 

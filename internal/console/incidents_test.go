@@ -41,6 +41,7 @@ func TestIncidentsPage(t *testing.T) {
 	require.Equal(t, "undefined", eval[string](t, ctx, `typeof window.__pwned`))
 	require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#incidents img, #incidents script, #incidents svg").length`))
 	require.Equal(t, "2", text(t, ctx, row(otherFP)+" td.parked"))
+	require.Equal(t, "3 incidents match.", text(t, ctx, "#incidents-total"))
 
 	// The overview leads with the largest incidents, each linking to its records.
 	do(t, ctx, chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible("#top-incidents"))
@@ -90,6 +91,8 @@ func TestIncidentsPage(t *testing.T) {
 	do(t, scoped, chromedp.Navigate(e.url+"/ui/incidents"), chromedp.WaitVisible(row(timeoutFP)))
 	require.Equal(t, 0, eval[int](t, scoped, fmt.Sprintf(`document.querySelectorAll(%q).length`, row(otherFP))))
 	require.NotContains(t, text(t, scoped, "main"), e.other)
+	require.Equal(t, fmt.Sprintf("%d incidents match.", eval[int](t, scoped, `document.querySelectorAll("tr.incident-row").length`)),
+		text(t, scoped, "#incidents-total"), "the token's topics only")
 	do(t, scoped, chromedp.Navigate(e.url+"/ui/incidents?"+url.Values{"original_topic": {e.other}}.Encode()),
 		chromedp.WaitVisible("#no-incidents"))
 }

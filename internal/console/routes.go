@@ -58,6 +58,9 @@ func (s *Server) routeAction(w http.ResponseWriter, r *http.Request, sess *sessi
 type runsPage struct {
 	Runs  []api.Run
 	Route string
+	// Routes are the routes whose runs are listed, with their schedule, last run end and
+	// next run: the runs list merges idle runs, so it alone does not show them.
+	Routes []api.RouteControl
 }
 
 func (s *Server) runs(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -74,7 +77,18 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request, sess *session) {
 		s.failAPI(w, r, sess, err)
 		return
 	}
-	s.render(w, sess, http.StatusOK, "runs", "Runs", "runs", runsPage{Runs: runs.Runs, Route: route})
+	var rl api.RouteList
+	if _, err := s.call(r, sess, http.MethodGet, "/v1/routes", nil, nil, &rl); err != nil {
+		s.failAPI(w, r, sess, err)
+		return
+	}
+	page := runsPage{Runs: runs.Runs, Route: route}
+	for _, rc := range rl.Routes {
+		if route == "" || rc.Route == route {
+			page.Routes = append(page.Routes, rc)
+		}
+	}
+	s.render(w, sess, http.StatusOK, "runs", "Runs", "runs", page)
 }
 
 // auditParams are the audit log's filters of the API; the console's URLs use the same names.

@@ -291,7 +291,7 @@ func (e *Engine) RunNow(ctx context.Context, route string) error {
 	return fmt.Errorf("redrive: no route %q", route)
 }
 
-// publishNextRuns writes each route's next scheduled run when it changed since published
+// publishNextRuns writes each route's next scheduled run, with its schedule, when it changed since published
 // (once per scheduled run), so the admin API can show it.
 func (e *Engine) publishNextRuns(ctx context.Context, published []time.Time) {
 	for i, w := range e.workers {
@@ -300,7 +300,7 @@ func (e *Engine) publishNextRuns(ctx context.Context, published []time.Time) {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		err := e.store.SetNextRun(cctx, w.route.Name, next)
+		err := e.store.SetNextRun(cctx, w.route.Name, w.route.Schedule, next)
 		cancel()
 		if err == nil {
 			published[i] = next

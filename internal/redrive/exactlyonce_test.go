@@ -143,6 +143,7 @@ func TestExactlyOnceZombieCannotCommit(t *testing.T) {
 			cfg := proctest.WorkerConfig{DatabaseURL: dbURL, Bootstrap: bs, Route: route, Topic: dlq, MaxInFlight: 500, RateLimit: 1000,
 				GroupInstance: gi, Delivery: routes.DeliveryExactlyOnce}.Write(t, t.TempDir())
 			dir := t.TempDir()
+			t.Cleanup(func() { logTailsOnFailure(t, dir) })
 			targetEnd := watermarks(t, bs, orders)
 			committed := committedOffsets(t, bs, dlq, group, partitions)
 
@@ -288,4 +289,22 @@ func superviseWorker(t *testing.T, cfg, logPath string) *supervisor {
 func (s *supervisor) stop() int {
 	close(s.quit)
 	return <-s.done
+}
+
+// logTailsOnFailure prints the end of each worker log in dir when t failed: t.TempDir is
+// removed once the test ends.
+func logTailsOnFailure(t *testing.T, dir string) {
+	if !t.Failed() {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, path := range logs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Logf("%s: %v", path, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		t.Logf("last lines of %s:\n%s", filepath.Base(path), strings.Join(lines[max(0, len(lines)-40):], "\n"))
+	}
 }

@@ -36,7 +36,8 @@ type metrics struct {
 	// half-open; a closed one's series is deleted.
 	causeBreakerState *prometheus.GaugeVec
 	// transactions counts an exactly_once route's Kafka transactions by outcome:
-	// committed, or failed (the route stops; its records wait uncommitted in the DLQ).
+	// committed, failed or fenced (the route stops; its records wait uncommitted in the
+	// DLQ, or a newer owner of its partitions redrives them).
 	transactions *prometheus.CounterVec
 	// groupRedriven counts redrives by the consumer group that failed them (groupmetrics.go).
 	groupRedriven *prometheus.CounterVec
@@ -83,7 +84,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		causeBreakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dlq_worker_cause_breaker_state",
 			Help: "The breaker of one cause (fingerprint, as in GET /v1/incidents) that most of what came back to the route shared: 1 open (its records wait as scheduled, other causes flow), 2 half-open (probing); absent once closed. At most 8 per route."}, []string{"route", "fingerprint"}),
 		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_transactions_total",
-			Help: "Kafka transactions of exactly_once routes (redrives and DLQ offsets), by outcome: committed, failed."}, []string{"route", "outcome"}),
+			Help: "Kafka transactions of exactly_once routes (redrives and DLQ offsets), by outcome: committed, failed, fenced."}, []string{"route", "outcome"}),
 		groupRedriven: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dlq_worker_group_redriven_total",
 			Help: "Records redriven, by the consumer group that failed them (the route's metric_groups by name, any other as other, none named as unknown) and the route's redrive_to."}, []string{"route", "group", "redrive_to"}),
 	}

@@ -6,7 +6,6 @@ package redrive
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -62,8 +61,7 @@ func (w *worker) revoke(tps []kafka.TopicPartition) {
 		w.lostMidRun(ps)
 	}
 	if lost && w.txn != nil && w.txn.open {
-		// The group fenced this generation: the transaction could not commit its offsets.
-		w.txn.fail(errors.New("partitions lost (the group session expired) with a transaction open"))
+		w.txn.fail(errAssignmentLost)
 	}
 	if !lost {
 		if w.txn != nil {

@@ -99,6 +99,7 @@ type txn struct {
 	log       zerolog.Logger
 	committed prometheus.Counter
 	failed    prometheus.Counter
+	fenced    prometheus.Counter
 
 	open    bool      // a transaction is begun
 	since   time.Time // the last commit
@@ -109,7 +110,8 @@ func newTxn(w *worker) *txn {
 	return &txn{loopState: w.loopState, producer: w.tx, consumer: w.consumer, ledger: w.ledger, throttle: w.throttle, park: w.park,
 		health: w.health, log: w.log, since: time.Now(),
 		committed: w.metrics.transactions.WithLabelValues(w.route.Name, "committed"),
-		failed:    w.metrics.transactions.WithLabelValues(w.route.Name, "failed")}
+		failed:    w.metrics.transactions.WithLabelValues(w.route.Name, "failed"),
+		fenced:    w.metrics.transactions.WithLabelValues(w.route.Name, "fenced")}
 }
 
 // begin begins a transaction unless one is open: before a record is handed to the sender.
@@ -164,6 +166,10 @@ func (x *txn) settle(parts *partitions) bool {
 		return true
 	}
 	var ke kafka.Error
+	if fencedBy(err) != "" {
+		x.fail(err)
+		return false
+	}
 	if errors.Is(err, errLedgerBehind) || errors.As(err, &ke) && ke.IsRetriable() {
 		x.retryAt = time.Now().Add(x.health.stall("transaction", err, "cannot commit the transaction yet; retrying"))
 		return false
@@ -230,8 +236,13 @@ func (x *txn) fail(err error) {
 	if x.fatal != nil {
 		return
 	}
-	x.failed.Inc()
 	x.abort()
+	if by := fencedBy(err); by != "" {
+		x.fenced.Inc()
+		x.fatal = fmt.Errorf("exactly_once: fenced by %s: this worker is a zombie of the route; its transaction is aborted and the route stops, its records are the new owner's: %w", by, err)
+		return
+	}
+	x.failed.Inc()
 	x.fatal = fmt.Errorf("exactly_once: transaction failed, aborted; its records are read again from the committed offsets by the route's next life: %w", err)
 }
 

@@ -102,3 +102,13 @@ func scanIncident(row scanner) (Incident, error) {
 		&in.Parked, &in.Scheduled, &in.FirstSeen, &in.LastSeen, &in.SampleID)
 	return in, err
 }
+
+// IncidentsTotal is how many incidents f selects (Incidents's records, every page): one
+// per fingerprint and route, so the bounded count reads the grouped selection.
+func (s *Records) IncidentsTotal(ctx context.Context, f Filter) (Total, error) {
+	if len(f.Statuses) == 0 {
+		f.Statuses = IncidentStatuses
+	}
+	cond, args := f.where(nil)
+	return s.boundedTotal(ctx, "dead_letters", "fingerprint IS NOT NULL AND "+cond+" GROUP BY fingerprint, route", args)
+}

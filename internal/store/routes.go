@@ -22,6 +22,12 @@ type RouteControl struct {
 	// NextRunAt is when the route's schedule fires next, as a worker's scheduler has it;
 	// zero until a worker reported it.
 	NextRunAt time.Time
+	// Schedule is the cron schedule a worker runs the route on; empty until a worker
+	// reported it.
+	Schedule string
+	// LastRunEndedAt is when the route's most recent finished run ended, an idle one
+	// included; zero before its first run ended. Only RouteControls reads it.
+	LastRunEndedAt time.Time
 	// BreakerOverride is an operator's forced breaker state; BreakerAuto leaves the
 	// breaker to itself (route_breakers.go).
 	BreakerOverride       BreakerOverride
@@ -37,9 +43,18 @@ func (s *Runs) RouteControls(ctx context.Context) ([]RouteControl, error) {
 	if err != nil {
 		return nil, interpretError(err)
 	}
+	ends, err := queries.LastRunEnds(ctx, s.pool)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	endOf := make(map[string]time.Time, len(ends))
+	for _, e := range ends {
+		endOf[e.Route] = e.FinishedAt.UTC()
+	}
 	out := make([]RouteControl, len(rows))
 	for i, row := range rows {
 		out[i] = routeControlFromRow(row)
+		out[i].LastRunEndedAt = endOf[row.Route]
 	}
 	return out, nil
 }

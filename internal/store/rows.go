@@ -95,7 +95,7 @@ func marshalNullable[T any](v *T) (json.RawMessage, error) {
 // RouteControlsRow.
 func routeControlFromRow(row dbsqlc.RouteControlsRow) RouteControl {
 	rc := RouteControl{Route: row.Route, Paused: row.Paused, RunRequestedAt: deref(row.RunRequestedAt),
-		UpdatedBy: row.UpdatedBy, UpdatedAt: row.UpdatedAt, NextRunAt: deref(row.NextRunAt),
+		UpdatedBy: row.UpdatedBy, UpdatedAt: row.UpdatedAt, NextRunAt: deref(row.NextRunAt), Schedule: deref(row.Schedule),
 		BreakerOverride: BreakerOverride(deref(row.BreakerOverride)), BreakerOverrideReason: deref(row.BreakerOverrideReason),
 		Breaker: BreakerReport{State: deref(row.BreakerState), Since: deref(row.BreakerSince),
 			ReturnedRatio: deref(row.BreakerReturnedRatio), ReportedBy: deref(row.BreakerReportedBy)}}

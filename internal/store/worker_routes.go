@@ -13,7 +13,13 @@ func (s *Runs) RegisterRoutes(ctx context.Context, routes []string, by string) e
 	return interpretError(queries.RegisterRoutes(ctx, s.pool, dbsqlc.RegisterRoutesParams{UpdatedBy: by, Now: s.now(), Routes: routes}))
 }
 
-// SetNextRun records when a registered route's schedule fires next, for operators.
-func (s *Runs) SetNextRun(ctx context.Context, route string, at time.Time) error {
-	return interpretError(queries.SetNextRun(ctx, s.pool, dbsqlc.SetNextRunParams{NextRunAt: at, Route: route}))
+// SetNextRun records a registered route's cron schedule and when it fires next, for operators.
+func (s *Runs) SetNextRun(ctx context.Context, route, schedule string, at time.Time) error {
+	return interpretError(queries.SetNextRun(ctx, s.pool, dbsqlc.SetNextRunParams{NextRunAt: at, Schedule: schedule, Route: route}))
+}
+
+// RegisteredRoutes is the names of the routes workers registered, in order.
+func (s *Runs) RegisteredRoutes(ctx context.Context) ([]string, error) {
+	names, err := queries.RegisteredRoutes(ctx, s.pool)
+	return names, interpretError(err)
 }

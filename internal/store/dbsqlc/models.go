@@ -184,6 +184,7 @@ type RouteControl struct {
 	BreakerSince          *time.Time
 	BreakerReturnedRatio  *float64
 	BreakerReportedBy     *string
+	Schedule              *string
 }
 
 type RunLedger struct {

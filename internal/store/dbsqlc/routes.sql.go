@@ -28,7 +28,7 @@ func (q *Queries) AckRunRequest(ctx context.Context, db DBTX, arg AckRunRequestP
 const PauseRoute = `-- name: PauseRoute :one
 UPDATE route_controls SET paused = $1, updated_by = $2, updated_at = $3
 	WHERE route = $4
-	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at,
+	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at, schedule,
 	breaker_override, breaker_override_reason, breaker_state, breaker_since, breaker_returned_ratio, breaker_reported_by
 `
 
@@ -46,6 +46,7 @@ type PauseRouteRow struct {
 	UpdatedBy             string
 	UpdatedAt             time.Time
 	NextRunAt             *time.Time
+	Schedule              *string
 	BreakerOverride       *string
 	BreakerOverrideReason *string
 	BreakerState          *string
@@ -70,6 +71,7 @@ func (q *Queries) PauseRoute(ctx context.Context, db DBTX, arg PauseRouteParams)
 		&i.UpdatedBy,
 		&i.UpdatedAt,
 		&i.NextRunAt,
+		&i.Schedule,
 		&i.BreakerOverride,
 		&i.BreakerOverrideReason,
 		&i.BreakerState,
@@ -121,6 +123,30 @@ func (q *Queries) RegisterRoutes(ctx context.Context, db DBTX, arg RegisterRoute
 	return err
 }
 
+const RegisteredRoutes = `-- name: RegisteredRoutes :many
+SELECT route FROM route_controls ORDER BY route
+`
+
+func (q *Queries) RegisteredRoutes(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, RegisteredRoutes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var route string
+		if err := rows.Scan(&route); err != nil {
+			return nil, err
+		}
+		items = append(items, route)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ReportBreaker = `-- name: ReportBreaker :exec
 UPDATE route_controls SET breaker_state = $1::text, breaker_since = $2::timestamptz,
 	breaker_returned_ratio = $3::double precision, breaker_reported_by = $4::text
@@ -149,7 +175,7 @@ func (q *Queries) ReportBreaker(ctx context.Context, db DBTX, arg ReportBreakerP
 const RequestRun = `-- name: RequestRun :one
 UPDATE route_controls SET run_requested_at = $1::timestamptz, updated_by = $2, updated_at = $1
 	WHERE route = $3
-	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at,
+	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at, schedule,
 	breaker_override, breaker_override_reason, breaker_state, breaker_since, breaker_returned_ratio, breaker_reported_by
 `
 
@@ -166,6 +192,7 @@ type RequestRunRow struct {
 	UpdatedBy             string
 	UpdatedAt             time.Time
 	NextRunAt             *time.Time
+	Schedule              *string
 	BreakerOverride       *string
 	BreakerOverrideReason *string
 	BreakerState          *string
@@ -184,6 +211,7 @@ func (q *Queries) RequestRun(ctx context.Context, db DBTX, arg RequestRunParams)
 		&i.UpdatedBy,
 		&i.UpdatedAt,
 		&i.NextRunAt,
+		&i.Schedule,
 		&i.BreakerOverride,
 		&i.BreakerOverrideReason,
 		&i.BreakerState,
@@ -195,7 +223,7 @@ func (q *Queries) RequestRun(ctx context.Context, db DBTX, arg RequestRunParams)
 }
 
 const RouteControls = `-- name: RouteControls :many
-SELECT route, paused, run_requested_at, updated_by, updated_at, next_run_at,
+SELECT route, paused, run_requested_at, updated_by, updated_at, next_run_at, schedule,
 	breaker_override, breaker_override_reason, breaker_state, breaker_since, breaker_returned_ratio, breaker_reported_by FROM route_controls ORDER BY route
 `
 
@@ -206,6 +234,7 @@ type RouteControlsRow struct {
 	UpdatedBy             string
 	UpdatedAt             time.Time
 	NextRunAt             *time.Time
+	Schedule              *string
 	BreakerOverride       *string
 	BreakerOverrideReason *string
 	BreakerState          *string
@@ -230,6 +259,7 @@ func (q *Queries) RouteControls(ctx context.Context, db DBTX) ([]RouteControlsRo
 			&i.UpdatedBy,
 			&i.UpdatedAt,
 			&i.NextRunAt,
+			&i.Schedule,
 			&i.BreakerOverride,
 			&i.BreakerOverrideReason,
 			&i.BreakerState,
@@ -251,7 +281,7 @@ const SetBreakerOverride = `-- name: SetBreakerOverride :one
 UPDATE route_controls SET breaker_override = $1::text, breaker_override_reason = $2::text,
 	updated_by = $3, updated_at = $4
 	WHERE route = $5
-	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at,
+	RETURNING route, paused, run_requested_at, updated_by, updated_at, next_run_at, schedule,
 	breaker_override, breaker_override_reason, breaker_state, breaker_since, breaker_returned_ratio, breaker_reported_by
 `
 
@@ -270,6 +300,7 @@ type SetBreakerOverrideRow struct {
 	UpdatedBy             string
 	UpdatedAt             time.Time
 	NextRunAt             *time.Time
+	Schedule              *string
 	BreakerOverride       *string
 	BreakerOverrideReason *string
 	BreakerState          *string
@@ -296,6 +327,7 @@ func (q *Queries) SetBreakerOverride(ctx context.Context, db DBTX, arg SetBreake
 		&i.UpdatedBy,
 		&i.UpdatedAt,
 		&i.NextRunAt,
+		&i.Schedule,
 		&i.BreakerOverride,
 		&i.BreakerOverrideReason,
 		&i.BreakerState,
@@ -307,15 +339,17 @@ func (q *Queries) SetBreakerOverride(ctx context.Context, db DBTX, arg SetBreake
 }
 
 const SetNextRun = `-- name: SetNextRun :exec
-UPDATE route_controls SET next_run_at = $1::timestamptz WHERE route = $2
+UPDATE route_controls SET next_run_at = $1::timestamptz, schedule = $2::text WHERE route = $3
 `
 
 type SetNextRunParams struct {
 	NextRunAt time.Time
+	Schedule  string
 	Route     string
 }
 
+// SetNextRun also writes the schedule the next run comes from.
 func (q *Queries) SetNextRun(ctx context.Context, db DBTX, arg SetNextRunParams) error {
-	_, err := db.Exec(ctx, SetNextRun, arg.NextRunAt, arg.Route)
+	_, err := db.Exec(ctx, SetNextRun, arg.NextRunAt, arg.Schedule, arg.Route)
 	return err
 }

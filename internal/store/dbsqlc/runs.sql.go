@@ -178,6 +178,39 @@ func (q *Queries) InsertLedgerOnce(ctx context.Context, db DBTX, arg InsertLedge
 	return err
 }
 
+const LastRunEnds = `-- name: LastRunEnds :many
+SELECT rc.route, last.finished_at::timestamptz AS finished_at FROM route_controls rc
+	CROSS JOIN LATERAL (SELECT finished_at FROM redrive_runs r
+		WHERE r.route = rc.route AND r.finished_at IS NOT NULL ORDER BY r.id DESC LIMIT 1) last
+`
+
+type LastRunEndsRow struct {
+	Route      string
+	FinishedAt time.Time
+}
+
+// LastRunEnds is when each registered route's most recent finished run ended, an idle one
+// included: a folded idle row's end moves with every idle run.
+func (q *Queries) LastRunEnds(ctx context.Context, db DBTX) ([]LastRunEndsRow, error) {
+	rows, err := db.Query(ctx, LastRunEnds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LastRunEndsRow
+	for rows.Next() {
+		var i LastRunEndsRow
+		if err := rows.Scan(&i.Route, &i.FinishedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ListLedger = `-- name: ListLedger :many
 SELECT run_id, dlq_topic, dlq_partition, from_offset, to_offset,
 		redriven, scheduled, parked, skipped, errors, recorded_at

@@ -36,3 +36,10 @@ INSERT INTO run_ledger (run_id, dlq_topic, dlq_partition, from_offset, to_offset
 	VALUES (@run_id, @dlq_topic, @dlq_partition, @from_offset, @to_offset,
 		@redriven, @scheduled, @parked, @skipped, @errors, @recorded_at)
 	ON CONFLICT DO NOTHING;
+
+-- name: LastRunEnds :many
+-- LastRunEnds is when each registered route's most recent finished run ended, an idle one
+-- included: a folded idle row's end moves with every idle run.
+SELECT rc.route, last.finished_at::timestamptz AS finished_at FROM route_controls rc
+	CROSS JOIN LATERAL (SELECT finished_at FROM redrive_runs r
+		WHERE r.route = rc.route AND r.finished_at IS NOT NULL ORDER BY r.id DESC LIMIT 1) last;
