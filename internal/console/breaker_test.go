@@ -38,17 +38,17 @@ func TestBreakerBanner(t *testing.T) {
 
 	tab := e.tab(t)
 	e.signIn(t, tab, operatorToken)
-	do(t, tab, chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible(banner))
+	visit(t, tab, e.url+"/ui/", banner)
 	msg := text(t, tab, banner)
 	require.Contains(t, msg, "Breaker open on route "+e.routeName+" since 2026-03-01 12:00:00Z")
 	require.Contains(t, msg, "90% of what it redrove came back")
 	e.shot(t, tab, "breaker-overview")
-	do(t, tab, chromedp.Navigate(e.url+"/ui/routes"), chromedp.WaitVisible(banner))
+	visit(t, tab, e.url+"/ui/routes", banner)
 	require.Contains(t, text(t, tab, banner), "90% of what it redrove came back", "the routes page shows it too")
 
 	// Force closed from the banner: the banner goes, the override is in PostgreSQL.
-	do(t, tab, chromedp.SendKeys(banner+" .breaker-reason", "the flood is a load test"),
-		chromedp.Click(banner+" button.breaker-closed"), chromedp.WaitVisible("#flash"))
+	do(t, tab, chromedp.SendKeys(banner+" .breaker-reason", "the flood is a load test"))
+	submit(t, tab, banner+" button.breaker-closed", "#flash")
 	require.Contains(t, text(t, tab, "#flash"), "Breaker forced closed")
 	o, why := override()
 	require.Equal(t, store.BreakerForceClosed, o)
@@ -57,8 +57,8 @@ func TestBreakerBanner(t *testing.T) {
 
 	// Force open from the route's row, with a reason that is markup: shown as text.
 	row := fmt.Sprintf(`tr.route-row[data-route=%q]`, e.routeName)
-	do(t, tab, chromedp.SetValue(row+" select.breaker-mode", "open"), chromedp.SendKeys(row+" .breaker-reason", hostileError),
-		chromedp.Click(row+" button.breaker-set"), chromedp.WaitVisible(banner))
+	do(t, tab, chromedp.SetValue(row+" select.breaker-mode", "open"), chromedp.SendKeys(row+" .breaker-reason", hostileError))
+	submit(t, tab, row+" button.breaker-set", banner)
 	require.Contains(t, text(t, tab, banner), "Breaker forced open")
 	require.Equal(t, hostileError, text(t, tab, banner+" q.reason"), "the reason is text, not markup")
 	require.Equal(t, "undefined", eval[string](t, tab, `typeof window.__pwned`))
@@ -70,17 +70,17 @@ func TestBreakerBanner(t *testing.T) {
 	// A viewer sees the banner, without buttons; a scoped token sees no routes at all.
 	viewer := e.tab(t)
 	e.signIn(t, viewer, viewerToken)
-	do(t, viewer, chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible(banner))
+	visit(t, viewer, e.url+"/ui/", banner)
 	require.Equal(t, 0, eval[int](t, viewer, `document.querySelectorAll(".breaker-banner form, .breaker-row-form").length`))
 	scoped := e.tab(t)
 	e.signIn(t, scoped, scopedToken)
-	do(t, scoped, chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible("#top-incidents"))
+	visit(t, scoped, e.url+"/ui/", "#top-incidents")
 	require.Equal(t, 0, eval[int](t, scoped, `document.querySelectorAll(".breaker-banner").length`))
 
 	// Back to automatic: the override is gone; the worker's last report (open) shows again.
-	do(t, tab, chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible(banner),
-		chromedp.SendKeys(banner+" .breaker-reason", "maintenance over"),
-		chromedp.Click(banner+" button.breaker-auto"), chromedp.WaitVisible("#flash"))
+	visit(t, tab, e.url+"/ui/", banner)
+	do(t, tab, chromedp.SendKeys(banner+" .breaker-reason", "maintenance over"))
+	submit(t, tab, banner+" button.breaker-auto", "#flash")
 	o, _ = override()
 	require.Equal(t, store.BreakerAuto, o)
 

@@ -42,9 +42,10 @@ func TestConsole(t *testing.T) {
 	t.Run("SignIn", func(t *testing.T) {
 		e := e.sub(t)
 		ctx := e.tab(t)
-		do(t, ctx, chromedp.Navigate(e.url+"/"), chromedp.WaitVisible("#token"))
+		visit(t, ctx, e.url+"/", "#token")
 		require.Contains(t, run(t, ctx, chromedp.Location()), "/ui/login", "without a session the console asks for a token")
-		do(t, ctx, chromedp.SendKeys("#token", "not-a-token"), chromedp.Click("#sign-in"), chromedp.WaitVisible("#login-error"))
+		do(t, ctx, chromedp.SendKeys("#token", "not-a-token"))
+		submit(t, ctx, "#sign-in", "#login-error")
 		require.Equal(t, "That token is not valid.", text(t, ctx, "#login-error"))
 		e.shot(t, ctx, "login")
 
@@ -67,7 +68,7 @@ func TestConsole(t *testing.T) {
 		require.GreaterOrEqual(t, lastHour[1], 3, "still parked")
 		require.Positive(t, lastHour[2], "drawn")
 		e.shot(t, ctx, "overview")
-		do(t, ctx, chromedp.Click(fmt.Sprintf(`#tally-original a[href*=%q]`, e.orders)), chromedp.WaitVisible("#records"))
+		submit(t, ctx, fmt.Sprintf(`#tally-original a[href*=%q]`, e.orders), "#records")
 		require.Equal(t, e.orders, run(t, ctx, chromedp.Value(`#filters input[name="original_topic"]`)),
 			"a count links to its records")
 
@@ -81,10 +82,10 @@ func TestConsole(t *testing.T) {
 		e.park("OtherErr", e.orders, 4)
 		ctx := e.tab(t)
 		e.signIn(t, ctx, viewerToken)
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records"), chromedp.WaitVisible("#filters"),
-			chromedp.SendKeys(`#filters input[name="error_class"]`, "PageErr"),
-			chromedp.SendKeys(`#filters input[name="limit"]`, "10"),
-			chromedp.Click("#apply-filters"), chromedp.WaitVisible("#next-page"))
+		visit(t, ctx, e.url+"/ui/records", "#filters")
+		do(t, ctx, chromedp.SendKeys(`#filters input[name="error_class"]`, "PageErr"),
+			chromedp.SendKeys(`#filters input[name="limit"]`, "10"))
+		submit(t, ctx, "#apply-filters", "#next-page")
 		loc, err := url.Parse(run(t, ctx, chromedp.Location()))
 		require.NoError(t, err)
 		require.Equal(t, "PageErr", loc.Query().Get("error_class"), "the filter is in the URL")
@@ -100,7 +101,7 @@ func TestConsole(t *testing.T) {
 			}
 			if page < 3 {
 				require.Len(t, rows, 10, "page %d", page)
-				do(t, ctx, chromedp.Click("#next-page"), chromedp.WaitVisible("#first-page"))
+				submit(t, ctx, "#next-page", "#first-page")
 				continue
 			}
 			require.Len(t, rows, 5)
@@ -114,7 +115,7 @@ func TestConsole(t *testing.T) {
 		// A shared link opens the same view.
 		ctx2 := e.tab(t)
 		e.signIn(t, ctx2, viewerToken)
-		do(t, ctx2, chromedp.Navigate(loc.String()), chromedp.WaitVisible("#records"))
+		visit(t, ctx2, loc.String(), "#records")
 		require.Equal(t, 10, eval[int](t, ctx2, `document.querySelectorAll("tr.record-row").length`))
 		require.Equal(t, "PageErr", run(t, ctx2, chromedp.Value(`#filters input[name="error_class"]`)))
 	})
@@ -146,12 +147,12 @@ func TestConsole(t *testing.T) {
 			chromedp.SendKeys(`#filters input[name="key_b64"]`, "/wAB"), chromedp.Click("#apply-filters"))
 		filtered("key_b64")
 		require.Equal(t, []string{strconv.FormatInt(bin, 10)}, rows())
-		do(t, ctx, chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
-			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#bulk-count"))
+		do(t, ctx, chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"))
+		submit(t, ctx, "#bulk-dry-run", "#bulk-count")
 		require.Equal(t, "1", text(t, ctx, "#bulk-count"), "the bulk form keeps the base64 key")
 
 		// A key that is not base64: the form stays, with the refusal beside the field.
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?key_b64=user!"), chromedp.WaitVisible("#filter-error-key_b64"))
+		visit(t, ctx, e.url+"/ui/records?key_b64=user!", "#filter-error-key_b64")
 		require.Contains(t, text(t, ctx, "#filter-error-key_b64"), "base64")
 		require.Equal(t, "user!", run(t, ctx, chromedp.Value(`#filters input[name="key_b64"]`)))
 	})
@@ -175,13 +176,13 @@ func TestConsole(t *testing.T) {
 		ctx := e.tab(t)
 		e.signIn(t, ctx, viewerToken)
 
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, jsonID)), chromedp.WaitVisible("#value-payload"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, jsonID), "#value-payload")
 		require.Equal(t, "{\n  \"order\": {\n    \"id\": 42,\n    \"lines\": [\n      1,\n      2\n    ]\n  }\n}",
 			run(t, ctx, chromedp.TextContent("#value-payload")), "JSON is pretty-printed")
 		require.Equal(t, "JSONValue-key-0", run(t, ctx, chromedp.TextContent("#key-payload")))
 		e.shot(t, ctx, "record-json")
 
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, binID)), chromedp.WaitVisible("#value-payload"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, binID), "#value-payload")
 		require.Equal(t, "schema id 300", text(t, ctx, "#value-schema"))
 		require.Contains(t, run(t, ctx, chromedp.TextContent("#value-payload")), "02 ff fe 10", "the data after the wire-format prefix, as hex")
 		require.Contains(t, run(t, ctx, chromedp.TextContent("#key-payload")), "de ad be ef")
@@ -198,7 +199,7 @@ func TestConsole(t *testing.T) {
 			require.Equal(t, []string{e.url + "/ui/static/console.js"},
 				eval[[]string](t, ctx, `Array.from(document.scripts).map(s => s.src)`), "%s: the console's own script only", page)
 		}
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, hostileID)), chromedp.WaitVisible("#value-payload"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, hostileID), "#value-payload")
 		inert("record")
 		require.Equal(t, hostileValue, run(t, ctx, chromedp.TextContent("#value-payload")))
 		require.Equal(t, hostileKey, run(t, ctx, chromedp.TextContent("#key-payload")))
@@ -221,14 +222,15 @@ func TestConsole(t *testing.T) {
 		})[0]
 		ctx := e.tab(t)
 		e.signIn(t, ctx, operatorToken)
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, id)), chromedp.WaitVisible("#replay-form"),
-			chromedp.Click("#replay-reset"), chromedp.Click("#replay"), chromedp.WaitVisible("#job-status"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, id), "#replay-form")
+		do(t, ctx, chromedp.Click("#replay-reset"))
+		submit(t, ctx, "#replay", "#job-status")
 		waitJobPage(t, ctx, "succeeded")
 		require.Equal(t, "1", text(t, ctx, "#job-done"))
 		e.shot(t, ctx, "job")
 		require.Equal(t, store.StatusReplayed, e.status(id))
 		e.consume(t, e.orders, 1, func(m *kafka.Message) bool { return string(m.Value) == "replay-one-"+e.orders })
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, id)), chromedp.WaitVisible("#produced"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, id), "#produced")
 		require.Equal(t, "replayed", text(t, ctx, "#record-status"))
 		require.Contains(t, text(t, ctx, "#produced"), e.orders)
 		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#replay-form").length`), "a replayed record has no actions")
@@ -251,7 +253,7 @@ func TestConsole(t *testing.T) {
 		do(t, ctx, chromedp.Clear("#edit-value"), chromedp.SendKeys("#edit-value", fixed),
 			chromedp.SetValue("#edit-headers", headers+"\nfixed-by: console"))
 		e.shot(t, ctx, "record-edit")
-		do(t, ctx, chromedp.Click("#edit-replay"), chromedp.WaitVisible("#confirm-replay"))
+		submit(t, ctx, "#edit-replay", "#confirm-replay")
 		diff := text(t, ctx, ".value-diff")
 		require.Contains(t, diff, `-   "amount": "12,50"`, "the confirmation shows the diff before anything is sent")
 		require.Contains(t, diff, `+   "amount": 12.5`)
@@ -259,7 +261,7 @@ func TestConsole(t *testing.T) {
 		require.Zero(t, e.count(store.Filter{Statuses: []store.Status{store.StatusReplaying, store.StatusReplayed}, ErrorClass: "EditOne"}),
 			"nothing is replayed before the confirmation")
 		e.shot(t, ctx, "record-edit-confirm")
-		do(t, ctx, chromedp.Click("#confirm-replay"), chromedp.WaitVisible("#job-status"))
+		submit(t, ctx, "#confirm-replay", "#job-status")
 		waitJobPage(t, ctx, "succeeded")
 
 		got := e.consume(t, e.orders, 1, func(m *kafka.Message) bool { return string(m.Value) == fixed })[0]
@@ -275,7 +277,7 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, store.StatusReplayed, rec.Status)
 		require.Equal(t, bad, string(rec.Value), "the stored record keeps what was dead-lettered")
 
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/audit"), chromedp.WaitVisible("#audit"))
+		visit(t, ctx, e.url+"/ui/audit", "#audit")
 		audit := text(t, ctx, "#audit")
 		require.Contains(t, audit, "edited: value 18 bytes sha256:")
 		require.Contains(t, audit, `headers added ["fixed-by"]`)
@@ -301,9 +303,9 @@ func TestConsole(t *testing.T) {
 		do(t, ctx, chromedp.SetValue("#edit-value", b64(fixed)),
 			chromedp.SetValue("#edit-headers", headers+"\n"+b64([]byte("sig"))+" "+b64([]byte{0xca, 0xfe, 0x00})+"\n"+b64([]byte("tomb"))+" -"))
 		e.shot(t, ctx, "record-edit-binary")
-		do(t, ctx, chromedp.Click("#edit-replay"), chromedp.WaitVisible("#confirm-replay"))
+		submit(t, ctx, "#edit-replay", "#confirm-replay")
 		require.Contains(t, text(t, ctx, ".value-diff"), "+ base64:"+b64(fixed))
-		do(t, ctx, chromedp.Click("#confirm-replay"), chromedp.WaitVisible("#job-status"))
+		submit(t, ctx, "#confirm-replay", "#job-status")
 		waitJobPage(t, ctx, "succeeded")
 
 		got := e.consume(t, e.orders, 1, func(m *kafka.Message) bool { return bytes.Equal(m.Value, fixed) })[0]
@@ -325,12 +327,13 @@ func TestConsole(t *testing.T) {
 		id := e.park("DiscardOne", e.orders, 1)[0]
 		ctx := e.tab(t)
 		e.signIn(t, ctx, operatorToken)
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, id)), chromedp.WaitVisible("#discard-form"),
-			chromedp.SendKeys("#discard-reason", "duplicate of order 42"), chromedp.Click("#discard"), chromedp.WaitVisible("#flash"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, id), "#discard-form")
+		do(t, ctx, chromedp.SendKeys("#discard-reason", "duplicate of order 42"))
+		submit(t, ctx, "#discard", "#flash")
 		require.Equal(t, "Record discarded.", text(t, ctx, "#flash"))
 		require.Equal(t, "discarded", text(t, ctx, "#record-status"))
 		require.Equal(t, store.StatusDiscarded, e.status(id))
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/audit"), chromedp.WaitVisible("#audit"))
+		visit(t, ctx, e.url+"/ui/audit", "#audit")
 		require.Contains(t, text(t, ctx, "#audit"), "duplicate of order 42")
 		e.shot(t, ctx, "audit")
 	})
@@ -341,31 +344,32 @@ func TestConsole(t *testing.T) {
 		discarded, replayed := ids[0], ids[1]
 		ctx := e.tab(t)
 		e.signIn(t, ctx, operatorToken)
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, discarded)), chromedp.WaitVisible("#discard-form"),
-			chromedp.SendKeys("#discard-reason", "history check"), chromedp.Click("#discard"), chromedp.WaitVisible("#flash"))
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, replayed)), chromedp.WaitVisible("#replay-form"),
-			chromedp.Click("#replay"), chromedp.WaitVisible("#job-status"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, discarded), "#discard-form")
+		do(t, ctx, chromedp.SendKeys("#discard-reason", "history check"))
+		submit(t, ctx, "#discard", "#flash")
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, replayed), "#replay-form")
+		submit(t, ctx, "#replay", "#job-status")
 		waitJobPage(t, ctx, "succeeded")
 
 		actions := func(table string) []string {
 			return eval[[]string](t, ctx, fmt.Sprintf(`Array.from(document.querySelectorAll("%s tr.audit-row .audit-action")).map(c => c.textContent)`, table))
 		}
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, replayed)), chromedp.WaitVisible("#record-history"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, replayed), "#record-history")
 		require.Equal(t, []string{"finish_replay", "begin_replay", "create_replay_job"}, actions("#record-history"),
 			"the record's history, newest first")
 		e.shot(t, ctx, "record-history")
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, discarded)), chromedp.WaitVisible("#record-history"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, discarded), "#record-history")
 		require.Equal(t, []string{"discard"}, actions("#record-history"))
 		require.Contains(t, text(t, ctx, "#record-history"), "history check")
 
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/audit"), chromedp.WaitVisible("#audit-filters"))
+		visit(t, ctx, e.url+"/ui/audit", "#audit-filters")
 		all := actions("#audit")
 		require.Contains(t, all, "discard")
 		require.Contains(t, eval[string](t, ctx, `Array.from(document.querySelectorAll("#audit tr.audit-fold .audit-action")).map(c => c.textContent).join()`),
 			"begin_replay ×1", "a job's batch rows are folded into one entry")
 		do(t, ctx, chromedp.Click("#show-batches"), chromedp.WaitVisible("#fold-batches"))
 		require.Contains(t, actions("#audit"), "begin_replay", "and shown one by one on demand")
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/audit"), chromedp.WaitVisible("#audit-filters"))
+		visit(t, ctx, e.url+"/ui/audit", "#audit-filters")
 		do(t, ctx, chromedp.SendKeys(`#audit-filters input[name="action"]`, "discard"),
 			chromedp.SendKeys(`#audit-filters input[name="actor"]`, "otto"), chromedp.Click("#apply-audit-filters"))
 		waitTrue(t, ctx, `new URLSearchParams(location.search).get("action") === "discard" && document.readyState === "complete" && !!document.querySelector("#audit")`)
@@ -378,7 +382,7 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, "otto", run(t, ctx, chromedp.Value(`#audit-filters input[name="actor"]`)), "the filter is kept in the URL and the form")
 		e.shot(t, ctx, "audit-filtered")
 
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/audit?record_id=%d", e.url, replayed)), chromedp.WaitVisible("#audit"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/audit?record_id=%d", e.url, replayed), "#audit")
 		require.Equal(t, []string{"finish_replay", "begin_replay", "create_replay_job"}, actions("#audit"))
 	})
 
@@ -388,16 +392,17 @@ func TestConsole(t *testing.T) {
 		ids := e.park("BulkErr", e.orders, parked)
 		ctx := e.tab(t)
 		e.signIn(t, ctx, adminToken)
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked&error_class=BulkErr"), chromedp.WaitVisible("#bulk"),
-			chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
-			chromedp.Clear("#bulk-rate"), chromedp.SendKeys("#bulk-rate", "10"),
-			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#bulk-count"))
+		visit(t, ctx, e.url+"/ui/records?status=parked&error_class=BulkErr", "#bulk")
+		do(t, ctx, chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
+			chromedp.Clear("#bulk-rate"), chromedp.SendKeys("#bulk-rate", "10"))
+		submit(t, ctx, "#bulk-dry-run", "#bulk-count")
 		require.Equal(t, strconv.Itoa(parked), text(t, ctx, "#bulk-count"), "the dry run counts the filter's records")
 		require.Equal(t, int64(parked), e.count(store.Filter{ErrorClass: "BulkErr", Statuses: []store.Status{store.StatusParked}}),
 			"a dry run changes nothing")
 		e.shot(t, ctx, "bulk-confirm")
 
-		do(t, ctx, chromedp.SendKeys("#confirm-count", "29"), chromedp.Click("#confirm"), chromedp.WaitVisible("#bulk-error"))
+		do(t, ctx, chromedp.SendKeys("#confirm-count", "29"))
+		submit(t, ctx, "#confirm", "#bulk-error")
 		require.Equal(t, "Type the count shown to confirm.", text(t, ctx, "#bulk-error"))
 		require.Equal(t, int64(0), e.count(store.Filter{ErrorClass: "BulkErr", Statuses: []store.Status{store.StatusReplayed}}),
 			"a wrong count submits nothing")
@@ -411,7 +416,8 @@ func TestConsole(t *testing.T) {
 		waitText(t, ctx, "#bulk-error", "The selection changed since the dry run; confirm the new count.")
 		require.Equal(t, strconv.Itoa(n), text(t, ctx, "#bulk-count"))
 
-		do(t, ctx, chromedp.SendKeys("#confirm-count", strconv.Itoa(n)), chromedp.Click("#confirm"), chromedp.WaitVisible("#job-status"))
+		do(t, ctx, chromedp.SendKeys("#confirm-count", strconv.Itoa(n)))
+		submit(t, ctx, "#confirm", "#job-status")
 		// The page follows the job by script, without reloading: a marker set now is still
 		// there when the page shows a count between none and all.
 		eval[bool](t, ctx, `window.__marker = true`)
@@ -488,23 +494,24 @@ func TestConsole(t *testing.T) {
 		})
 		ctx := e.tab(t)
 		e.signIn(t, ctx, adminToken)
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, ids[0])), chromedp.WaitVisible("#no-payload"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, ids[0]), "#no-payload")
 		require.Contains(t, text(t, ctx, "#no-payload"), "This record has no payload: its source record was gone")
-		do(t, ctx, chromedp.Click("#replay"), chromedp.WaitVisible("#flash"))
+		submit(t, ctx, "#replay", "#flash")
 		require.Contains(t, text(t, ctx, "#flash"), "Refused (422 Replay refused: no payload)")
 		require.Contains(t, text(t, ctx, "#flash"), "a replay would produce a record that never existed")
 		require.Equal(t, store.StatusParked, e.status(ids[0]))
 		e.shot(t, ctx, "record-no-payload")
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, ids[2])), chromedp.WaitVisible("#replay"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, ids[2]), "#replay")
 		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#no-payload").length`), "a record with its payload")
 
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked&error_class=NoPayloadErr"), chromedp.WaitVisible("#bulk"),
-			chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
-			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#bulk-no-payload"))
+		visit(t, ctx, e.url+"/ui/records?status=parked&error_class=NoPayloadErr", "#bulk")
+		do(t, ctx, chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"))
+		submit(t, ctx, "#bulk-dry-run", "#bulk-no-payload")
 		require.Equal(t, "3", text(t, ctx, "#bulk-count"))
 		require.Contains(t, text(t, ctx, "#bulk-no-payload"), "2 of them have no payload")
 		e.shot(t, ctx, "bulk-no-payload")
-		do(t, ctx, chromedp.SendKeys("#confirm-count", "3"), chromedp.Click("#confirm"), chromedp.WaitVisible("#error-detail"))
+		do(t, ctx, chromedp.SendKeys("#confirm-count", "3"))
+		submit(t, ctx, "#confirm", "#error-detail")
 		require.Contains(t, text(t, ctx, "#error-status"), "422")
 		require.Contains(t, text(t, ctx, "#error-detail"), "2 of the 3 selected records have no payload")
 		require.Equal(t, int64(3), e.count(store.Filter{ErrorClass: "NoPayloadErr", Statuses: []store.Status{store.StatusParked}}),
@@ -520,14 +527,14 @@ func TestConsole(t *testing.T) {
 		e.signIn(t, ctx, operatorToken)
 		require.Contains(t, text(t, ctx, "#overview-routes .next-run"), "2027-01-01 00:00:00Z", "the overview shows the next run")
 		row := fmt.Sprintf(`tr.route-row[data-route=%q]`, e.routeName)
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/routes"), chromedp.WaitVisible(row+" button.pause"))
+		visit(t, ctx, e.url+"/ui/routes", row+" button.pause")
 		require.Equal(t, "2027-01-01 00:00:00Z", text(t, ctx, row+" .next-run"))
-		do(t, ctx, chromedp.Click(row+" button.pause"), chromedp.WaitVisible(row+" button.resume"))
+		submit(t, ctx, row+" button.pause", row+" button.resume")
 		require.Equal(t, "paused", text(t, ctx, row+" .route-state"))
 		require.Equal(t, "2027-01-01 00:00:00Z (skipped while paused)", text(t, ctx, row+" .next-run"))
 		require.True(t, e.paused())
 		e.shot(t, ctx, "routes")
-		do(t, ctx, chromedp.Click(row+" button.resume"), chromedp.WaitVisible(row+" button.pause"))
+		submit(t, ctx, row+" button.resume", row+" button.pause")
 		require.Equal(t, "active", text(t, ctx, row+" .route-state"))
 		require.False(t, e.paused())
 	})
@@ -537,11 +544,11 @@ func TestConsole(t *testing.T) {
 		id := e.park("ForgeErr", e.orders, 1)[0]
 		ctx := e.tab(t)
 		e.signIn(t, ctx, viewerToken)
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, id)), chromedp.WaitVisible("#value-payload"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, id), "#value-payload")
 		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#replay-form, #discard-form, #retry-now-form").length`))
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/routes"), chromedp.WaitVisible("#routes"))
+		visit(t, ctx, e.url+"/ui/routes", "#routes")
 		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#routes button").length`))
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked"), chromedp.WaitVisible("#records"))
+		visit(t, ctx, e.url+"/ui/records?status=parked", "#records")
 		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#bulk").length`))
 
 		// A viewer forging the discard form, with a valid CSRF token: the API refuses it.
@@ -580,7 +587,7 @@ func TestConsole(t *testing.T) {
 		}))
 		defer evil.Close()
 		evilURL := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1) // another site than the console's
-		do(t, ctx2, chromedp.Navigate(evilURL), chromedp.WaitVisible("#error-status"))
+		visit(t, ctx2, evilURL, "#error-status")
 		require.Equal(t, "401 Unauthorized", text(t, ctx2, "#error-status"))
 		require.Equal(t, store.StatusParked, e.status(id))
 	})
@@ -591,20 +598,20 @@ func TestConsole(t *testing.T) {
 		theirs := e.park("ScopeTheirs", e.other, 2)
 		ctx := e.tab(t)
 		e.signIn(t, ctx, scopedToken)
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?limit=500"), chromedp.WaitVisible("#records"))
+		visit(t, ctx, e.url+"/ui/records?limit=500", "#records")
 		rows := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("tr.record-row")).map(r => r.dataset.id)`)
 		require.Contains(t, rows, strconv.FormatInt(mine[0], 10))
 		for _, id := range theirs {
 			require.NotContains(t, rows, strconv.FormatInt(id, 10))
 		}
 		require.NotContains(t, text(t, ctx, "#records"), e.other)
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, theirs[0])), chromedp.WaitVisible("#error-status"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, theirs[0]), "#error-status")
 		require.Equal(t, "404 Not found", text(t, ctx, "#error-status"))
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible("#tally-original"))
+		visit(t, ctx, e.url+"/ui/", "#tally-original")
 		require.NotContains(t, text(t, ctx, "main"), e.other)
 		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#overview-routes, a[href='/ui/routes']").length`),
 			"routes span every topic: a scoped token does not see them")
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?"+url.Values{"original_topic": {e.other}}.Encode()), chromedp.WaitVisible("#no-records"))
+		visit(t, ctx, e.url+"/ui/records?"+url.Values{"original_topic": {e.other}}.Encode(), "#no-records")
 	})
 
 	t.Run("Pages", func(t *testing.T) {
@@ -620,11 +627,11 @@ func TestConsole(t *testing.T) {
 		for _, p := range []struct{ path, sel, name string }{
 			{"/ui/jobs", "#jobs", "jobs"}, {"/ui/runs", "h1", "runs"}, {"/ui/reference", "#spec-link", "reference"},
 		} {
-			do(t, ctx, chromedp.Navigate(e.url+p.path), chromedp.WaitVisible(p.sel))
+			visit(t, ctx, e.url+p.path, p.sel)
 			e.shot(t, ctx, p.name)
 		}
 		require.Contains(t, text(t, ctx, "main"), "/v1/records/{id}/replay")
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/runs?route="+url.QueryEscape(e.routeName)), chromedp.WaitVisible(fmt.Sprintf("#run-%d", rn.ID)))
+		visit(t, ctx, e.url+"/ui/runs?route="+url.QueryEscape(e.routeName), fmt.Sprintf("#run-%d", rn.ID))
 		require.Equal(t, []string{e.orders + ".dlq", "2", "100–250", "140", "0", "7", "3", "0"},
 			eval[[]string](t, ctx, fmt.Sprintf(`Array.from(document.querySelectorAll("#run-%d table.ledger tr:nth-child(2) td")).slice(0, 8).map(c => c.textContent)`, rn.ID)))
 		resp, err := http.Get(e.url + "/ui/openapi.yaml")

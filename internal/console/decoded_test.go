@@ -31,7 +31,7 @@ func TestRecordPageDecodesThroughTheRegistry(t *testing.T) {
 
 	ctx := e.tab(t)
 	e.signIn(t, ctx, viewerToken)
-	do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, decodedID)), chromedp.WaitVisible("#value-payload"))
+	visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, decodedID), "#value-payload")
 	require.Equal(t, "{\n  \"id\": \"s-9\",\n  \"weight_g\": 1250\n}", run(t, ctx, chromedp.TextContent("#value-payload")),
 		"the decoded value, pretty-printed")
 	require.Equal(t, "avro", text(t, ctx, "#value-format"))
@@ -41,7 +41,7 @@ func TestRecordPageDecodesThroughTheRegistry(t *testing.T) {
 	require.Contains(t, text(t, ctx, "#value-schema-text pre"), `"name": "Shipment"`)
 	e.shot(t, ctx, "record-avro-decoded")
 
-	do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, unknownID)), chromedp.WaitVisible("#value-payload"))
+	visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, unknownID), "#value-payload")
 	require.Contains(t, text(t, ctx, "#value-decode-error"), "the registry has no schema 1073741824")
 	require.Contains(t, run(t, ctx, chromedp.TextContent("#value-payload")), "02 ff", "the bytes after the prefix, as hex")
 	e.shot(t, ctx, "record-unknown-schema")
@@ -78,7 +78,7 @@ func TestRecordPageDecodesProtobufAndJSONSchema(t *testing.T) {
 		{protoRec, "protobuf", protoSubject, protoID, "{\n  \"id\": \"p7\",\n  \"weight_g\": \"1250\"\n}", "message Parcel", "record-protobuf-decoded"},
 		{jsonRec, "json", jsonSubject, jsonID, "{\n  \"id\": \"c3\",\n  \"fragile\": true\n}", "fragile", "record-jsonschema-decoded"},
 	} {
-		do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/ui/records/%d", e.url, c.record)), chromedp.WaitVisible("#value-payload"))
+		visit(t, ctx, fmt.Sprintf("%s/ui/records/%d", e.url, c.record), "#value-payload")
 		require.Equal(t, c.pretty, run(t, ctx, chromedp.TextContent("#value-payload")), "the decoded %s value, pretty-printed", c.format)
 		require.Equal(t, c.format, text(t, ctx, "#value-format"))
 		require.Equal(t, c.subject+" v1", text(t, ctx, "#value-subject"))

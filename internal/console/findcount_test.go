@@ -35,16 +35,16 @@ func TestConsoleFindCountAndKcat(t *testing.T) {
 	})
 
 	// A typo in a reason: the form stays, the refusal names the reasons that exist.
-	do(t, ctx, chromedp.Navigate(e.url+"/ui/records?error_class=FindMe&reason=exhaust"), chromedp.WaitVisible("#filter-error-reason"))
+	visit(t, ctx, e.url+"/ui/records?error_class=FindMe&reason=exhaust", "#filter-error-reason")
 	require.Contains(t, text(t, ctx, "#filter-error-reason"), "exhausted")
 	require.Equal(t, "exhaust", run(t, ctx, chromedp.Value(`#filters input[name="reason"]`)), "the form keeps what was typed")
 	require.Equal(t, "FindMe", run(t, ctx, chromedp.Value(`#filters input[name="error_class"]`)))
 	e.shot(t, ctx, "records-filter-error")
-	do(t, ctx, chromedp.Navigate(e.url+"/ui/records?error_class=FindMe&stored_from=last+week"), chromedp.WaitVisible("#filter-error-stored_from"))
+	visit(t, ctx, e.url+"/ui/records?error_class=FindMe&stored_from=last+week", "#filter-error-stored_from")
 	require.Contains(t, text(t, ctx, "#filter-error-stored_from"), "-2h")
 
 	// The total, and the search box.
-	do(t, ctx, chromedp.Navigate(e.url+"/ui/records?error_class=FindMe&limit=1"), chromedp.WaitVisible("#records-total"))
+	visit(t, ctx, e.url+"/ui/records?error_class=FindMe&limit=1", "#records-total")
 	require.Equal(t, "3 records match.", text(t, ctx, "#records-total"), "every page's records, not this page's")
 	do(t, ctx, chromedp.SendKeys("#search-value", "needle-42"), chromedp.Click("#apply-filters"))
 	waitLoaded(t, ctx, "value_contains=needle-42")

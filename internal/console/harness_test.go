@@ -65,10 +65,6 @@ type env struct {
 func newEnv(t *testing.T, configure ...func(*api.Config)) *env {
 	t.Helper()
 	testenv.Integration(t)
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium is not installed: `make test` installs it (scripts/stack.sh browser); %v", err)
-	}
 	st := storetest.New(t)
 	bootstrap := testenv.KafkaBootstrap(t)
 	e := &env{t: t, store: st, orders: kafkatest.CreateTopic(t, bootstrap, 1, nil),
@@ -111,6 +107,17 @@ func newEnv(t *testing.T, configure ...func(*api.Config)) *env {
 		BatchSize: 5})
 	require.NoError(t, st.RegisterRoutes(context.Background(), []string{e.routeName}, "test"))
 
+	e.browser = newBrowser(t)
+	return e
+}
+
+// newBrowser starts one headless Chromium for the test.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is not installed: `make test` installs it (scripts/stack.sh browser); %v", err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()),
 		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
@@ -126,8 +133,7 @@ func newEnv(t *testing.T, configure ...func(*api.Config)) *env {
 		cancelBrowser()
 		cancelAlloc()
 	})
-	e.browser = browser
-	return e
+	return browser
 }
 
 // sub is the environment for subtest t: the same console, store, topics and browser, with
@@ -153,12 +159,9 @@ func (e *env) tab(t *testing.T) context.Context {
 // signIn opens the sign-in page and signs in with token.
 func (e *env) signIn(t *testing.T, ctx context.Context, token string) {
 	t.Helper()
-	do(t, ctx,
-		chromedp.Navigate(e.url+"/ui/login"),
-		chromedp.SendKeys("#token", token),
-		chromedp.Click("#sign-in"),
-		chromedp.WaitVisible("#principal"),
-	)
+	visit(t, ctx, e.url+"/ui/login", "#token")
+	do(t, ctx, chromedp.SendKeys("#token", token))
+	submit(t, ctx, "#sign-in", "#principal")
 }
 
 // do runs browser steps and fails the test on the first error.
@@ -202,11 +205,12 @@ func (e *env) startBulkReplay(t *testing.T, class string, n, rate int) context.C
 	t.Helper()
 	ctx := e.tab(t)
 	e.signIn(t, ctx, adminToken)
-	do(t, ctx, chromedp.Navigate(e.url+"/ui/records?status=parked&error_class="+class), chromedp.WaitVisible("#bulk"),
-		chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
-		chromedp.Clear("#bulk-rate"), chromedp.SendKeys("#bulk-rate", strconv.Itoa(rate)),
-		chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#confirm-count"),
-		chromedp.SendKeys("#confirm-count", strconv.Itoa(n)), chromedp.Click("#confirm"), chromedp.WaitVisible("#job-status"))
+	visit(t, ctx, e.url+"/ui/records?status=parked&error_class="+class, "#bulk")
+	do(t, ctx, chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
+		chromedp.Clear("#bulk-rate"), chromedp.SendKeys("#bulk-rate", strconv.Itoa(rate)))
+	submit(t, ctx, "#bulk-dry-run", "#confirm-count")
+	do(t, ctx, chromedp.SendKeys("#confirm-count", strconv.Itoa(n)))
+	submit(t, ctx, "#confirm", "#job-status")
 	waitJobPage(t, ctx, "running")
 	return ctx
 }

@@ -31,7 +31,7 @@ func TestIncidentsPage(t *testing.T) {
 
 	ctx := e.tab(t)
 	e.signIn(t, ctx, adminToken)
-	do(t, ctx, chromedp.Navigate(e.url+"/ui/incidents"), chromedp.WaitVisible("#incidents"))
+	visit(t, ctx, e.url+"/ui/incidents", "#incidents")
 	e.shot(t, ctx, "incidents")
 	require.Equal(t, "6", text(t, ctx, row(timeoutFP)+" td.parked"))
 	require.Equal(t, "timeout after <n> ms for order <id>", text(t, ctx, row(timeoutFP)+" .template"))
@@ -44,7 +44,7 @@ func TestIncidentsPage(t *testing.T) {
 	require.Equal(t, "3 incidents match.", text(t, ctx, "#incidents-total"))
 
 	// The overview leads with the largest incidents, each linking to its records.
-	do(t, ctx, chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible("#top-incidents"))
+	visit(t, ctx, e.url+"/ui/", "#top-incidents")
 	require.Equal(t, []string{timeoutFP, evilFP, otherFP},
 		eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#top-incidents tr.incident-row")).map(r => r.dataset.fingerprint)`))
 	require.Equal(t, hostileClass, text(t, ctx, "#top-incidents "+row(evilFP)+" .cls"))
@@ -57,38 +57,39 @@ func TestIncidentsPage(t *testing.T) {
 	}
 	require.Equal(t, 6, sum, "its records were stored within the last 24 hours")
 	require.Equal(t, "undefined", eval[string](t, ctx, `typeof window.__pwned`))
-	do(t, ctx, chromedp.Click("#top-incidents "+row(timeoutFP)+" a"), chromedp.WaitVisible("#records"))
+	submit(t, ctx, "#top-incidents "+row(timeoutFP)+" a", "#records")
 	require.Equal(t, 6, eval[int](t, ctx, `document.querySelectorAll("tr.record-row").length`))
 
 	// Its records, then its bulk job: the dry run counts the incident's records only.
-	do(t, ctx, chromedp.Navigate(e.url+"/ui/incidents"), chromedp.WaitVisible("#incidents"),
-		chromedp.Click(row(timeoutFP)+" a.records-link"), chromedp.WaitVisible("#records"))
+	visit(t, ctx, e.url+"/ui/incidents", "#incidents")
+	submit(t, ctx, row(timeoutFP)+" a.records-link", "#records")
 	require.Equal(t, 6, eval[int](t, ctx, `document.querySelectorAll("tr.record-row").length`))
 	require.Equal(t, timeoutFP, run(t, ctx, chromedp.Value(`#filters input[name="fingerprint"]`)))
-	do(t, ctx, chromedp.Navigate(e.url+"/ui/incidents"), chromedp.WaitVisible("#incidents"),
-		chromedp.Click(row(evilFP)+" a.bulk-link"), chromedp.WaitVisible("#bulk"),
-		chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
-		chromedp.Click("#bulk-discard"), chromedp.SendKeys("#bulk-reason", "bad producer build"),
-		chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#bulk-count"))
+	visit(t, ctx, e.url+"/ui/incidents", "#incidents")
+	submit(t, ctx, row(evilFP)+" a.bulk-link", "#bulk")
+	do(t, ctx, chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
+		chromedp.Click("#bulk-discard"), chromedp.SendKeys("#bulk-reason", "bad producer build"))
+	submit(t, ctx, "#bulk-dry-run", "#bulk-count")
 	require.Equal(t, "3", text(t, ctx, "#bulk-count"), "the dry run counts the incident's records")
-	do(t, ctx, chromedp.SendKeys("#confirm-count", "3"), chromedp.Click("#confirm"), chromedp.WaitVisible("#job-status"))
+	do(t, ctx, chromedp.SendKeys("#confirm-count", "3"))
+	submit(t, ctx, "#confirm", "#job-status")
 	waitJobPage(t, ctx, "succeeded")
 	require.Equal(t, int64(3), e.count(store.Filter{Fingerprint: evilFP, Statuses: []store.Status{store.StatusDiscarded}}))
 	require.Equal(t, int64(6), e.count(store.Filter{Fingerprint: timeoutFP, Statuses: []store.Status{store.StatusParked}}),
 		"the other incident is untouched")
-	do(t, ctx, chromedp.Navigate(e.url+"/ui/incidents"), chromedp.WaitVisible("#incidents"))
+	visit(t, ctx, e.url+"/ui/incidents", "#incidents")
 	require.Equal(t, 0, eval[int](t, ctx, fmt.Sprintf(`document.querySelectorAll(%q).length`, row(evilFP))),
 		"a discarded incident is gone")
 
 	viewer := e.tab(t)
 	e.signIn(t, viewer, viewerToken)
-	do(t, viewer, chromedp.Navigate(e.url+"/ui/incidents"), chromedp.WaitVisible(row(timeoutFP)))
+	visit(t, viewer, e.url+"/ui/incidents", row(timeoutFP))
 	require.Equal(t, 0, eval[int](t, viewer, `document.querySelectorAll("a.bulk-link").length`), "a viewer cannot bulk")
 	require.Equal(t, 1, eval[int](t, viewer, fmt.Sprintf(`document.querySelectorAll(%q).length`, row(otherFP))))
 
 	scoped := e.tab(t)
 	e.signIn(t, scoped, scopedToken)
-	do(t, scoped, chromedp.Navigate(e.url+"/ui/incidents"), chromedp.WaitVisible(row(timeoutFP)))
+	visit(t, scoped, e.url+"/ui/incidents", row(timeoutFP))
 	require.Equal(t, 0, eval[int](t, scoped, fmt.Sprintf(`document.querySelectorAll(%q).length`, row(otherFP))))
 	require.NotContains(t, text(t, scoped, "main"), e.other)
 	require.Equal(t, fmt.Sprintf("%d incidents match.", eval[int](t, scoped, `document.querySelectorAll("tr.incident-row").length`)),

@@ -157,7 +157,7 @@ func TestConsoleLayout(t *testing.T) {
 				saveShot(t, ctx, shots, fmt.Sprintf("login-%s-%s", vp.name, scheme))
 				e.signIn(t, ctx, adminToken)
 				for _, p := range pages {
-					do(t, ctx, chromedp.Navigate(e.url+p.path), chromedp.WaitVisible(p.wait))
+					visit(t, ctx, e.url+p.path, p.wait)
 					checkPage(t, ctx, vp, scheme, p.name)
 					current := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("header nav [aria-current=page]")).map(a => a.textContent)`)
 					if p.nav == "" {

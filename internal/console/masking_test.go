@@ -38,7 +38,7 @@ func TestMaskedRecordInConsole(t *testing.T) {
 	for tok, mayUnmask := range map[string]bool{viewerToken: false, operatorToken: false, adminToken: true, scopedToken: true} {
 		ctx := e.tab(t)
 		e.signIn(t, ctx, tok)
-		do(t, ctx, chromedp.Navigate(recordURL), chromedp.WaitVisible("#value-payload"))
+		visit(t, ctx, recordURL, "#value-payload")
 		require.Contains(t, text(t, ctx, "#value-payload"), placeholder)
 		html := eval[string](t, ctx, `document.documentElement.outerHTML`)
 		require.NotContains(t, html, card, "no clear value anywhere on the page")
@@ -49,7 +49,7 @@ func TestMaskedRecordInConsole(t *testing.T) {
 			require.NotContains(t, eval[string](t, ctx, `document.documentElement.outerHTML`), card, "asking is not enough")
 			continue
 		}
-		do(t, ctx, chromedp.Click("#unmask"), chromedp.WaitVisible("#value-payload"))
+		submit(t, ctx, "#unmask", "#value-payload")
 		require.Contains(t, text(t, ctx, "#value-payload"), card, "in clear, on request")
 	}
 	unmasked, err := e.store.SearchAudit(context.Background(), store.AuditFilter{Action: "unmask_record", RecordID: id}, 0, 10)
@@ -76,13 +76,13 @@ func TestMaskedRecordInConsole(t *testing.T) {
 	do(t, ctx, chromedp.SetValue("#edit-headers", headers+"\nnote: <img src=x onerror=\"window.pwned=1\">"))
 	e.shot(t, ctx, "record-edit-masked")
 
-	do(t, ctx, chromedp.Click("#edit-replay"), chromedp.WaitVisible("#confirm-replay"))
+	submit(t, ctx, "#edit-replay", "#confirm-replay")
 	diff := text(t, ctx, ".value-diff")
 	require.Contains(t, diff, `-   "name": "Ann",`)
 	require.Contains(t, diff, `+   "name": "Anna",`)
 	require.NotContains(t, eval[string](t, ctx, `document.documentElement.outerHTML`), card)
 	e.shot(t, ctx, "record-edit-masked-confirm")
-	do(t, ctx, chromedp.Click("#confirm-replay"), chromedp.WaitVisible("#job-status"))
+	submit(t, ctx, "#confirm-replay", "#job-status")
 	waitJobPage(t, ctx, "succeeded")
 
 	sent := e.consume(t, e.orders, 1, func(msg *kafka.Message) bool { return strings.Contains(string(msg.Value), "Anna") })[0]
@@ -96,7 +96,7 @@ func TestMaskedRecordInConsole(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.StatusReplayed, rec.Status)
 
-	do(t, ctx, chromedp.Navigate(recordURL), chromedp.WaitVisible(".history-edit"))
+	visit(t, ctx, recordURL, ".history-edit")
 	history := text(t, ctx, ".history-edit")
 	require.Contains(t, history, `+   "name": "Anna",`, "the history shows what the edit sent")
 	require.Contains(t, history, `<img src=x onerror="window.pwned=1">`, "as text")

@@ -24,18 +24,19 @@ func TestConsoleOnCall(t *testing.T) {
 		picked := []int64{ids[1], ids[3]}
 		ctx := e.tab(t)
 		e.signIn(t, ctx, adminToken)
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?error_class=PickErr"), chromedp.WaitVisible("#bulk"))
+		visit(t, ctx, e.url+"/ui/records?error_class=PickErr", "#bulk")
 		for _, id := range picked {
 			do(t, ctx, chromedp.Click(fmt.Sprintf(`tr.record-row[data-id="%d"] input.select-record`, id)))
 		}
 		do(t, ctx, chromedp.Click("#bulk summary"), chromedp.WaitVisible("#bulk-dry-run"),
-			chromedp.Click("#bulk-discard"), chromedp.SendKeys("#bulk-reason", "picked by hand"),
-			chromedp.Click("#bulk-dry-run"), chromedp.WaitVisible("#bulk-count"))
+			chromedp.Click("#bulk-discard"), chromedp.SendKeys("#bulk-reason", "picked by hand"))
+		submit(t, ctx, "#bulk-dry-run", "#bulk-count")
 		require.Equal(t, "2", text(t, ctx, "#bulk-count"), "the dry run counts the ticked records, not the filter's five")
 		require.Equal(t, "2", text(t, ctx, "#bulk-selected"))
 		require.Equal(t, int64(5), e.count(store.Filter{ErrorClass: "PickErr", Statuses: []store.Status{store.StatusParked}}),
 			"a dry run changes nothing")
-		do(t, ctx, chromedp.SendKeys("#confirm-count", "2"), chromedp.Click("#confirm"), chromedp.WaitVisible("#job-status"))
+		do(t, ctx, chromedp.SendKeys("#confirm-count", "2"))
+		submit(t, ctx, "#confirm", "#job-status")
 		waitJobPage(t, ctx, "succeeded")
 		for i, id := range ids {
 			want := store.StatusParked
@@ -51,16 +52,17 @@ func TestConsoleOnCall(t *testing.T) {
 		ids := e.park("BannerErr", e.orders, 2)
 		ctx := e.tab(t)
 		e.signIn(t, ctx, operatorToken)
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records/"+strconv.FormatInt(ids[0], 10)), chromedp.WaitVisible("#discard-form"),
-			chromedp.SendKeys("#discard-reason", "duplicate"), chromedp.Click("#discard"), chromedp.WaitVisible("#flash"))
+		visit(t, ctx, e.url+"/ui/records/"+strconv.FormatInt(ids[0], 10), "#discard-form")
+		do(t, ctx, chromedp.SendKeys("#discard-reason", "duplicate"))
+		submit(t, ctx, "#discard", "#flash")
 		require.Equal(t, "Record discarded.", text(t, ctx, "#flash"))
 		ok := eval[[]string](t, ctx, `(() => { const f = document.querySelector("#flash"); return [f.getAttribute("role"), getComputedStyle(f).backgroundColor]; })()`)
 		require.Equal(t, "status", ok[0], "a success is announced politely")
 
 		// The record is discarded elsewhere while the page is open: the replay is refused.
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records/"+strconv.FormatInt(ids[1], 10)), chromedp.WaitVisible("#replay-form"))
+		visit(t, ctx, e.url+"/ui/records/"+strconv.FormatInt(ids[1], 10), "#replay-form")
 		apiPost(t, e.url, fmt.Sprintf("/v1/records/%d/discard", ids[1]), api.DiscardRequest{Reason: "meanwhile"})
-		do(t, ctx, chromedp.Click("#replay"), chromedp.WaitVisible("#flash"))
+		submit(t, ctx, "#replay", "#flash")
 		require.Contains(t, text(t, ctx, "#flash"), "Refused (409")
 		refused := eval[[]string](t, ctx, `(() => { const f = document.querySelector("#flash"); return [f.getAttribute("role"), getComputedStyle(f).backgroundColor]; })()`)
 		require.Equal(t, "alert", refused[0], "a refusal is an alert")
@@ -72,8 +74,8 @@ func TestConsoleOnCall(t *testing.T) {
 		e.park("NotEmptyErr", e.orders, 1)
 		ctx := e.tab(t)
 		e.signIn(t, ctx, adminToken)
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?error_class=NotEmptyErr"), chromedp.WaitVisible("#bulk"))
-		do(t, ctx, chromedp.Navigate(e.url+"/ui/records?error_class=NoSuchErr"), chromedp.WaitVisible("#no-records"))
+		visit(t, ctx, e.url+"/ui/records?error_class=NotEmptyErr", "#bulk")
+		visit(t, ctx, e.url+"/ui/records?error_class=NoSuchErr", "#no-records")
 		require.Equal(t, 0, eval[int](t, ctx, `document.querySelectorAll("#bulk, #bulk-form").length`),
 			"nothing matches: no bulk job is offered")
 	})
