@@ -114,6 +114,7 @@ func newEnv(t *testing.T, configure ...func(*api.Config)) *env {
 // newBrowser starts one headless Chromium for the test.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
+	testenv.Integration(t)
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatalf("chromium is not installed: `make test` installs it (scripts/stack.sh browser); %v", err)
